@@ -1,0 +1,16 @@
+# Warnings, assertions and sanitizers for every aotc target.
+add_compile_options(-Wall -Wextra)
+if(AOTC_ENABLE_ASSERTIONS)
+  # CMake's Release flags carry -DNDEBUG; assertions and per-pass verification stay on unless asked off.
+  foreach(flag_var CMAKE_CXX_FLAGS_RELEASE CMAKE_CXX_FLAGS_RELWITHDEBINFO CMAKE_C_FLAGS_RELEASE CMAKE_C_FLAGS_RELWITHDEBINFO)
+    string(REPLACE "-DNDEBUG" "" ${flag_var} "${${flag_var}}")
+  endforeach()
+  add_compile_definitions(AOTC_VERIFY_EACH_PASS=1)
+endif()
+if(AOTC_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+if(AOTC_FUZZ AND NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  message(FATAL_ERROR "AOTC_FUZZ needs clang (libFuzzer); configure with CXX=clang++-19")
+endif()

@@ -1,0 +1,487 @@
+// Meta functions of contractions (mm, matmul, linear, convolution, attention), pooling,
+// normalization and indexing.
+#include "Meta.h"
+
+namespace aotc::meta {
+
+namespace {
+// `a` and `b` must agree: equal dims or an error naming both operands and dims.
+llvm::Error requireEqual(const Args &args, const SymExpr &a, const SymExpr &b,
+                         llvm::StringRef what) {
+  if (args.knownEqual(a, b))
+    return llvm::Error::success();
+  return args.error("{} must match, got {} and {}", what.str(), a.str(), b.str());
+}
+
+llvm::Error requireRank(const Args &args, const Type &t, llvm::StringRef name,
+                        std::initializer_list<size_t> ranks) {
+  for (size_t r : ranks)
+    if (t.rank() == r)
+      return llvm::Error::success();
+  std::string expected;
+  for (size_t r : ranks)
+    expected += (expected.empty() ? "" : " or ") + std::to_string(r) + "-d";
+  return args.error("{} must be {}, got {}", name.str(), expected, t.str());
+}
+
+llvm::Error requireSameDType(const Args &args, const Type &a, const Type &b, llvm::StringRef what) {
+  if (a.dtype() == b.dtype())
+    return llvm::Error::success();
+  return args.error("{} must have the same dtype, got {} and {}", what.str(),
+                    toString(a.dtype()).str(), toString(b.dtype()).str());
+}
+
+// Output length of a sliding window: floor((in + 2p - d(k-1) - 1) / s) + 1.
+SymExpr windowOut(const SymExpr &in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  return SymExpr::floorDiv(in + 2 * p - d * (k - 1) - 1, s) + 1;
+}
+
+// A per-spatial-dim list attribute: `n` values, or one value broadcast to `n`.
+llvm::Expected<std::vector<int64_t>> spatialList(const Args &args, llvm::StringRef name, size_t n,
+                                                 std::vector<int64_t> dflt) {
+  auto v = args.constInts(name);
+  if (!v)
+    return v.takeError();
+  if (v->empty())
+    return dflt;
+  if (v->size() == 1)
+    return std::vector<int64_t>(n, (*v)[0]);
+  if (v->size() != n)
+    return args.error("{} needs {} values, got {}", name.str(), n, v->size());
+  return *v;
+}
+} // namespace
+
+Result metaMm(const Args &args) {
+  auto self = args.tensor("self");
+  auto mat2 = args.tensor("mat2");
+  if (!self || !mat2)
+    return llvm::joinErrors(self.takeError(), mat2.takeError());
+  const Type &a = **self, &b = **mat2;
+  if (auto e = requireRank(args, a, "self", {2}))
+    return e;
+  if (auto e = requireRank(args, b, "mat2", {2}))
+    return e;
+  if (auto e = requireSameDType(args, a, b, "self and mat2"))
+    return e;
+  if (auto e = requireEqual(args, a.shape()[1], b.shape()[0], "dim 1 of self and dim 0 of mat2"))
+    return e;
+  return one(Type::tensor(a.dtype(), {a.shape()[0], b.shape()[1]}));
+}
+
+Result metaBmm(const Args &args) {
+  auto self = args.tensor("self");
+  auto mat2 = args.tensor("mat2");
+  if (!self || !mat2)
+    return llvm::joinErrors(self.takeError(), mat2.takeError());
+  const Type &a = **self, &b = **mat2;
+  if (auto e = requireRank(args, a, "self", {3}))
+    return e;
+  if (auto e = requireRank(args, b, "mat2", {3}))
+    return e;
+  if (auto e = requireSameDType(args, a, b, "self and mat2"))
+    return e;
+  if (auto e = requireEqual(args, a.shape()[0], b.shape()[0], "batch dims of self and mat2"))
+    return e;
+  if (auto e = requireEqual(args, a.shape()[2], b.shape()[1], "dim 2 of self and dim 1 of mat2"))
+    return e;
+  return one(Type::tensor(a.dtype(), {a.shape()[0], a.shape()[1], b.shape()[2]}));
+}
+
+Result metaMatmul(const Args &args) {
+  auto self = args.tensor("self");
+  auto other = args.tensor("other");
+  if (!self || !other)
+    return llvm::joinErrors(self.takeError(), other.takeError());
+  const Type &a = **self, &b = **other;
+  if (a.rank() == 0 || b.rank() == 0)
+    return args.error("both operands need at least one dim, got {} and {}", a.str(), b.str());
+  if (auto e = requireSameDType(args, a, b, "self and other"))
+    return e;
+  // 1-d operands are promoted to matrices and the added dim is removed afterwards.
+  SymExpr k1 = a.shape().back();
+  SymExpr k2 = b.rank() == 1 ? b.shape()[0] : b.shape()[b.rank() - 2];
+  if (auto e = requireEqual(args, k1, k2, "the contracted dims of self and other"))
+    return e;
+  Shape batchA(a.shape().begin(), a.shape().end() - std::min<size_t>(a.rank(), 2));
+  Shape batchB(b.shape().begin(), b.shape().end() - std::min<size_t>(b.rank(), 2));
+  Type ta = Type::tensor(a.dtype(), batchA), tb = Type::tensor(b.dtype(), batchB);
+  auto batch = args.broadcast({&ta, &tb});
+  if (!batch)
+    return batch.takeError();
+  Shape out = *batch;
+  if (a.rank() >= 2)
+    out.push_back(a.shape()[a.rank() - 2]);
+  if (b.rank() >= 2)
+    out.push_back(b.shape().back());
+  return one(Type::tensor(a.dtype(), out));
+}
+
+Result metaAddmm(const Args &args) {
+  auto mm = metaMm(args);
+  if (!mm)
+    return mm.takeError();
+  auto bias = args.tensor("self");
+  auto mat1 = args.tensor("mat1");
+  auto mat2 = args.tensor("mat2");
+  if (!bias || !mat1 || !mat2)
+    return llvm::joinErrors(llvm::joinErrors(bias.takeError(), mat1.takeError()),
+                            mat2.takeError());
+  Type out = (*mm)[0];
+  auto shape = args.broadcast({*bias, &out});
+  if (!shape)
+    return shape.takeError();
+  if (*shape != out.shape())
+    return args.error("self {} does not broadcast to the product's shape {}", (*bias)->str(),
+                      out.str());
+  if (auto e = requireSameDType(args, **bias, out, "self and the product"))
+    return e;
+  return mm;
+}
+
+Result metaLinear(const Args &args) {
+  auto input = args.tensor("input");
+  auto weight = args.tensor("weight");
+  auto bias = args.optionalTensor("bias");
+  if (!input || !weight || !bias)
+    return llvm::joinErrors(llvm::joinErrors(input.takeError(), weight.takeError()),
+                            bias.takeError());
+  const Type &x = **input, &w = **weight;
+  if (x.rank() == 0)
+    return args.error("input must have at least one dim, got {}", x.str());
+  if (auto e = requireRank(args, w, "weight", {1, 2}))
+    return e;
+  if (auto e = requireSameDType(args, x, w, "input and weight"))
+    return e;
+  if (auto e = requireEqual(args, x.shape().back(), w.shape().back(),
+                            "the last dims of input and weight"))
+    return e;
+  Shape out(x.shape().begin(), x.shape().end() - 1);
+  if (w.rank() == 2)
+    out.push_back(w.shape()[0]);
+  if (*bias) {
+    Type y = Type::tensor(x.dtype(), out);
+    auto shape = args.broadcast({*bias, &y});
+    if (!shape)
+      return shape.takeError();
+    if (*shape != out)
+      return args.error("bias {} does not broadcast to the output shape {}", (*bias)->str(),
+                        y.str());
+  }
+  return one(Type::tensor(x.dtype(), out));
+}
+
+Result metaConvolution(const Args &args) {
+  auto input = args.tensor("input");
+  auto weight = args.tensor("weight");
+  auto bias = args.optionalTensor("bias");
+  if (!input || !weight || !bias)
+    return llvm::joinErrors(llvm::joinErrors(input.takeError(), weight.takeError()),
+                            bias.takeError());
+  const Type &x = **input, &w = **weight;
+  if (args.boolean("transposed"))
+    return args.error("transposed convolution is not supported");
+  if (auto e = requireRank(args, x, "input", {3, 4}))
+    return e;
+  if (w.rank() != x.rank())
+    return args.error("weight {} must have the rank of input {}", w.str(), x.str());
+  if (auto e = requireSameDType(args, x, w, "input and weight"))
+    return e;
+  size_t spatial = x.rank() - 2;
+  auto groups = args.constInt("groups");
+  if (!groups)
+    return groups.takeError();
+  if (*groups < 1)
+    return args.error("groups must be positive, got {}", *groups);
+  auto stride = spatialList(args, "stride", spatial, std::vector<int64_t>(spatial, 1));
+  auto padding = spatialList(args, "padding", spatial, std::vector<int64_t>(spatial, 0));
+  auto dilation = spatialList(args, "dilation", spatial, std::vector<int64_t>(spatial, 1));
+  if (!stride || !padding || !dilation)
+    return llvm::joinErrors(llvm::joinErrors(stride.takeError(), padding.takeError()),
+                            dilation.takeError());
+  if (auto e = requireEqual(args, x.shape()[1], w.shape()[1] * *groups,
+                            "input channels and weight channels * groups"))
+    return e;
+  if (args.env().proveDivisible(w.shape()[0], *groups) != Truth::True)
+    return args.error("output channels {} must be divisible by groups {}", w.shape()[0].str(),
+                      *groups);
+  if (*bias) {
+    if ((*bias)->rank() != 1)
+      return args.error("bias must be 1-d, got {}", (*bias)->str());
+    if (auto e = requireEqual(args, (*bias)->shape()[0], w.shape()[0],
+                              "bias size and output channels"))
+      return e;
+  }
+  Shape out{x.shape()[0], w.shape()[0]};
+  for (size_t i = 0; i < spatial; ++i) {
+    if ((*stride)[i] < 1 || (*dilation)[i] < 1 || (*padding)[i] < 0)
+      return args.error("stride and dilation must be positive and padding non-negative");
+    auto k = w.shape()[2 + i].constant();
+    if (!k)
+      return args.error("kernel size must be static, got {}", w.shape()[2 + i].str());
+    SymExpr o = windowOut(x.shape()[2 + i], *k, (*stride)[i], (*padding)[i], (*dilation)[i]);
+    if (args.env().proveLE(1, o) == Truth::False)
+      return args.error("the kernel ({}) is larger than the padded input ({}) in spatial dim {}",
+                        *k, (x.shape()[2 + i] + 2 * (*padding)[i]).str(), i);
+    out.push_back(o);
+  }
+  return one(Type::tensor(x.dtype(), out));
+}
+
+namespace {
+Result pool2d(const Args &args, bool hasDilation) {
+  auto self = args.tensor("self");
+  if (!self)
+    return self.takeError();
+  const Type &x = **self;
+  if (auto e = requireRank(args, x, "self", {3, 4}))
+    return e;
+  auto kernel = spatialList(args, "kernel_size", 2, {});
+  if (!kernel)
+    return kernel.takeError();
+  if (kernel->size() != 2)
+    return args.error("kernel_size needs 2 values");
+  auto stride = spatialList(args, "stride", 2, *kernel);
+  auto padding = spatialList(args, "padding", 2, {0, 0});
+  auto dilation = hasDilation ? spatialList(args, "dilation", 2, {1, 1})
+                              : llvm::Expected<std::vector<int64_t>>(std::vector<int64_t>{1, 1});
+  if (!stride || !padding || !dilation)
+    return llvm::joinErrors(llvm::joinErrors(stride.takeError(), padding.takeError()),
+                            dilation.takeError());
+  bool ceil = args.boolean("ceil_mode");
+  Shape out(x.shape().begin(), x.shape().end() - 2);
+  for (size_t i = 0; i < 2; ++i) {
+    int64_t k = (*kernel)[i], s = (*stride)[i], p = (*padding)[i], d = (*dilation)[i];
+    if (k < 1 || s < 1 || d < 1 || p < 0)
+      return args.error("kernel_size, stride and dilation must be positive, padding non-negative");
+    if (2 * p > d * (k - 1) + 1)
+      return args.error("padding {} must be at most half of the effective kernel size {}", p,
+                        d * (k - 1) + 1);
+    const SymExpr &in = x.shape()[x.rank() - 2 + i];
+    SymExpr o = windowOut(in, k, s, p, d);
+    if (ceil) {
+      // Ceil mode drops a last window that would start in the right padding; that needs the
+      // input size, so only static sizes are supported.
+      auto n = in.constant();
+      if (!n)
+        return args.error("ceil_mode needs static spatial dims, got {}", in.str());
+      int64_t len = (*n + 2 * p - d * (k - 1) - 1 + (s - 1)) / s + 1;
+      if ((len - 1) * s >= *n + p)
+        --len;
+      o = len;
+    }
+    if (args.env().proveLE(1, o) == Truth::False)
+      return args.error("the window ({}) is larger than the padded input ({})", k,
+                        (in + 2 * p).str());
+    out.push_back(o);
+  }
+  return one(Type::tensor(x.dtype(), out));
+}
+} // namespace
+
+Result metaMaxPool2d(const Args &args) { return pool2d(args, true); }
+Result metaAvgPool2d(const Args &args) {
+  if (const Attribute *d = args.attr("divisor_override"))
+    if (d->getInt().constant().value_or(1) <= 0)
+      return args.error("divisor_override must be positive, got {}", d->getInt().str());
+  return pool2d(args, false);
+}
+
+Result metaAdaptiveAvgPool2d(const Args &args) {
+  auto self = args.tensor("self");
+  if (!self)
+    return self.takeError();
+  const Type &x = **self;
+  if (auto e = requireRank(args, x, "self", {3, 4}))
+    return e;
+  std::vector<SymExpr> size = args.ints("output_size");
+  if (size.size() != 2)
+    return args.error("output_size needs 2 values");
+  Shape out(x.shape().begin(), x.shape().end() - 2);
+  for (const SymExpr &s : size) {
+    if (args.env().proveLE(1, s) != Truth::True)
+      return args.error("output_size must be positive, got {}", s.str());
+    out.push_back(s);
+  }
+  return one(Type::tensor(x.dtype(), out));
+}
+
+namespace {
+// Optional per-channel (or per-feature) tensors of a normalization must have `shape`.
+llvm::Error requireShape(const Args &args, llvm::StringRef name, llvm::ArrayRef<SymExpr> shape) {
+  auto t = args.optionalTensor(name);
+  if (!t)
+    return t.takeError();
+  if (!*t)
+    return llvm::Error::success();
+  bool ok = (*t)->rank() == shape.size();
+  for (size_t i = 0; ok && i < shape.size(); ++i)
+    ok = args.knownEqual((*t)->shape()[i], shape[i]);
+  if (!ok)
+    return args.error("{} must have shape {}, got {}", name.str(), shapeStr(shape), (*t)->str());
+  return llvm::Error::success();
+}
+} // namespace
+
+Result metaBatchNorm(const Args &args) {
+  auto input = args.tensor("input");
+  if (!input)
+    return input.takeError();
+  const Type &x = **input;
+  if (args.boolean("training"))
+    return args.error("training mode is not supported; aotc exports inference graphs");
+  if (x.rank() < 2)
+    return args.error("input must have at least 2 dims, got {}", x.str());
+  if (!args.node().operand("running_mean") || !args.node().operand("running_var"))
+    return args.error("running_mean and running_var are required at inference");
+  Shape c{x.shape()[1]};
+  for (llvm::StringRef name : {"weight", "bias", "running_mean", "running_var"})
+    if (auto e = requireShape(args, name, c))
+      return e;
+  return one(x);
+}
+
+Result metaLayerNorm(const Args &args) {
+  auto input = args.tensor("input");
+  if (!input)
+    return input.takeError();
+  const Type &x = **input;
+  std::vector<SymExpr> normalized = args.ints("normalized_shape");
+  if (normalized.empty() || normalized.size() > x.rank())
+    return args.error("normalized_shape {} must be 1 to {} trailing dims of {}",
+                      shapeStr(normalized), x.rank(), x.str());
+  for (size_t i = 0; i < normalized.size(); ++i)
+    if (!args.knownEqual(normalized[i], x.shape()[x.rank() - normalized.size() + i]))
+      return args.error("normalized_shape {} does not match the trailing dims of {}",
+                        shapeStr(normalized), x.str());
+  for (llvm::StringRef name : {"weight", "bias"})
+    if (auto e = requireShape(args, name, normalized))
+      return e;
+  return one(x);
+}
+
+Result metaGroupNorm(const Args &args) {
+  auto input = args.tensor("input");
+  auto groups = args.constInt("num_groups");
+  if (!input || !groups)
+    return llvm::joinErrors(input.takeError(), groups.takeError());
+  const Type &x = **input;
+  if (x.rank() < 2)
+    return args.error("input must have at least 2 dims, got {}", x.str());
+  if (*groups < 1 || args.env().proveDivisible(x.shape()[1], *groups) != Truth::True)
+    return args.error("channels {} must be divisible by num_groups {}", x.shape()[1].str(), *groups);
+  Shape c{x.shape()[1]};
+  for (llvm::StringRef name : {"weight", "bias"})
+    if (auto e = requireShape(args, name, c))
+      return e;
+  return one(x);
+}
+
+Result metaSdpa(const Args &args) {
+  auto q = args.tensor("query");
+  auto k = args.tensor("key");
+  auto v = args.tensor("value");
+  auto mask = args.optionalTensor("attn_mask");
+  if (!q || !k || !v || !mask)
+    return llvm::joinErrors(llvm::joinErrors(q.takeError(), k.takeError()),
+                            llvm::joinErrors(v.takeError(), mask.takeError()));
+  const Type &Q = **q, &K = **k, &V = **v;
+  if (Q.rank() < 2 || K.rank() != Q.rank() || V.rank() != Q.rank())
+    return args.error("query, key and value must have the same rank >= 2, got {}, {} and {}",
+                      Q.str(), K.str(), V.str());
+  if (K.dtype() != Q.dtype() || V.dtype() != Q.dtype())
+    return args.error("query, key and value must have the same dtype");
+  if (!isFloating(Q.dtype()))
+    return args.error("needs floating-point inputs, got {}", toString(Q.dtype()).str());
+  size_t r = Q.rank();
+  if (auto e = requireEqual(args, Q.shape()[r - 1], K.shape()[r - 1],
+                            "the embedding dims of query and key"))
+    return e;
+  if (auto e = requireEqual(args, K.shape()[r - 2], V.shape()[r - 2],
+                            "the sequence dims of key and value"))
+    return e;
+  bool gqa = args.boolean("enable_gqa");
+  for (size_t i = 0; i + 2 < r; ++i) {
+    // With grouped-query attention, query heads are a multiple of key/value heads.
+    bool heads = gqa && i + 3 == r;
+    auto kvHeads = K.shape()[i].constant();
+    bool qMatches = heads ? kvHeads && *kvHeads > 0 &&
+                                args.env().proveDivisible(Q.shape()[i], *kvHeads) == Truth::True
+                          : args.knownEqual(Q.shape()[i], K.shape()[i]);
+    if (qMatches && args.knownEqual(K.shape()[i], V.shape()[i]))
+      continue;
+    return args.error("the batch dims of query, key and value must match, got {}, {} and {}",
+                      Q.str(), K.str(), V.str());
+  }
+  Shape out(Q.shape().begin(), Q.shape().end() - 1);
+  out.push_back(V.shape()[r - 1]);
+  if (*mask) {
+    if (args.boolean("is_causal"))
+      return args.error("is_causal and attn_mask cannot both be set");
+    if ((*mask)->dtype() != DType::Bool && (*mask)->dtype() != Q.dtype())
+      return args.error("attn_mask must be bool or {}, got {}", toString(Q.dtype()).str(),
+                        (*mask)->str());
+    Shape scores(Q.shape().begin(), Q.shape().end() - 1);
+    scores.push_back(K.shape()[r - 2]);
+    Type s = Type::tensor(Q.dtype(), scores);
+    auto b = args.broadcast({*mask, &s});
+    if (!b)
+      return b.takeError();
+    if (*b != scores)
+      return args.error("attn_mask {} does not broadcast to the scores' shape {}", (*mask)->str(),
+                        s.str());
+  }
+  const Attribute *dropout = args.attr("dropout_p");
+  if (dropout && dropout->getFloat() != 0.0)
+    return args.error("dropout_p must be 0 at inference, got {}", dropout->str());
+  return one(Type::tensor(Q.dtype(), out));
+}
+
+Result metaEmbedding(const Args &args) {
+  auto weight = args.tensor("weight");
+  auto indices = args.tensor("indices");
+  if (!weight || !indices)
+    return llvm::joinErrors(weight.takeError(), indices.takeError());
+  if (auto e = requireRank(args, **weight, "weight", {2}))
+    return e;
+  if (!isIntegral((*indices)->dtype()))
+    return args.error("indices must be an integer tensor, got {}", (*indices)->str());
+  Shape out = (*indices)->shape();
+  out.push_back((*weight)->shape()[1]);
+  return one(Type::tensor((*weight)->dtype(), out));
+}
+
+Result metaIndexSelect(const Args &args) {
+  auto self = args.tensor("self");
+  auto index = args.tensor("index");
+  auto dim = args.constInt("dim");
+  if (!self || !index || !dim)
+    return llvm::joinErrors(llvm::joinErrors(self.takeError(), index.takeError()),
+                            dim.takeError());
+  auto d = args.normalizeDim(*dim, (*self)->rank(), "dim");
+  if (!d)
+    return d.takeError();
+  if ((*index)->rank() > 1 || !isIntegral((*index)->dtype()))
+    return args.error("index must be a 0-d or 1-d integer tensor, got {}", (*index)->str());
+  Shape out = (*self)->shape();
+  if (!out.empty())
+    out[*d] = (*index)->numel();
+  return one(Type::tensor((*self)->dtype(), out));
+}
+
+Result metaGather(const Args &args) {
+  auto self = args.tensor("self");
+  auto index = args.tensor("index");
+  auto dim = args.constInt("dim");
+  if (!self || !index || !dim)
+    return llvm::joinErrors(llvm::joinErrors(self.takeError(), index.takeError()),
+                            dim.takeError());
+  if (auto d = args.normalizeDim(*dim, (*self)->rank(), "dim"); !d)
+    return d.takeError();
+  if (!isIntegral((*index)->dtype()) || (*index)->rank() != (*self)->rank())
+    return args.error("index must be an integer tensor of the rank of self, got {} for {}",
+                      (*index)->str(), (*self)->str());
+  return one(Type::tensor((*self)->dtype(), (*index)->shape()));
+}
+
+} // namespace aotc::meta

@@ -1,0 +1,126 @@
+// Meta functions of pointwise ops: broadcasting and PyTorch's type promotion.
+#include "Meta.h"
+
+namespace aotc::meta {
+
+namespace {
+// Integer and bool inputs of float math become the default dtype, as in torch.
+DType floatOf(DType t) { return isFloating(t) ? t : DType::F32; }
+
+Result unaryWith(const Args &args, DType (*dtypeOf)(DType)) {
+  auto self = args.tensor("self");
+  if (!self)
+    return self.takeError();
+  return one(Type::tensor(dtypeOf((*self)->dtype()), (*self)->shape()));
+}
+
+Result binaryWith(const Args &args, llvm::StringRef otherName, DType (*dtypeOf)(DType)) {
+  auto self = args.tensor("self");
+  if (!self)
+    return self.takeError();
+  auto other = args.tensor(otherName);
+  if (!other)
+    return other.takeError();
+  auto shape = args.broadcast({*self, *other});
+  if (!shape)
+    return shape.takeError();
+  return one(Type::tensor(dtypeOf(args.resultType({*self, *other})), std::move(*shape)));
+}
+
+Result scalarWith(const Args &args, llvm::StringRef scalarName, DType (*dtypeOf)(DType)) {
+  auto self = args.tensor("self");
+  if (!self)
+    return self.takeError();
+  if (!args.attr(scalarName))
+    return args.error("attribute '{}' is missing", scalarName.str());
+  DType dt = args.resultType({*self}, {scalarName});
+  return one(Type::tensor(dtypeOf(dt), (*self)->shape()));
+}
+
+DType same(DType t) { return t; }
+DType toBool(DType) { return DType::Bool; }
+} // namespace
+
+Result metaUnary(const Args &args) { return unaryWith(args, same); }
+Result metaUnaryFloat(const Args &args) { return unaryWith(args, floatOf); }
+Result metaUnaryBool(const Args &args) { return unaryWith(args, toBool); }
+
+Result metaGelu(const Args &args) {
+  const std::string &mode = args.attr("approximate")->getStr();
+  if (mode != "none" && mode != "tanh")
+    return args.error("approximate must be \"none\" or \"tanh\", got \"{}\"", mode);
+  return unaryWith(args, floatOf);
+}
+
+Result metaClamp(const Args &args) {
+  auto self = args.tensor("self");
+  if (!self)
+    return self.takeError();
+  return one(Type::tensor(args.resultType({*self}, {"min", "max"}), (*self)->shape()));
+}
+
+Result metaToCopy(const Args &args) {
+  auto self = args.tensor("self");
+  if (!self)
+    return self.takeError();
+  auto dt = args.dtype("dtype");
+  if (!dt)
+    return args.error("attribute 'dtype' is missing");
+  return one(Type::tensor(*dt, (*self)->shape()));
+}
+
+Result metaBinary(const Args &args) {
+  const OpSchema &s = args.node().schema();
+  return binaryWith(args, s.args[1].name, same);
+}
+Result metaBinaryFloat(const Args &args) { return binaryWith(args, "other", floatOf); }
+Result metaCompare(const Args &args) { return binaryWith(args, "other", toBool); }
+
+Result metaDivMode(const Args &args) {
+  const Attribute *mode = args.attr("rounding_mode");
+  if (!mode)
+    return binaryWith(args, "other", floatOf);
+  if (mode->getStr() != "trunc" && mode->getStr() != "floor")
+    return args.error("rounding_mode must be \"trunc\" or \"floor\", got \"{}\"", mode->getStr());
+  return binaryWith(args, "other", same);
+}
+
+Result metaBinaryScalar(const Args &args) {
+  const OpSchema &s = args.node().schema();
+  return scalarWith(args, s.args[1].name, same);
+}
+Result metaBinaryScalarFloat(const Args &args) { return scalarWith(args, "other", floatOf); }
+Result metaCompareScalar(const Args &args) { return scalarWith(args, "other", toBool); }
+
+Result metaWhere(const Args &args) {
+  auto cond = args.tensor("condition");
+  auto self = args.tensor("self");
+  auto other = args.tensor("other");
+  if (!cond || !self || !other)
+    return llvm::joinErrors(llvm::joinErrors(cond.takeError(), self.takeError()),
+                            other.takeError());
+  if ((*cond)->dtype() != DType::Bool)
+    return args.error("condition must be a bool tensor, got {}", (*cond)->str());
+  auto shape = args.broadcast({*cond, *self, *other});
+  if (!shape)
+    return shape.takeError();
+  return one(Type::tensor(args.resultType({*self, *other}), std::move(*shape)));
+}
+
+Result metaTernary(const Args &args) {
+  llvm::SmallVector<const Type *, 3> types;
+  for (const ArgSchema &a : args.node().schema().args) {
+    if (a.type != ArgType::Tensor)
+      continue;
+    auto t = args.tensor(a.name);
+    if (!t)
+      return t.takeError();
+    types.push_back(*t);
+  }
+  auto shape = args.broadcast(types);
+  if (!shape)
+    return shape.takeError();
+  return one(Type::tensor(args.resultType(types, {"value"}), std::move(*shape)));
+}
+
+} // namespace aotc::meta
