@@ -52,22 +52,28 @@ llvm::Expected<std::vector<int64_t>> spatialList(const Args &args, llvm::StringR
 }
 } // namespace
 
-Result metaMm(const Args &args) {
-  auto self = args.tensor("self");
-  auto mat2 = args.tensor("mat2");
+namespace {
+// The product of two matrices bound to the schema arguments `lhs` and `rhs`.
+Result matrixProduct(const Args &args, llvm::StringRef lhs, llvm::StringRef rhs) {
+  auto self = args.tensor(lhs);
+  auto mat2 = args.tensor(rhs);
   if (!self || !mat2)
     return llvm::joinErrors(self.takeError(), mat2.takeError());
   const Type &a = **self, &b = **mat2;
-  if (auto e = requireRank(args, a, "self", {2}))
+  if (auto e = requireRank(args, a, lhs, {2}))
     return e;
-  if (auto e = requireRank(args, b, "mat2", {2}))
+  if (auto e = requireRank(args, b, rhs, {2}))
     return e;
-  if (auto e = requireSameDType(args, a, b, "self and mat2"))
+  if (auto e = requireSameDType(args, a, b, fmt::format("{} and {}", lhs.str(), rhs.str())))
     return e;
-  if (auto e = requireEqual(args, a.shape()[1], b.shape()[0], "dim 1 of self and dim 0 of mat2"))
+  if (auto e = requireEqual(args, a.shape()[1], b.shape()[0],
+                            fmt::format("dim 1 of {} and dim 0 of {}", lhs.str(), rhs.str())))
     return e;
   return one(Type::tensor(a.dtype(), {a.shape()[0], b.shape()[1]}));
 }
+} // namespace
+
+Result metaMm(const Args &args) { return matrixProduct(args, "self", "mat2"); }
 
 Result metaBmm(const Args &args) {
   auto self = args.tensor("self");
@@ -118,15 +124,12 @@ Result metaMatmul(const Args &args) {
 }
 
 Result metaAddmm(const Args &args) {
-  auto mm = metaMm(args);
+  auto mm = matrixProduct(args, "mat1", "mat2");
   if (!mm)
     return mm.takeError();
   auto bias = args.tensor("self");
-  auto mat1 = args.tensor("mat1");
-  auto mat2 = args.tensor("mat2");
-  if (!bias || !mat1 || !mat2)
-    return llvm::joinErrors(llvm::joinErrors(bias.takeError(), mat1.takeError()),
-                            mat2.takeError());
+  if (!bias)
+    return bias.takeError();
   Type out = (*mm)[0];
   auto shape = args.broadcast({*bias, &out});
   if (!shape)

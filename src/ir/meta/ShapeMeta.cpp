@@ -28,7 +28,23 @@ Result metaReshape(const Args &args) {
   }
   SymExpr numel = x.numel();
   if (inferred >= 0) {
-    size[inferred] = SymExpr::floorDiv(numel, known);
+    // Cancel the dims both sides share first: floordiv by a symbolic product does not simplify.
+    std::vector<SymExpr> in(x.shape().begin(), x.shape().end()), out;
+    for (size_t i = 0; i < size.size(); ++i) {
+      if (static_cast<int>(i) == inferred)
+        continue;
+      auto it = std::find(in.begin(), in.end(), size[i]);
+      if (it != in.end())
+        in.erase(it);
+      else
+        out.push_back(size[i]);
+    }
+    SymExpr num = 1, den = 1;
+    for (const SymExpr &d : in)
+      num = num * d;
+    for (const SymExpr &d : out)
+      den = den * d;
+    size[inferred] = den == SymExpr(1) ? num : SymExpr::floorDiv(num, den);
     if (args.env().proveEQ(size[inferred] * known, numel) != Truth::True)
       return args.error("cannot view {} as {}: {} elements are not a multiple of {}", x.str(),
                         shapeStr(args.ints(attrName)), numel.str(), known.str());
