@@ -67,6 +67,16 @@ private:
     }
   }
 
+  // Types are equal when their shapes are, with derived dims expanded (`seq_plus_1` is `seq + 1`).
+  bool sameType(const Type &a, const Type &b) const {
+    if (a.kind() != b.kind() || a.dtype() != b.dtype() || a.rank() != b.rank())
+      return false;
+    for (size_t i = 0; i < a.rank(); ++i)
+      if (!(G.shapeEnv().expand(a.shape()[i]) == G.shapeEnv().expand(b.shape()[i])))
+        return false;
+    return true;
+  }
+
   std::string name(const Value *v) {
     auto it = Ids.find(v);
     return it == Ids.end() ? "<value from elsewhere>" : fmt::format("%{}", it->second);
@@ -97,7 +107,7 @@ private:
       if (!s || s->kind != spec.kind)
         report(fmt::format("{}: {} \"{}\" is not declared in the graph", where,
                            toString(spec.kind).str(), spec.name));
-      else if (!(s->type == t))
+      else if (!sameType(s->type, t))
         report(fmt::format("{}: {} \"{}\" is {} in the graph but {} here", where,
                            toString(spec.kind).str(), spec.name, s->type.str(), t.str()));
     }
@@ -115,7 +125,7 @@ private:
       if (!s || s->kind != InputKind::Buffer)
         report(fmt::format("{}: output {} mutates \"{}\", which is not a buffer", where, i,
                            spec.name));
-      else if (v && !(v->type() == s->type))
+      else if (v && !sameType(v->type(), s->type))
         report(fmt::format("{}: buffer \"{}\" is {} but the mutation writes {}", where, spec.name,
                            s->type.str(), v->type().str()));
       if (!mutated.insert(spec.name).second)
@@ -137,14 +147,14 @@ private:
   }
 
   void verifyNode(const Node &n, llvm::DenseSet<const Value *> &defined, const std::string &where) {
-    std::string what = fmt::format("{}: {} = {}", where,
-                                   n.numResults() ? name(n.result(0)) : "<no result>",
-                                   n.name().str());
+    // Meta-function errors start with the op's name, so `what` names only the value.
+    std::string what = fmt::format("{}: {}", where, n.numResults() ? name(n.result(0)) : "<no result>");
+    std::string whatOp = fmt::format("{}: {}", what, n.name().str());
     bool operandsOk = true;
     const OpSchema &s = n.schema();
     unsigned fixed = s.numFixedOperands();
     if (n.operands().size() < fixed || (!s.hasTensorList() && n.operands().size() != fixed)) {
-      report(fmt::format("{}: takes {} operands, got {}", what, fixed, n.operands().size()));
+      report(fmt::format("{}: takes {} operands, got {}", whatOp, fixed, n.operands().size()));
       operandsOk = false;
     }
     for (Value *v : n.operands()) {
@@ -154,7 +164,7 @@ private:
         bool outer = false;
         for (const auto &scope : Defined)
           outer |= scope.count(v) > 0;
-        report(fmt::format("{}: operand {} {}", what, name(v),
+        report(fmt::format("{}: operand {} {}", whatOp, name(v),
                            outer ? "comes from outside the region; regions are closed"
                                  : "is used before it is defined"));
         operandsOk = false;
@@ -171,20 +181,20 @@ private:
     }
     unsigned regions = n.kind() == OpKind::Cond ? 2 : 0;
     if (n.numRegions() != regions)
-      report(fmt::format("{}: has {} regions, expected {}", what, n.numRegions(), regions));
+      report(fmt::format("{}: has {} regions, expected {}", whatOp, n.numRegions(), regions));
     for (unsigned r = 0; r < n.numRegions(); ++r)
-      verifyBlock(n.region(r), what + fmt::format(" region {}", r));
+      verifyBlock(n.region(r), whatOp + fmt::format(" region {}", r));
     if (operandsOk && n.numRegions() == regions) {
       auto types = inferResultTypes(n, G.shapeEnv());
       if (!types) {
         report(fmt::format("{}: {}", what, llvm::toString(types.takeError())));
       } else if (types->size() != n.numResults()) {
-        report(fmt::format("{}: has {} results but the op produces {}", what, n.numResults(),
+        report(fmt::format("{}: has {} results but the op produces {}", whatOp, n.numResults(),
                            types->size()));
       } else {
         for (unsigned i = 0; i < n.numResults(); ++i)
-          if (!(n.result(i)->type() == (*types)[i]))
-            report(fmt::format("{}: result {} is {} but the op produces {}", what, i,
+          if (!sameType(n.result(i)->type(), (*types)[i]))
+            report(fmt::format("{}: result {} is {} but the op produces {}", whatOp, i,
                                n.result(i)->type().str(), (*types)[i].str()));
       }
     }
