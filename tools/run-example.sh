@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 tools/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target aotc
-build/tools/aotc/aotc opt examples/mlp/mlp.aotc
+build/tools/aotc/aotc opt examples/mlp/mlp.aotc --passes=default

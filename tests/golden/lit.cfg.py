@@ -1,0 +1,34 @@
+# lit configuration of the golden tests: `.aotc` files whose RUN lines pipe `aotc opt` into
+# FileCheck. Run through ctest (label golden), or `lit -sv build/tests/golden`.
+# With AOTC_UPDATE_GOLDEN=1 in the environment, the CHECK lines of generated test files are
+# rewritten from the current output first (tools/dev/update_golden.py), then the tests run.
+import os
+import subprocess
+
+import lit.formats
+
+config.name = "aotc-golden"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".aotc"]
+# Files that tests read but that are not tests themselves live in Inputs/ directories.
+config.excludes = ["Inputs"]
+config.test_source_root = os.path.dirname(os.path.abspath(__file__))
+config.test_exec_root = os.path.join(config.aotc_obj_root, "tests", "golden")
+
+config.substitutions.append(("%aotc", config.aotc_tool))
+config.substitutions.append((r"\bFileCheck\b", config.filecheck))
+# `not` and `count` come from LLVM's tool directory too.
+config.environment["PATH"] = os.pathsep.join(
+    [os.path.dirname(config.filecheck), config.environment.get("PATH", "")]
+)
+
+if os.environ.get("AOTC_UPDATE_GOLDEN") == "1":
+    script = os.path.join(config.aotc_src_root, "tools", "dev", "update_golden.py")
+    tests = []
+    for root, _, files in os.walk(config.test_source_root):
+        tests += [os.path.join(root, f) for f in sorted(files) if f.endswith(".aotc")]
+    # Files without the script's NOTE line hold hand-written checks; the script leaves them alone.
+    subprocess.run(
+        [config.python_executable, script, "--aotc", config.aotc_tool] + sorted(tests),
+        check=True,
+    )

@@ -1,0 +1,30 @@
+// How a subcommand of the `aotc` CLI plugs in: each lives in its own file and exposes one
+// function that declares it on the top-level app; main.cpp lists those functions.
+#ifndef AOTC_TOOLS_AOTC_SUBCOMMAND_H
+#define AOTC_TOOLS_AOTC_SUBCOMMAND_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace aotc::cli {
+
+/// A declared subcommand and what runs when the command line chose it.
+struct Subcommand {
+  CLI::App *app = nullptr;
+  /// Runs after parsing; returns the process exit code.
+  std::function<int()> run;
+};
+
+/// `aotc opt`: reads IR text, runs passes, prints the result (OptCommand.cpp).
+Subcommand addOptCommand(CLI::App &parent);
+
+/// Prints `aotc <command>: error: <message>` on stderr and returns the exit code for failure.
+int reportError(llvm::StringRef command, llvm::Error err);
+
+} // namespace aotc::cli
+
+#endif

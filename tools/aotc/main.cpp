@@ -1,0 +1,48 @@
+// The `aotc` command-line driver: declares the subcommands, parses the command line and runs the
+// chosen subcommand.
+#include "Subcommand.h"
+
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/PrettyStackTrace.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <vector>
+
+namespace aotc::cli {
+
+int reportError(llvm::StringRef command, llvm::Error err) {
+  // Results already written to stdout come first, so that `2>&1` keeps the order of events.
+  llvm::outs().flush();
+  llvm::errs() << "aotc " << command << ": error: " << llvm::toString(std::move(err)) << "\n";
+  return 1;
+}
+
+} // namespace aotc::cli
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::setBugReportMsg("PLEASE report this aotc crash with the command line and its input.\n");
+  using namespace aotc::cli;
+
+  CLI::App app{"aotc: ahead-of-time model compiler for C++", "aotc"};
+  app.require_subcommand(1);
+
+  // A new subcommand is one file and one line here.
+  using AddFn = Subcommand (*)(CLI::App &);
+  static constexpr AddFn AddSubcommands[] = {addOptCommand};
+
+  std::vector<Subcommand> subcommands;
+  for (AddFn add : AddSubcommands)
+    subcommands.push_back(add(app));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e);
+  }
+
+  for (const Subcommand &sub : subcommands)
+    if (sub.app->parsed())
+      return sub.run();
+  return 1;
+}
