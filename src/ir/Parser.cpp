@@ -256,19 +256,29 @@ private:
     while (!atEnd() && peek() != '\n')
       ++Pos;
     llvm::StringRef text = Text.slice(start + 1, Pos).trim();
-    // file:line[:col]; the file itself may contain ':'.
-    auto [rest, last] = text.rsplit(':');
-    unsigned a = 0, b = 0;
-    if (last.getAsInteger(10, a))
-      return errorAt(start, fmt::format("bad location '{}': expected file:line:col", text.str()));
-    auto [file, mid] = rest.rsplit(':');
-    if (!mid.empty() && !mid.getAsInteger(10, b) && !file.empty()) {
-      loc.file = file.str(), loc.line = b, loc.column = a;
-    } else {
-      loc.file = rest.str(), loc.line = a;
+    // `file`, `file:line` or `file:line:col`; the file itself may contain ':'.
+    auto bad = [&](llvm::StringRef why) {
+      return errorAt(start, fmt::format("bad location '{}': {}", text.str(), why.str()));
+    };
+    llvm::SmallVector<unsigned, 2> numbers;
+    llvm::StringRef file = text;
+    while (numbers.size() < 2) {
+      auto [rest, last] = file.rsplit(':');
+      unsigned n;
+      if (rest.size() == file.size() || last.getAsInteger(10, n))
+        break;
+      numbers.insert(numbers.begin(), n);
+      file = rest;
     }
-    if (loc.file.empty())
-      return errorAt(start, fmt::format("bad location '{}': expected file:line:col", text.str()));
+    if (file.empty())
+      return bad("expected file:line:col");
+    loc.file = file.str();
+    if (!numbers.empty())
+      loc.line = numbers[0];
+    if (numbers.size() > 1)
+      loc.column = numbers[1];
+    if (loc.line == 0 && loc.column != 0)
+      return bad("line numbers start at 1");
     return loc;
   }
 

@@ -73,9 +73,11 @@ TEST(Parser, BadInputGivesOneClearError) {
       {"more results than types",
        entry("  %1, %2 = aten.relu(%0) : f32[4]\n  return %1 as output \"y\"\n"),
        "t.aotc:3:12: 2 results are named but 1 types are given"},
-      {"location without a line",
-       entry("  %1 = aten.relu(%0) : f32[4]  # nowhere\n  return %1 as output \"y\"\n"),
-       "t.aotc:3:32: bad location 'nowhere': expected file:line:col"},
+      {"location with a column but line 0",
+       entry("  %1 = aten.relu(%0) : f32[4]  # m.cpp:00:3\n  return %1 as output \"y\"\n"),
+       "t.aotc:3:32: bad location 'm.cpp:00:3': line numbers start at 1"},
+      {"location without a file", entry("  %1 = aten.relu(%0) : f32[4]  # :3:4\n  return %1 as output \"y\"\n"),
+       "t.aotc:3:32: bad location ':3:4': expected file:line:col"},
       {"region using an outer value",
        entry("  %1 = aten.cond(%0, %0) : f32[4] {\n    region(%2 : f32[4]) {\n"
              "      %3 = aten.neg(%0) : f32[4]\n      return %3\n    }\n  }\n"
@@ -121,6 +123,16 @@ TEST(Parser, LocationsKeepFileLineAndColumn) {
   EXPECT_EQ(nodes.front()->loc().line, 42u);
   EXPECT_EQ(nodes.front()->loc().column, 7u);
   EXPECT_EQ(nodes.back()->loc().str(), "m.cpp:9");
+}
+
+TEST(Parser, LocationsWithoutALineRoundTrip) {
+  // A location the tracer could only attribute to a file prints as the bare file name.
+  auto g = parseGraph(entry("  %1 = aten.relu(%0) : f32[4]  # model.cpp\n  return %1 as output \"y\"\n"));
+  ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+  const SourceLoc &loc = (*g)->entries()[0]->body().nodes().front()->loc();
+  EXPECT_EQ(loc.file, "model.cpp");
+  EXPECT_EQ(loc.line, 0u);
+  EXPECT_EQ(loc.str(), "model.cpp");
 }
 
 TEST(Parser, StringsWithEscapesRoundTrip) {
