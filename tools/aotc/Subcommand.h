@@ -22,6 +22,11 @@ struct Subcommand {
 /// `aotc opt`: reads IR text, runs passes, prints the result (OptCommand.cpp).
 Subcommand addOptCommand(CLI::App &parent);
 
+/// `aotc export`: compiles and traces a model file (ExportCommand.cpp).
+Subcommand addExportCommand(CLI::App &parent);
+/// `aotc weights`: writes a model's initialized weights as .safetensors (ExportCommand.cpp).
+Subcommand addWeightsCommand(CLI::App &parent);
+
 /// Prints `aotc <command>: error: <message>` on stderr and returns the exit code for failure.
 int reportError(llvm::StringRef command, llvm::Error err);
 

@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
 
   // A new subcommand is one file and one line here.
   using AddFn = Subcommand (*)(CLI::App &);
-  static constexpr AddFn AddSubcommands[] = {addOptCommand};
+  static constexpr AddFn AddSubcommands[] = {addExportCommand, addWeightsCommand, addOptCommand};
 
   std::vector<Subcommand> subcommands;
   for (AddFn add : AddSubcommands)

@@ -1,0 +1,93 @@
+// Free functions of the model DSL, as in libtorch's `torch::` namespace (and
+// `torch::nn::functional`): creation, combination, normalization, attention and cond.
+#ifndef AOTC_FUNCTIONAL_H
+#define AOTC_FUNCTIONAL_H
+
+#include "aotc/Tensor.h"
+
+#include <functional>
+
+namespace aotc {
+
+// Creation. Outside of tracing (in a module's constructor) these make parameter placeholders.
+Tensor empty(SymIntList size, DType dtype = f32, Loc loc = Loc::current());
+Tensor zeros(SymIntList size, DType dtype = f32, Loc loc = Loc::current());
+Tensor ones(SymIntList size, DType dtype = f32, Loc loc = Loc::current());
+Tensor full(SymIntList size, const Scalar &fill_value, std::optional<DType> dtype = std::nullopt,
+            Loc loc = Loc::current());
+Tensor arange(const Scalar &end, std::optional<DType> dtype = std::nullopt,
+              Loc loc = Loc::current());
+Tensor arange(const Scalar &start, const Scalar &end, const Scalar &step = 1,
+              std::optional<DType> dtype = std::nullopt, Loc loc = Loc::current());
+
+// Pointwise.
+Tensor relu(const Tensor &x, Loc loc = Loc::current());
+Tensor gelu(const Tensor &x, const std::string &approximate = "none", Loc loc = Loc::current());
+Tensor silu(const Tensor &x, Loc loc = Loc::current());
+Tensor sigmoid(const Tensor &x, Loc loc = Loc::current());
+Tensor tanh(const Tensor &x, Loc loc = Loc::current());
+Tensor exp(const Tensor &x, Loc loc = Loc::current());
+Tensor log(const Tensor &x, Loc loc = Loc::current());
+Tensor sqrt(const Tensor &x, Loc loc = Loc::current());
+Tensor rsqrt(const Tensor &x, Loc loc = Loc::current());
+Tensor pow(const Tensor &x, const Scalar &exponent, Loc loc = Loc::current());
+Tensor where(const Tensor &condition, const Tensor &x, const Tensor &y, Loc loc = Loc::current());
+Tensor maximum(const Tensor &a, const Tensor &b, Loc loc = Loc::current());
+Tensor minimum(const Tensor &a, const Tensor &b, Loc loc = Loc::current());
+
+// Reductions and softmax.
+Tensor softmax(const Tensor &x, int64_t dim, Loc loc = Loc::current());
+Tensor log_softmax(const Tensor &x, int64_t dim, Loc loc = Loc::current());
+
+// Linear algebra.
+Tensor matmul(const Tensor &a, const Tensor &b, Loc loc = Loc::current());
+Tensor mm(const Tensor &a, const Tensor &b, Loc loc = Loc::current());
+Tensor bmm(const Tensor &a, const Tensor &b, Loc loc = Loc::current());
+Tensor addmm(const Tensor &bias, const Tensor &a, const Tensor &b, const Scalar &beta = 1,
+             const Scalar &alpha = 1, Loc loc = Loc::current());
+Tensor linear(const Tensor &x, const Tensor &weight, const Tensor &bias = {},
+              Loc loc = Loc::current());
+
+// Combination.
+Tensor cat(const std::vector<Tensor> &tensors, int64_t dim = 0, Loc loc = Loc::current());
+Tensor stack(const std::vector<Tensor> &tensors, int64_t dim = 0, Loc loc = Loc::current());
+
+// Convolution, pooling and normalization (the arguments of torch.nn.functional).
+Tensor conv1d(const Tensor &x, const Tensor &weight, const Tensor &bias = {}, int64_t stride = 1,
+              int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1,
+              Loc loc = Loc::current());
+Tensor conv2d(const Tensor &x, const Tensor &weight, const Tensor &bias = {},
+              IntList stride = {1, 1}, IntList padding = {0, 0}, IntList dilation = {1, 1},
+              int64_t groups = 1, Loc loc = Loc::current());
+Tensor max_pool2d(const Tensor &x, IntList kernel_size, IntList stride = {},
+                  IntList padding = {0, 0}, IntList dilation = {1, 1}, bool ceil_mode = false,
+                  Loc loc = Loc::current());
+Tensor avg_pool2d(const Tensor &x, IntList kernel_size, IntList stride = {},
+                  IntList padding = {0, 0}, bool ceil_mode = false, bool count_include_pad = true,
+                  Loc loc = Loc::current());
+Tensor adaptive_avg_pool2d(const Tensor &x, IntList output_size, Loc loc = Loc::current());
+Tensor batch_norm(const Tensor &x, const Tensor &running_mean, const Tensor &running_var,
+                  const Tensor &weight = {}, const Tensor &bias = {}, double eps = 1e-5,
+                  Loc loc = Loc::current());
+Tensor layer_norm(const Tensor &x, IntList normalized_shape, const Tensor &weight = {},
+                  const Tensor &bias = {}, double eps = 1e-5, Loc loc = Loc::current());
+Tensor group_norm(const Tensor &x, int64_t num_groups, const Tensor &weight = {},
+                  const Tensor &bias = {}, double eps = 1e-5, Loc loc = Loc::current());
+Tensor embedding(const Tensor &indices, const Tensor &weight, Loc loc = Loc::current());
+
+/// torch.nn.functional.scaled_dot_product_attention (inference: no dropout).
+Tensor scaled_dot_product_attention(const Tensor &query, const Tensor &key, const Tensor &value,
+                                    const Tensor &attn_mask = {}, bool is_causal = false,
+                                    std::optional<double> scale = std::nullopt,
+                                    bool enable_gqa = false, Loc loc = Loc::current());
+
+using Branch = std::function<std::vector<Tensor>(const std::vector<Tensor> &)>;
+
+/// torch.cond: traces both branches on `operands` into one cond op; `pred` is a bool tensor with
+/// one element. Both branches must return tensors of the same dtypes and shapes.
+std::vector<Tensor> cond(const Tensor &pred, const Branch &then_fn, const Branch &else_fn,
+                         const std::vector<Tensor> &operands, Loc loc = Loc::current());
+
+} // namespace aotc
+
+#endif

@@ -1,0 +1,104 @@
+// nn::Module: the base of model components, with PyTorch's hierarchical parameter and buffer
+// names (`layer1.0.conv1.weight`), and ModuleHolder for libtorch's `TORCH_MODULE` pattern.
+#ifndef AOTC_NN_MODULE_H
+#define AOTC_NN_MODULE_H
+
+#include "aotc/Tensor.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace aotc::nn {
+
+class Module {
+public:
+  virtual ~Module();
+
+  /// Registers a parameter (a placeholder such as `aotc::empty({out, in})`, optionally given an
+  /// initialization by nn::init) under `name`; returns the stored tensor.
+  Tensor &register_parameter(std::string name, Tensor tensor, Loc loc = Loc::current());
+  /// Registers a buffer: state that is not trained but is saved (running statistics, caches).
+  /// In-place updates of a buffer during an entry become buffer mutations of that entry.
+  Tensor &register_buffer(std::string name, Tensor tensor, Loc loc = Loc::current());
+
+  template <typename M>
+  std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
+    addChild(std::move(name), module);
+    return module;
+  }
+  /// For holders (`nn::Linear`, or a user's AOTC_MODULE).
+  template <typename Holder>
+  Holder register_module(std::string name, Holder holder)
+    requires requires { holder.ptr(); }
+  {
+    addChild(std::move(name), holder.ptr());
+    return holder;
+  }
+
+  /// Full names, in registration order, children after their parent's own tensors.
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers() const;
+  /// Parameters and buffers together: the keys of PyTorch's state_dict().
+  std::vector<std::pair<std::string, Tensor>> named_state() const;
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>> &children() const {
+    return Children;
+  }
+
+private:
+  struct Slot {
+    std::string name;
+    Tensor tensor;
+    bool buffer;
+  };
+  void addChild(std::string name, std::shared_ptr<Module> child);
+  Tensor &addSlot(std::string name, Tensor tensor, bool buffer, Loc loc);
+  void collect(const std::string &prefix, int which,
+               std::vector<std::pair<std::string, Tensor>> &out) const;
+
+  std::vector<Slot> State;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> Children;
+};
+
+/// A shared handle to a module implementation, as libtorch's ModuleHolder: `nn::Linear fc{nullptr}`
+/// is empty, `nn::Linear(784, 10)` constructs an `nn::LinearImpl`, `fc->forward(x)` or `fc(x)`.
+template <typename Impl> class ModuleHolder {
+public:
+  ModuleHolder(std::nullptr_t) {} // NOLINT
+  template <typename... Args>
+    requires(!(sizeof...(Args) == 1 && (std::is_same_v<std::decay_t<Args>, ModuleHolder> && ...)))
+  explicit ModuleHolder(Args &&...args)
+      : Ptr(std::make_shared<Impl>(std::forward<Args>(args)...)) {}
+  explicit ModuleHolder(std::shared_ptr<Impl> ptr) : Ptr(std::move(ptr)) {}
+
+  Impl *operator->() const { return Ptr.get(); }
+  Impl &operator*() const { return *Ptr; }
+  const std::shared_ptr<Impl> &ptr() const { return Ptr; }
+  bool is_empty() const { return Ptr == nullptr; }
+
+  /// `fc(x)`: forward with the caller's location, for modules whose forward takes one.
+  template <typename T>
+  auto operator()(T &&x, Loc loc = Loc::current()) const
+    requires requires(Impl &m) { m.forward(std::forward<T>(x), loc); }
+  {
+    return Ptr->forward(std::forward<T>(x), loc);
+  }
+  template <typename... Args> auto operator()(Args &&...args) const {
+    return Ptr->forward(std::forward<Args>(args)...);
+  }
+
+private:
+  std::shared_ptr<Impl> Ptr;
+};
+
+} // namespace aotc::nn
+
+/// Declares `Name` as the holder of `NameImpl`, like libtorch's TORCH_MODULE.
+#define AOTC_MODULE(Name)                                                                          \
+  class Name : public ::aotc::nn::ModuleHolder<Name##Impl> {                                       \
+  public:                                                                                          \
+    using ::aotc::nn::ModuleHolder<Name##Impl>::ModuleHolder;                                      \
+  }
+
+#endif

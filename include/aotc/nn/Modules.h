@@ -1,0 +1,258 @@
+// The standard modules of libtorch's C++ frontend, with PyTorch's parameter names and default
+// initializations (used when an export gets no weights file).
+#ifndef AOTC_NN_MODULES_H
+#define AOTC_NN_MODULES_H
+
+#include "aotc/Functional.h"
+#include "aotc/nn/Module.h"
+
+#include <functional>
+
+namespace aotc::nn {
+
+/// Option setters in libtorch's style: `Conv2dOptions(3, 64, 7).stride(2).padding(3)`.
+#define AOTC_OPTION(Type, name)                                                                    \
+  auto &name(Type v) {                                                                             \
+    name##_ = std::move(v);                                                                        \
+    return *this;                                                                                  \
+  }                                                                                                \
+  Type name##_
+
+namespace init {
+/// Sets the initialization a parameter placeholder gets when no weights file is given. Values are
+/// drawn from a generator seeded by the export's seed and the tensor's name.
+void uniform_(Tensor &t, double lo, double hi);
+void normal_(Tensor &t, double mean = 0, double std = 1);
+void constant_(Tensor &t, double value);
+void zeros_(Tensor &t);
+void ones_(Tensor &t);
+/// PyTorch's default for Linear and Conv weights: uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+void kaiming_uniform_default_(Tensor &t, int64_t fan_in);
+} // namespace init
+
+class LinearImpl : public Module {
+public:
+  LinearImpl(int64_t in_features, int64_t out_features, bool bias = true);
+  Tensor forward(const Tensor &x, Loc loc = Loc::current());
+  Tensor weight, bias;
+};
+AOTC_MODULE(Linear);
+
+struct Conv2dOptions {
+  Conv2dOptions(int64_t in, int64_t out, IntList kernel)
+      : in_channels_(in), out_channels_(out), kernel_size_(kernel.size() == 1
+                                                               ? IntList{kernel[0], kernel[0]}
+                                                               : kernel) {}
+  Conv2dOptions(int64_t in, int64_t out, int64_t kernel) : Conv2dOptions(in, out, IntList{kernel}) {}
+  AOTC_OPTION(int64_t, in_channels);
+  AOTC_OPTION(int64_t, out_channels);
+  AOTC_OPTION(IntList, kernel_size);
+  AOTC_OPTION(IntList, stride) = {1, 1};
+  AOTC_OPTION(IntList, padding) = {0, 0};
+  AOTC_OPTION(IntList, dilation) = {1, 1};
+  AOTC_OPTION(int64_t, groups) = 1;
+  AOTC_OPTION(bool, bias) = true;
+};
+
+class Conv2dImpl : public Module {
+public:
+  explicit Conv2dImpl(Conv2dOptions options);
+  Tensor forward(const Tensor &x, Loc loc = Loc::current());
+  Conv2dOptions options;
+  Tensor weight, bias;
+};
+AOTC_MODULE(Conv2d);
+
+struct BatchNorm2dOptions {
+  BatchNorm2dOptions(int64_t num_features) : num_features_(num_features) {} // NOLINT
+  AOTC_OPTION(int64_t, num_features);
+  AOTC_OPTION(double, eps) = 1e-5;
+  AOTC_OPTION(double, momentum) = 0.1;
+  AOTC_OPTION(bool, affine) = true;
+};
+
+/// Inference batch norm: normalizes with the running statistics (buffers running_mean,
+/// running_var, num_batches_tracked).
+class BatchNorm2dImpl : public Module {
+public:
+  explicit BatchNorm2dImpl(BatchNorm2dOptions options);
+  Tensor forward(const Tensor &x, Loc loc = Loc::current());
+  BatchNorm2dOptions options;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+};
+AOTC_MODULE(BatchNorm2d);
+
+struct LayerNormOptions {
+  LayerNormOptions(IntList normalized_shape) : normalized_shape_(std::move(normalized_shape)) {} // NOLINT
+  AOTC_OPTION(IntList, normalized_shape);
+  AOTC_OPTION(double, eps) = 1e-5;
+  AOTC_OPTION(bool, elementwise_affine) = true;
+};
+
+class LayerNormImpl : public Module {
+public:
+  explicit LayerNormImpl(LayerNormOptions options);
+  Tensor forward(const Tensor &x, Loc loc = Loc::current());
+  LayerNormOptions options;
+  Tensor weight, bias;
+};
+AOTC_MODULE(LayerNorm);
+
+class GroupNormImpl : public Module {
+public:
+  GroupNormImpl(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
+  Tensor forward(const Tensor &x, Loc loc = Loc::current());
+  int64_t num_groups;
+  double eps;
+  Tensor weight, bias;
+};
+AOTC_MODULE(GroupNorm);
+
+class EmbeddingImpl : public Module {
+public:
+  EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim);
+  Tensor forward(const Tensor &indices, Loc loc = Loc::current());
+  Tensor weight;
+};
+AOTC_MODULE(Embedding);
+
+/// Identity at inference.
+class DropoutImpl : public Module {
+public:
+  explicit DropoutImpl(double p = 0.5) : p(p) {}
+  Tensor forward(const Tensor &x, Loc = Loc::current()) { return x; }
+  double p;
+};
+AOTC_MODULE(Dropout);
+
+class ReLUImpl : public Module {
+public:
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return x.relu(loc); }
+};
+AOTC_MODULE(ReLU);
+
+class GELUImpl : public Module {
+public:
+  explicit GELUImpl(std::string approximate = "none") : approximate(std::move(approximate)) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return x.gelu(approximate, loc); }
+  std::string approximate;
+};
+AOTC_MODULE(GELU);
+
+class SiLUImpl : public Module {
+public:
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return x.silu(loc); }
+};
+AOTC_MODULE(SiLU);
+
+class TanhImpl : public Module {
+public:
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return x.tanh(loc); }
+};
+AOTC_MODULE(Tanh);
+
+class SigmoidImpl : public Module {
+public:
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return x.sigmoid(loc); }
+};
+AOTC_MODULE(Sigmoid);
+
+struct MaxPool2dOptions {
+  MaxPool2dOptions(IntList kernel_size) : kernel_size_(std::move(kernel_size)) {} // NOLINT
+  MaxPool2dOptions(int64_t kernel_size) : kernel_size_{kernel_size, kernel_size} {} // NOLINT
+  AOTC_OPTION(IntList, kernel_size);
+  AOTC_OPTION(IntList, stride) = {};
+  AOTC_OPTION(IntList, padding) = {0, 0};
+  AOTC_OPTION(IntList, dilation) = {1, 1};
+  AOTC_OPTION(bool, ceil_mode) = false;
+};
+
+class MaxPool2dImpl : public Module {
+public:
+  explicit MaxPool2dImpl(MaxPool2dOptions options) : options(std::move(options)) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current());
+  MaxPool2dOptions options;
+};
+AOTC_MODULE(MaxPool2d);
+
+struct AvgPool2dOptions {
+  AvgPool2dOptions(IntList kernel_size) : kernel_size_(std::move(kernel_size)) {} // NOLINT
+  AvgPool2dOptions(int64_t kernel_size) : kernel_size_{kernel_size, kernel_size} {} // NOLINT
+  AOTC_OPTION(IntList, kernel_size);
+  AOTC_OPTION(IntList, stride) = {};
+  AOTC_OPTION(IntList, padding) = {0, 0};
+  AOTC_OPTION(bool, ceil_mode) = false;
+  AOTC_OPTION(bool, count_include_pad) = true;
+};
+
+class AvgPool2dImpl : public Module {
+public:
+  explicit AvgPool2dImpl(AvgPool2dOptions options) : options(std::move(options)) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current());
+  AvgPool2dOptions options;
+};
+AOTC_MODULE(AvgPool2d);
+
+class AdaptiveAvgPool2dImpl : public Module {
+public:
+  explicit AdaptiveAvgPool2dImpl(IntList output_size) : output_size(std::move(output_size)) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current());
+  IntList output_size;
+};
+AOTC_MODULE(AdaptiveAvgPool2d);
+
+class FlattenImpl : public Module {
+public:
+  explicit FlattenImpl(int64_t start_dim = 1, int64_t end_dim = -1)
+      : start_dim(start_dim), end_dim(end_dim) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) {
+    return x.flatten(start_dim, end_dim, loc);
+  }
+  int64_t start_dim, end_dim;
+};
+AOTC_MODULE(Flatten);
+
+/// Modules applied in order; children are named "0", "1", ... as in PyTorch.
+class SequentialImpl : public Module {
+public:
+  SequentialImpl() = default;
+  template <typename... Holders> explicit SequentialImpl(Holders &&...modules) {
+    (push_back(std::forward<Holders>(modules)), ...);
+  }
+  template <typename Holder> void push_back(Holder holder) {
+    auto ptr = holder.ptr();
+    register_module(std::to_string(Layers.size()), ptr);
+    Layers.push_back([ptr](const Tensor &x) { return ptr->forward(x); });
+  }
+  Tensor forward(const Tensor &x, Loc = Loc::current()) {
+    Tensor y = x;
+    for (auto &layer : Layers)
+      y = layer(y);
+    return y;
+  }
+  size_t size() const { return Layers.size(); }
+
+private:
+  std::vector<std::function<Tensor(const Tensor &)>> Layers;
+};
+AOTC_MODULE(Sequential);
+
+/// A list of submodules named "0", "1", ...; `list[i]` gives the i-th as its concrete type.
+template <typename Holder> class ModuleListOf : public Module {
+public:
+  void push_back(Holder holder) {
+    register_module(std::to_string(Items.size()), holder.ptr());
+    Items.push_back(std::move(holder));
+  }
+  Holder &operator[](size_t i) { return Items.at(i); }
+  size_t size() const { return Items.size(); }
+  auto begin() { return Items.begin(); }
+  auto end() { return Items.end(); }
+
+private:
+  std::vector<Holder> Items;
+};
+
+} // namespace aotc::nn
+
+#endif

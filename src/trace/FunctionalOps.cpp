@@ -1,0 +1,224 @@
+// Free functions of the DSL (creation, combination, convolution, normalization, attention) and
+// aotc::cond.
+#include "aotc/Functional.h"
+
+#include "Tracer.h"
+
+#include <fmt/format.h>
+
+namespace aotc {
+
+namespace {
+
+using A = NamedAttribute;
+
+A attr(const char *name, Attribute a) { return {name, std::move(a)}; }
+A intAttr(const char *name, int64_t v) { return {name, Attribute::integer(v)}; }
+A boolAttr(const char *name, bool v) { return {name, Attribute::boolean(v)}; }
+A floatAttr(const char *name, double v) { return {name, Attribute::floating(v)}; }
+
+Tensor op1(OpKind kind, std::vector<Tensor> operands, std::vector<A> attrs, const Loc &loc) {
+  return activeTracer(loc).emit1(kind, operands, std::move(attrs), loc);
+}
+
+/// Outside tracing, creation functions make placeholders for parameters and buffers: static
+/// shapes, filled at export from the weights file or by their InitSpec.
+Tensor placeholder(const SymIntList &size, DType dtype, InitSpec init, const Loc &loc) {
+  Shape shape;
+  for (const SymInt &s : size) {
+    auto c = s.maybe_static();
+    if (!c || *c < 0)
+      throw DslError(fmt::format("{}:{}: a parameter or buffer needs static, non-negative sizes, "
+                                 "got {}",
+                                 loc.file_name(), loc.line(), s.str()));
+    shape.push_back(*c);
+  }
+  auto impl = std::make_shared<detail::TensorImpl>();
+  impl->type = Type::tensor(dtype, shape);
+  impl->loc = toSourceLoc(loc);
+  impl->init = init;
+  return Tensor(impl);
+}
+
+Tensor create(OpKind kind, const SymIntList &size, std::vector<A> attrs, DType dtype,
+              InitSpec init, const Loc &loc) {
+  if (!Tracer::current())
+    return placeholder(size, dtype, init, loc);
+  attrs.push_back(attr("size", intsAttr(size)));
+  attrs.push_back(attr("dtype", Attribute::dtype(dtype)));
+  return op1(kind, {}, std::move(attrs), loc);
+}
+
+DType defaultDType(const Scalar &s) {
+  return s.kind() == Scalar::Kind::Float ? f32 : s.kind() == Scalar::Kind::Bool ? boolean : i64;
+}
+
+} // namespace
+
+Tensor empty(SymIntList size, DType dtype, Loc loc) {
+  return create(OpKind::Zeros, size, {}, dtype, {}, loc);
+}
+Tensor zeros(SymIntList size, DType dtype, Loc loc) {
+  return create(OpKind::Zeros, size, {}, dtype, {}, loc);
+}
+Tensor ones(SymIntList size, DType dtype, Loc loc) {
+  return create(OpKind::Ones, size, {}, dtype, {InitSpec::Kind::Constant, 1}, loc);
+}
+Tensor full(SymIntList size, const Scalar &value, std::optional<DType> dtype, Loc loc) {
+  DType dt = dtype.value_or(defaultDType(value));
+  return create(OpKind::Full, size, {attr("fill_value", scalarAttr(value))}, dt,
+                {InitSpec::Kind::Constant, value.toDouble()}, loc);
+}
+
+Tensor arange(const Scalar &end, std::optional<DType> dtype, Loc loc) {
+  return arange(0, end, 1, dtype, loc);
+}
+Tensor arange(const Scalar &start, const Scalar &end, const Scalar &step,
+              std::optional<DType> dtype, Loc loc) {
+  std::vector<A> attrs{attr("start", scalarAttr(start)), attr("end", scalarAttr(end)),
+                       attr("step", scalarAttr(step))};
+  if (dtype)
+    attrs.push_back(attr("dtype", Attribute::dtype(*dtype)));
+  return op1(OpKind::Arange, {}, std::move(attrs), loc);
+}
+
+Tensor relu(const Tensor &x, Loc loc) { return x.relu(loc); }
+Tensor gelu(const Tensor &x, const std::string &approximate, Loc loc) {
+  return x.gelu(approximate, loc);
+}
+Tensor silu(const Tensor &x, Loc loc) { return x.silu(loc); }
+Tensor sigmoid(const Tensor &x, Loc loc) { return x.sigmoid(loc); }
+Tensor tanh(const Tensor &x, Loc loc) { return x.tanh(loc); }
+Tensor exp(const Tensor &x, Loc loc) { return x.exp(loc); }
+Tensor log(const Tensor &x, Loc loc) { return x.log(loc); }
+Tensor sqrt(const Tensor &x, Loc loc) { return x.sqrt(loc); }
+Tensor rsqrt(const Tensor &x, Loc loc) { return x.rsqrt(loc); }
+Tensor pow(const Tensor &x, const Scalar &e, Loc loc) { return x.pow(e, loc); }
+Tensor where(const Tensor &c, const Tensor &x, const Tensor &y, Loc loc) {
+  return op1(OpKind::Where, {c, x, y}, {}, loc);
+}
+Tensor maximum(const Tensor &a, const Tensor &b, Loc loc) { return a.maximum(b, loc); }
+Tensor minimum(const Tensor &a, const Tensor &b, Loc loc) { return a.minimum(b, loc); }
+Tensor softmax(const Tensor &x, int64_t dim, Loc loc) { return x.softmax(dim, loc); }
+Tensor log_softmax(const Tensor &x, int64_t dim, Loc loc) { return x.log_softmax(dim, loc); }
+Tensor matmul(const Tensor &a, const Tensor &b, Loc loc) { return a.matmul(b, loc); }
+Tensor mm(const Tensor &a, const Tensor &b, Loc loc) { return a.mm(b, loc); }
+Tensor bmm(const Tensor &a, const Tensor &b, Loc loc) { return a.bmm(b, loc); }
+
+Tensor addmm(const Tensor &bias, const Tensor &a, const Tensor &b, const Scalar &beta,
+             const Scalar &alpha, Loc loc) {
+  return op1(OpKind::Addmm, {bias, a, b},
+             {attr("beta", scalarAttr(beta)), attr("alpha", scalarAttr(alpha))}, loc);
+}
+Tensor linear(const Tensor &x, const Tensor &w, const Tensor &b, Loc loc) {
+  return op1(OpKind::Linear, {x, w, b}, {}, loc);
+}
+
+Tensor cat(const std::vector<Tensor> &ts, int64_t dim, Loc loc) {
+  return op1(OpKind::Cat, ts, {intAttr("dim", dim)}, loc);
+}
+Tensor stack(const std::vector<Tensor> &ts, int64_t dim, Loc loc) {
+  return op1(OpKind::Stack, ts, {intAttr("dim", dim)}, loc);
+}
+
+namespace {
+Tensor convolution(const Tensor &x, const Tensor &w, const Tensor &b, IntList stride,
+                   IntList padding, IntList dilation, int64_t groups, const Loc &loc) {
+  IntList zeros(stride.size(), 0);
+  return op1(OpKind::Convolution, {x, w, b},
+             {attr("stride", intsAttr(stride)), attr("padding", intsAttr(padding)),
+              attr("dilation", intsAttr(dilation)), boolAttr("transposed", false),
+              attr("output_padding", intsAttr(zeros)), intAttr("groups", groups)},
+             loc);
+}
+} // namespace
+
+Tensor conv1d(const Tensor &x, const Tensor &w, const Tensor &b, int64_t stride, int64_t padding,
+              int64_t dilation, int64_t groups, Loc loc) {
+  return convolution(x, w, b, {stride}, {padding}, {dilation}, groups, loc);
+}
+Tensor conv2d(const Tensor &x, const Tensor &w, const Tensor &b, IntList stride, IntList padding,
+              IntList dilation, int64_t groups, Loc loc) {
+  auto two = [](IntList v) { return v.size() == 1 ? IntList{v[0], v[0]} : v; };
+  return convolution(x, w, b, two(stride), two(padding), two(dilation), groups, loc);
+}
+
+Tensor max_pool2d(const Tensor &x, IntList k, IntList stride, IntList padding, IntList dilation,
+                  bool ceil_mode, Loc loc) {
+  return op1(OpKind::MaxPool2d, {x},
+             {attr("kernel_size", intsAttr(k)), attr("stride", intsAttr(stride)),
+              attr("padding", intsAttr(padding)), attr("dilation", intsAttr(dilation)),
+              boolAttr("ceil_mode", ceil_mode)},
+             loc);
+}
+Tensor avg_pool2d(const Tensor &x, IntList k, IntList stride, IntList padding, bool ceil_mode,
+                  bool count_include_pad, Loc loc) {
+  return op1(OpKind::AvgPool2d, {x},
+             {attr("kernel_size", intsAttr(k)), attr("stride", intsAttr(stride)),
+              attr("padding", intsAttr(padding)), boolAttr("ceil_mode", ceil_mode),
+              boolAttr("count_include_pad", count_include_pad)},
+             loc);
+}
+Tensor adaptive_avg_pool2d(const Tensor &x, IntList output_size, Loc loc) {
+  return op1(OpKind::AdaptiveAvgPool2d, {x}, {attr("output_size", intsAttr(output_size))}, loc);
+}
+
+Tensor batch_norm(const Tensor &x, const Tensor &mean, const Tensor &var, const Tensor &w,
+                  const Tensor &b, double eps, Loc loc) {
+  return op1(OpKind::BatchNorm, {x, w, b, mean, var},
+             {boolAttr("training", false), floatAttr("momentum", 0.1), floatAttr("eps", eps),
+              boolAttr("cudnn_enabled", true)},
+             loc);
+}
+Tensor layer_norm(const Tensor &x, IntList shape, const Tensor &w, const Tensor &b, double eps,
+                  Loc loc) {
+  return op1(OpKind::LayerNorm, {x, w, b},
+             {attr("normalized_shape", intsAttr(shape)), floatAttr("eps", eps)}, loc);
+}
+Tensor group_norm(const Tensor &x, int64_t groups, const Tensor &w, const Tensor &b, double eps,
+                  Loc loc) {
+  return op1(OpKind::GroupNorm, {x, w, b}, {intAttr("num_groups", groups), floatAttr("eps", eps)},
+             loc);
+}
+Tensor embedding(const Tensor &indices, const Tensor &weight, Loc loc) {
+  return op1(OpKind::Embedding, {weight, indices}, {}, loc);
+}
+
+Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tensor &v,
+                                    const Tensor &mask, bool is_causal,
+                                    std::optional<double> scale, bool enable_gqa, Loc loc) {
+  std::vector<A> attrs{boolAttr("is_causal", is_causal), boolAttr("enable_gqa", enable_gqa)};
+  if (scale)
+    attrs.push_back(floatAttr("scale", *scale));
+  return op1(OpKind::Sdpa, {q, k, v, mask}, std::move(attrs), loc);
+}
+
+std::vector<Tensor> cond(const Tensor &pred, const Branch &then_fn, const Branch &else_fn,
+                         const std::vector<Tensor> &operands, Loc loc) {
+  Tracer &t = activeTracer(loc);
+  std::vector<Value *> lifted;
+  // Branches may use tensors from outside (parameters, earlier values); those become extra
+  // operands. The first trace finds them; if it found any, a second trace gives both branches
+  // the same argument list.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    size_t liftedBefore = lifted.size();
+    std::vector<Tensor> all{pred};
+    all.insert(all.end(), operands.begin(), operands.end());
+    std::vector<Value *> values;
+    for (const Tensor &o : all)
+      values.push_back(t.valueOf(o, loc));
+    Node *node = t.beginNode(OpKind::Cond, values, loc);
+    t.traceRegion(node->addRegion(), operands, lifted, then_fn);
+    t.traceRegion(node->addRegion(), operands, lifted, else_fn);
+    bool complete = node->region(0).numArguments() == operands.size() + lifted.size() &&
+                    node->region(1).numArguments() == operands.size() + lifted.size();
+    if (complete && (attempt == 1 || lifted.size() == liftedBefore))
+      return t.finishNode(node, lifted, loc);
+    t.discardNode(node);
+  }
+  t.fail(toSourceLoc(loc), "the branches of cond use different tensors from outside on a second "
+                           "trace; branches must be deterministic");
+  throw TraceAbort();
+}
+
+} // namespace aotc

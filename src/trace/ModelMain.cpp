@@ -1,0 +1,39 @@
+// The command line of compiled model programs (run by `aotc export` and `aotc weights`, which
+// validate the user's flags first).
+#include "Export.h"
+
+#include "Tracer.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <CLI/CLI.hpp>
+
+namespace aotc {
+
+int modelMain(int argc, char **argv, ModelDecl (*define)()) {
+  CLI::App app("aotc model program: traces the model declared in this program");
+  ExportOptions o;
+  app.add_option("--entry", o.entries);
+  app.add_option("--dyn", o.dyn);
+  app.add_option("--weights", o.weights);
+  app.add_flag("--allow-missing", o.allowMissing);
+  app.add_flag("--allow-unexpected", o.allowUnexpected);
+  app.add_option("--emit", o.emit)->check(CLI::IsMember({"aotp", "ir", "weights"}));
+  app.add_option("-o,--output", o.output);
+  app.add_flag("--report", o.report);
+  app.add_option("--seed", o.seed);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    ModelDecl decl = define();
+    if (llvm::Error e = runExport(decl, o)) {
+      llvm::errs() << "aotc export: error: " << llvm::toString(std::move(e)) << "\n";
+      return 1;
+    }
+  } catch (const DslError &e) {
+    llvm::errs() << "aotc export: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace aotc

@@ -1,0 +1,114 @@
+// The standard modules: parameters with PyTorch's names and default initializations, and their
+// forward functions in terms of the DSL's ops.
+#include "aotc/nn/Modules.h"
+
+#include "Tracer.h"
+
+#include <cmath>
+
+namespace aotc::nn {
+
+namespace init {
+static void set(Tensor &t, InitSpec spec) { t.impl()->init = spec; }
+void uniform_(Tensor &t, double lo, double hi) { set(t, {InitSpec::Kind::Uniform, lo, hi}); }
+void normal_(Tensor &t, double mean, double std) { set(t, {InitSpec::Kind::Normal, mean, std}); }
+void constant_(Tensor &t, double value) { set(t, {InitSpec::Kind::Constant, value}); }
+void zeros_(Tensor &t) { set(t, {InitSpec::Kind::Zeros}); }
+void ones_(Tensor &t) { constant_(t, 1); }
+void kaiming_uniform_default_(Tensor &t, int64_t fan_in) {
+  double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0;
+  uniform_(t, -bound, bound);
+}
+} // namespace init
+
+LinearImpl::LinearImpl(int64_t in, int64_t out, bool hasBias) {
+  weight = register_parameter("weight", empty({out, in}));
+  init::kaiming_uniform_default_(weight, in);
+  if (hasBias) {
+    bias = register_parameter("bias", empty({out}));
+    init::kaiming_uniform_default_(bias, in);
+  }
+}
+
+Tensor LinearImpl::forward(const Tensor &x, Loc loc) { return linear(x, weight, bias, loc); }
+
+Conv2dImpl::Conv2dImpl(Conv2dOptions o) : options(std::move(o)) {
+  int64_t inPerGroup = options.in_channels_ / options.groups_;
+  int64_t fanIn = inPerGroup * options.kernel_size_[0] * options.kernel_size_[1];
+  weight = register_parameter("weight", empty({options.out_channels_, inPerGroup,
+                                               options.kernel_size_[0], options.kernel_size_[1]}));
+  init::kaiming_uniform_default_(weight, fanIn);
+  if (options.bias_) {
+    bias = register_parameter("bias", empty({options.out_channels_}));
+    init::kaiming_uniform_default_(bias, fanIn);
+  }
+}
+
+Tensor Conv2dImpl::forward(const Tensor &x, Loc loc) {
+  return conv2d(x, weight, bias, options.stride_, options.padding_, options.dilation_,
+                options.groups_, loc);
+}
+
+BatchNorm2dImpl::BatchNorm2dImpl(BatchNorm2dOptions o) : options(std::move(o)) {
+  int64_t n = options.num_features_;
+  if (options.affine_) {
+    weight = register_parameter("weight", ones({n}));
+    bias = register_parameter("bias", zeros({n}));
+  }
+  running_mean = register_buffer("running_mean", zeros({n}));
+  running_var = register_buffer("running_var", ones({n}));
+  num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, i64));
+}
+
+Tensor BatchNorm2dImpl::forward(const Tensor &x, Loc loc) {
+  return batch_norm(x, running_mean, running_var, weight, bias, options.eps_, loc);
+}
+
+LayerNormImpl::LayerNormImpl(LayerNormOptions o) : options(std::move(o)) {
+  if (options.elementwise_affine_) {
+    SymIntList shape(options.normalized_shape_.begin(), options.normalized_shape_.end());
+    weight = register_parameter("weight", ones(shape));
+    bias = register_parameter("bias", zeros(shape));
+  }
+}
+
+Tensor LayerNormImpl::forward(const Tensor &x, Loc loc) {
+  return layer_norm(x, options.normalized_shape_, weight, bias, options.eps_, loc);
+}
+
+GroupNormImpl::GroupNormImpl(int64_t groups, int64_t channels, double eps, bool affine)
+    : num_groups(groups), eps(eps) {
+  if (affine) {
+    weight = register_parameter("weight", ones({channels}));
+    bias = register_parameter("bias", zeros({channels}));
+  }
+}
+
+Tensor GroupNormImpl::forward(const Tensor &x, Loc loc) {
+  return group_norm(x, num_groups, weight, bias, eps, loc);
+}
+
+EmbeddingImpl::EmbeddingImpl(int64_t num, int64_t dim) {
+  weight = register_parameter("weight", empty({num, dim}));
+  init::normal_(weight, 0, 1);
+}
+
+Tensor EmbeddingImpl::forward(const Tensor &indices, Loc loc) {
+  return embedding(indices, weight, loc);
+}
+
+Tensor MaxPool2dImpl::forward(const Tensor &x, Loc loc) {
+  return max_pool2d(x, options.kernel_size_, options.stride_, options.padding_, options.dilation_,
+                    options.ceil_mode_, loc);
+}
+
+Tensor AvgPool2dImpl::forward(const Tensor &x, Loc loc) {
+  return avg_pool2d(x, options.kernel_size_, options.stride_, options.padding_, options.ceil_mode_,
+                    options.count_include_pad_, loc);
+}
+
+Tensor AdaptiveAvgPool2dImpl::forward(const Tensor &x, Loc loc) {
+  return adaptive_avg_pool2d(x, output_size, loc);
+}
+
+} // namespace aotc::nn
