@@ -203,6 +203,8 @@ private:
         continue;
       if (auto e = traceEntry(tracer, decl))
         return e;
+      if (!Options.report && !tracer.problems().empty())
+        break;
     }
     if (tracer.problems().empty())
       return llvm::Error::success();

@@ -46,18 +46,25 @@ Tensor &assign(Tensor &self, const Tensor &result, const Loc &loc) {
 
 int64_t Tensor::dim() const { return static_cast<int64_t>(Impl->type.rank()); }
 
+// Sizes in user code are over root dims (`2*half`, not `twice_half`), so arithmetic on them
+// simplifies.
+static SymInt sizeOf(const SymExpr &d) {
+  Tracer *t = Tracer::current();
+  return makeSym(t ? t->env().expand(d) : d);
+}
+
 SymInt Tensor::size(int64_t d, Loc loc) const {
   int64_t r = dim();
   if (d < -r || d >= r)
     throw DslError(fmt::format("{}:{}: dim {} is out of range for {}", loc.file_name(), loc.line(),
                                d, str()));
-  return makeSym(Impl->type.shape()[d < 0 ? d + r : d]);
+  return sizeOf(Impl->type.shape()[d < 0 ? d + r : d]);
 }
 
 SymIntList Tensor::sizes() const {
   SymIntList out;
   for (const SymExpr &d : Impl->type.shape())
-    out.push_back(makeSym(d));
+    out.push_back(sizeOf(d));
   return out;
 }
 
@@ -155,14 +162,22 @@ Tensor Tensor::masked_fill(const Tensor &mask, const Scalar &value, Loc loc) con
   return op1(OpKind::Where, {mask, fill, *this}, {}, loc);
 }
 
+// An empty list of dims reduces everything, as None does; the graph says None.
+static std::vector<A> reduceAttrs(const IntList &dims, bool keepdim) {
+  std::vector<A> attrs{boolAttr("keepdim", keepdim)};
+  if (!dims.empty())
+    attrs.push_back(attr("dim", intsAttr(dims)));
+  return attrs;
+}
+
 Tensor Tensor::sum(IntList dims, bool keepdim, std::optional<DType> dt, Loc loc) const {
-  std::vector<A> attrs{attr("dim", intsAttr(dims)), boolAttr("keepdim", keepdim)};
+  std::vector<A> attrs = reduceAttrs(dims, keepdim);
   if (dt)
     attrs.push_back(attr("dtype", Attribute::dtype(*dt)));
   return op1(OpKind::Sum, {*this}, attrs, loc);
 }
 Tensor Tensor::mean(IntList dims, bool keepdim, std::optional<DType> dt, Loc loc) const {
-  std::vector<A> attrs{attr("dim", intsAttr(dims)), boolAttr("keepdim", keepdim)};
+  std::vector<A> attrs = reduceAttrs(dims, keepdim);
   if (dt)
     attrs.push_back(attr("dtype", Attribute::dtype(*dt)));
   return op1(OpKind::Mean, {*this}, attrs, loc);

@@ -223,6 +223,15 @@ void Tracer::discardNode(Node *node) {
 //===----------------------------------------------------------------------===//
 
 namespace {
+// `batch > 4` reads better than the stored `4 < batch`.
+std::string requirement(const Guard &g) {
+  if (g.lhs.isConstant() && !g.rhs.isConstant() &&
+      (g.kind == GuardKind::LT || g.kind == GuardKind::LE))
+    return fmt::format("{} {} {}", g.rhs.str(), g.kind == GuardKind::LT ? ">" : ">=",
+                       g.lhs.str());
+  return g.str();
+}
+
 bool holds(GuardKind kind, int64_t a, int64_t b) {
   switch (kind) {
   case GuardKind::EQ:
@@ -300,7 +309,7 @@ bool Tracer::decide(GuardKind kind, const SymExpr &a, const SymExpr &b, const Lo
     }
     std::string range = fmt::format("{}..{}", s->lo, s->hi);
     message = fmt::format("{} is dynamic in {} but this code requires {}", s->name, range,
-                          guard.str());
+                          requirement(guard));
     if (!found)
       message += fmt::format(", which no value of {} in {} satisfies", s->name, range);
     else
@@ -315,7 +324,7 @@ bool Tracer::decide(GuardKind kind, const SymExpr &a, const SymExpr &b, const Lo
     message = fmt::format("this code requires {}, which the ranges of the dynamic dims ({}) do "
                           "not guarantee; narrow them with --dyn or declare the relation with "
                           "aotc::derived_dim",
-                          guard.str(), ranges);
+                          requirement(guard), ranges);
   }
   fail(toSourceLoc(loc), message);
   // Report mode carries on as if the guard held, to find the problems after it.
@@ -338,8 +347,9 @@ int64_t Tracer::concrete(const SymExpr &e, const Loc &loc) {
        fmt::format("this code needs {} as a plain integer, but it depends on {}; keep it as an "
                    "aotc::SymInt, or make the dim static",
                    e.str(), dims));
-  ValueRange r = rangeOf(env().expand(e), env().facts());
-  return r.lo;
+  // Any value chosen here would make the shapes after it wrong, so even report mode stops
+  // tracing this entry (the other entries are still traced).
+  throw TraceAbort();
 }
 
 void Tracer::dataDependentBranch(const detail::TensorImpl &t) {

@@ -9,7 +9,8 @@ import lit.formats
 
 config.name = "aotc-golden"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".aotc"]
+# Model files (.cpp) under trace/ are traced by `aotc export`.
+config.suffixes = [".aotc", ".cpp"]
 # Files that tests read but that are not tests themselves live in Inputs/ directories.
 config.excludes = ["Inputs"]
 config.test_source_root = os.path.dirname(os.path.abspath(__file__))

@@ -45,11 +45,14 @@ struct Guard {
 
 class ShapeEnv {
 public:
-  /// Declares a root dim. Errors on a duplicate name, an empty range, lo < 0 or divisor < 1.
+  /// Declares a root dim. Errors on a name that is not an identifier, a duplicate name, an empty
+  /// range, lo < 0, divisor < 1, or a range holding no multiple of the divisor.
   llvm::Error addSymbol(SymbolDecl decl);
-  /// Declares a derived dim; its expression may only use root dims already declared.
+  /// Declares a derived dim; its expression may only use dims already declared. Derived dims in
+  /// it are expanded, so the stored expression is over root dims only.
   llvm::Error addDerived(llvm::StringRef name, SymExpr expr);
-  /// Narrows or widens the range of an existing root dim (the CLI's `--dyn NAME=LO..HI`).
+  /// Narrows or widens the range of an existing root dim (the CLI's `--dyn NAME=LO..HI`); the
+  /// same range checks as addSymbol apply.
   llvm::Error setRange(llvm::StringRef name, int64_t lo, int64_t hi);
   void addGuard(Guard guard);
 

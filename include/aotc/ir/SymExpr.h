@@ -20,11 +20,13 @@ namespace aotc {
 class SymNode;
 
 /// An immutable integer expression in canonical form. Cheap to copy (shared node).
-/// Semantics are Python's: floordiv rounds toward negative infinity and mod takes the divisor's sign.
+/// Semantics are Python's: floordiv rounds toward negative infinity and mod takes the divisor's
+/// sign. Simplification may make an expression defined where the original divided by zero
+/// (`0*floordiv(x, 0)` is 0); wherever the original is defined, the value is kept.
 class SymExpr {
 public:
-  SymExpr();                              // the constant 0
-  SymExpr(int64_t value);                 // NOLINT: constants convert implicitly
+  SymExpr();              // the constant 0
+  SymExpr(int64_t value); // NOLINT: constants convert implicitly
   static SymExpr symbol(llvm::StringRef name);
 
   static SymExpr floorDiv(const SymExpr &a, const SymExpr &b);
@@ -57,7 +59,7 @@ public:
   void collectSymbols(std::set<std::string, std::less<>> &out) const;
 
   /// Deterministic text: `batch`, `seq + 1`, `2*half - 3`, `floordiv(seq, 4)`, `mod(x, 8)`,
-  /// `min(a, 16)`, `max(a, b)`. parseSymExpr reads it back to an equal expression.
+  /// `min(a, 16)`, `max(a, b)`, `min(a, b, c)`. parseSymExpr reads it back to an equal expression.
   std::string str() const;
 
   const SymNode &node() const { return *Node; }
@@ -103,9 +105,14 @@ private:
 
   int64_t Constant = 0;
   llvm::SmallVector<SymTerm, 1> Terms;
+  // Atoms in the printed form, counting shared subexpressions each time they occur; it bounds
+  // expansion so that printing and evaluation stay polynomial in the input.
+  uint64_t Weight = 1;
 };
 
-/// Parses the text form printed by SymExpr::str(); also accepts parentheses, `//` and `%`.
+/// Parses the text form printed by SymExpr::str(); also accepts parentheses, unary minus, `//`
+/// and `%` (Python precedence). Errors name the column: `symbolic expression "a +": expected an
+/// operand at column 4`.
 llvm::Expected<SymExpr> parseSymExpr(llvm::StringRef text);
 
 /// What is known about one symbol: an inclusive range and that it is a multiple of `divisor`.
@@ -125,14 +132,15 @@ struct ValueRange {
 };
 
 /// A sound over-approximation of the values `e` takes when every symbol respects `facts`
-/// (symbols missing from `facts` are unbounded).
+/// (symbols missing from `facts` are unbounded; divisors are used too).
 ValueRange rangeOf(const SymExpr &e, const SymbolFactsMap &facts);
 
 enum class Truth { True, False, Unknown };
 llvm::StringRef toString(Truth t);
 
-/// True: holds for every assignment allowed by `facts`; False: fails for every such assignment;
-/// Unknown otherwise (or when the analysis cannot tell).
+/// True: holds for every assignment allowed by `facts` (where both sides are defined); False:
+/// fails for every such assignment; Unknown otherwise, when the analysis cannot tell, or when no
+/// assignment satisfies `facts`. Divisors are used: with batch % 8 == 0, mod(batch, 8) == 0.
 Truth proveLE(const SymExpr &a, const SymExpr &b, const SymbolFactsMap &facts);
 Truth proveLT(const SymExpr &a, const SymExpr &b, const SymbolFactsMap &facts);
 Truth proveEQ(const SymExpr &a, const SymExpr &b, const SymbolFactsMap &facts);
