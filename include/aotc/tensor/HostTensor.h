@@ -31,11 +31,11 @@ public:
                                          std::shared_ptr<const void> keepAlive);
 
   /// Copies of an owned tensor own a copy of its bytes (value semantics); copies of a view share
-  /// the viewed memory, which is read-only. Moves are cheap.
+  /// the viewed memory, which is read-only. Moves are cheap and leave an empty f32[0] behind.
   HostTensor(const HostTensor &other);
   HostTensor &operator=(const HostTensor &other);
-  HostTensor(HostTensor &&other) noexcept = default;
-  HostTensor &operator=(HostTensor &&other) noexcept = default;
+  HostTensor(HostTensor &&other) noexcept;
+  HostTensor &operator=(HostTensor &&other) noexcept;
   ~HostTensor() = default;
 
   DType dtype() const { return DT; }
