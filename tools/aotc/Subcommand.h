@@ -27,6 +27,11 @@ Subcommand addExportCommand(CLI::App &parent);
 /// `aotc weights`: writes a model's initialized weights as .safetensors (ExportCommand.cpp).
 Subcommand addWeightsCommand(CLI::App &parent);
 
+/// `aotc run`: runs an entry of a .aotp in the reference interpreter (RunCommand.cpp).
+Subcommand addRunCommand(CLI::App &parent);
+/// `aotc archive`: packs IR text and zero or random weights into a .aotp (ArchiveCommand.cpp).
+Subcommand addArchiveCommand(CLI::App &parent);
+
 /// Prints `aotc <command>: error: <message>` on stderr and returns the exit code for failure.
 int reportError(llvm::StringRef command, llvm::Error err);
 
