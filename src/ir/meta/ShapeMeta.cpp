@@ -3,6 +3,8 @@
 
 #include "llvm/ADT/SmallBitVector.h"
 
+#include <cmath>
+
 namespace aotc::meta {
 
 Result metaReshape(const Args &args) {
@@ -193,6 +195,14 @@ Result metaSlice(const Args &args) {
       v = size + *c;
     return args.smin(args.smax(v, 0), size);
   };
+  // A negative bound counts from the end; a symbolic bound whose sign is unknown would need a
+  // run-time choice between the two meanings.
+  for (const char *name : {"start", "end"})
+    if (const Attribute *a = args.attr(name); a && !a->getInt().isConstant() &&
+                                              args.env().proveLE(0, a->getInt()) != Truth::True)
+      return args.error("{} {} may be negative, which would count from the end; slice with "
+                        "bounds known to be non-negative",
+                        name, a->getInt().str());
   SymExpr start = bound("start", 0), end = bound("end", size);
   SymExpr len = args.smax(SymExpr::floorDiv(end - start + (*step - 1), *step), 0);
   Shape out = x.shape();
@@ -355,15 +365,28 @@ Result metaArange(const Args &args) {
   const Attribute *start = args.attr("start"), *end = args.attr("end"), *step = args.attr("step");
   if (!start || !end || !step)
     return args.error("start, end and step are required");
-  bool allInts = start->kind() == Attribute::Kind::Int && end->kind() == Attribute::Kind::Int &&
-                 step->kind() == Attribute::Kind::Int;
+  auto isInt = [](const Attribute *a) { return a->kind() == Attribute::Kind::Int; };
+  bool allInts = isInt(start) && isInt(end) && isInt(step);
   DType dt = args.dtype("dtype").value_or(allInts ? DType::I64 : DType::F32);
+  // torch computes in int64 when the bounds are ints or the dtype is not floating (truncating
+  // float bounds toward zero first), and in double otherwise.
+  auto asInt = [&](const Attribute *a) -> std::optional<SymExpr> {
+    if (isInt(a))
+      return a->getInt();
+    if (a->kind() == Attribute::Kind::Float && std::isfinite(a->getFloat()) &&
+        std::fabs(a->getFloat()) < 9.2e18)
+      return SymExpr(static_cast<int64_t>(a->getFloat()));
+    return std::nullopt;
+  };
   SymExpr len;
-  if (allInts) {
-    auto s = step->getInt().constant();
+  if (allInts || !isFloating(dt)) {
+    auto a = asInt(start), b = asInt(end), st = asInt(step);
+    if (!a || !b || !st)
+      return args.error("bounds must be finite numbers");
+    auto s = st->constant();
     if (!s || *s == 0)
-      return args.error("step must be a non-zero constant, got {}", step->getInt().str());
-    SymExpr span = *s > 0 ? end->getInt() - start->getInt() : start->getInt() - end->getInt();
+      return args.error("step must be a non-zero constant, got {}", st->str());
+    SymExpr span = *s > 0 ? *b - *a : *a - *b;
     int64_t m = *s > 0 ? *s : -*s;
     len = args.smax(SymExpr::floorDiv(span + (m - 1), m), 0);
   } else {
