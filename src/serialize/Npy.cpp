@@ -2,6 +2,8 @@
 // writer that lays out the header exactly as numpy does (data at a 64-byte offset).
 #include "aotc/serialize/Npy.h"
 
+#include "aotc/serialize/AtomicFile.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -353,24 +355,9 @@ llvm::Error writeNpy(const HostTensor &t, llvm::StringRef path) {
   auto bytes = encodeNpy(t);
   if (!bytes)
     return fail(llvm::toString(bytes.takeError()));
-  // Next to `path`, so that the rename stays within one file system; removed on a signal.
-  auto tmp = llvm::sys::fs::TempFile::create(path + ".tmp.%%%%%%");
-  if (!tmp)
-    return fail(fmt::format("cannot create a temporary file: {}", llvm::toString(tmp.takeError())));
-  {
-    llvm::raw_fd_ostream os(tmp->FD, /*shouldClose=*/false);
+  return writeFileAtomically(path, [&](llvm::raw_ostream &os) {
     os.write(reinterpret_cast<const char *>(bytes->data()), bytes->size());
-    os.flush();
-    if (std::error_code ec = os.error()) {
-      os.clear_error();
-      llvm::consumeError(tmp->discard());
-      return fail(ec.message());
-    }
-  }
-  // keep() renames, and removes the temporary file itself when that fails.
-  if (llvm::Error err = tmp->keep(path))
-    return fail(llvm::toString(std::move(err)));
-  return llvm::Error::success();
+  });
 }
 
 } // namespace aotc

@@ -3,6 +3,8 @@
 // (duplicate keys); tensors view the file's memory mapping.
 #include "aotc/serialize/Safetensors.h"
 
+#include "aotc/serialize/AtomicFile.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -458,27 +460,12 @@ llvm::Error writeSafetensors(llvm::StringRef path,
   auto layout = layOut(tensors, metadata);
   if (!layout)
     return fail(llvm::toString(layout.takeError()));
-  // Next to `path`, so that the rename stays within one file system; removed on a signal.
-  auto tmp = llvm::sys::fs::TempFile::create(path + ".tmp.%%%%%%");
-  if (!tmp)
-    return fail(fmt::format("cannot create a temporary file: {}", llvm::toString(tmp.takeError())));
-  {
-    // Streamed, so that large weights are not copied into one buffer first.
-    llvm::raw_fd_ostream os(tmp->FD, /*shouldClose=*/false);
+  // Streamed, so that large weights are not copied into one buffer first.
+  return writeFileAtomically(path, [&](llvm::raw_ostream &os) {
     os << layout->header;
     for (const auto *t : layout->order)
       os.write(reinterpret_cast<const char *>(t->second.data()), t->second.nbytes());
-    os.flush();
-    if (std::error_code ec = os.error()) {
-      os.clear_error();
-      llvm::consumeError(tmp->discard());
-      return fail(ec.message());
-    }
-  }
-  // keep() renames, and removes the temporary file itself when that fails.
-  if (llvm::Error err = tmp->keep(path))
-    return fail(llvm::toString(std::move(err)));
-  return llvm::Error::success();
+  });
 }
 
 } // namespace aotc

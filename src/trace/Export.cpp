@@ -7,6 +7,7 @@
 #include "aotc/ir/Printer.h"
 #include "aotc/ir/Verifier.h"
 #include "aotc/serialize/Archive.h"
+#include "aotc/serialize/AtomicFile.h"
 #include "aotc/serialize/Safetensors.h"
 #include "aotc/tensor/HostTensor.h"
 
@@ -371,7 +372,7 @@ private:
         llvm::outs() << text;
         return llvm::Error::success();
       }
-      return writeText(text);
+      return writeFileAtomically(Options.output, [&](llvm::raw_ostream &os) { os << text; });
     }
     if (Options.emit == "weights")
       return writeSafetensors(Options.output, Weights, {{"format", "pt"}});
@@ -383,28 +384,6 @@ private:
       refs.push_back({name, t.dtype(), shapes.back(), t.bytes()});
     }
     return writeArchive(G, refs, Options.output);
-  }
-
-  llvm::Error writeText(const std::string &text) {
-    llvm::SmallString<128> temp;
-    int fd;
-    if (auto ec = llvm::sys::fs::createUniqueFile(Options.output + ".tmp.%%%%%%", fd, temp))
-      return error(fmt::format("{}: cannot write: {}", Options.output, ec.message()));
-    {
-      llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-      os << text;
-      os.close();
-      if (os.has_error()) {
-        os.clear_error();
-        llvm::sys::fs::remove(temp);
-        return error(fmt::format("{}: write failed", Options.output));
-      }
-    }
-    if (auto ec = llvm::sys::fs::rename(temp, Options.output)) {
-      llvm::sys::fs::remove(temp);
-      return error(fmt::format("{}: cannot write: {}", Options.output, ec.message()));
-    }
-    return llvm::Error::success();
   }
 
   const ModelDecl &Decl;
