@@ -599,10 +599,43 @@ SymExpr SymExpr::symbol(llvm::StringRef name) {
   return detail::atomExpr(atom);
 }
 
+namespace {
+// floordiv(c*m*q, c*m) == q when every term of the dividend is a multiple of the divisor's single
+// term c*m (as in `batch*seq*64 // (batch*seq)`); the division is exact, so its sign does not
+// matter. Like `0*floordiv(x, 0)`, the result is defined where the divisor is zero.
+std::optional<SymExpr> divideByMonomial(const SymExpr &a, const SymExpr &b) {
+  const SymNode &div = b.node();
+  if (div.constant() != 0 || div.terms().size() != 1 || a.node().constant() != 0)
+    return std::nullopt;
+  const SymTerm &d = div.terms().front();
+  SymExpr q = 0;
+  for (const SymTerm &t : a.node().terms()) {
+    if (d.coeff == 0 || t.coeff % d.coeff != 0)
+      return std::nullopt;
+    llvm::SmallVector<SymAtom, 2> rest(t.factors.begin(), t.factors.end());
+    for (const SymAtom &f : d.factors) {
+      auto it = std::find_if(rest.begin(), rest.end(),
+                             [&](const SymAtom &r) { return detail::compareAtoms(r, f) == 0; });
+      if (it == rest.end())
+        return std::nullopt;
+      rest.erase(it);
+    }
+    SymExpr term = t.coeff / d.coeff;
+    for (const SymAtom &f : rest)
+      term = term * detail::atomExpr(f);
+    q = q + term;
+  }
+  return q;
+}
+} // namespace
+
 SymExpr SymExpr::floorDiv(const SymExpr &a, const SymExpr &b) {
   std::optional<int64_t> k = b.constant();
-  if (!k)
+  if (!k) {
+    if (std::optional<SymExpr> q = divideByMonomial(a, b))
+      return *q;
     return makeAtom(Kind::FloorDiv, {a, b});
+  }
   if (std::optional<int64_t> x = a.constant())
     if (std::optional<int64_t> q = floorDivInt(*x, *k))
       return *q;

@@ -399,6 +399,30 @@ TEST(SymExpr, FloorDivRules) {
   EXPECT_EQ(SymExpr::floorDiv(x, a).evaluate({{"x", 7}, {"a", 0}}), std::nullopt);
 }
 
+TEST(SymExpr, ExactDivisionByAMonomial) {
+  // `view(b*s, -1)` of a [b, s, 4, 16] tensor divides b*s*64 by b*s.
+  SymExpr a = sym("a"), b = sym("b"), x = sym("x");
+  EXPECT_EQ(SymExpr::floorDiv(64 * a * b, a * b), SymExpr(64));
+  EXPECT_EQ(SymExpr::floorDiv(6 * a * a * x + 4 * a * b, 2 * a), 3 * a * x + 2 * b);
+  EXPECT_EQ(SymExpr::floorDiv(-6 * a * x, -3 * a), 2 * x);
+  // Not exact: a term is not a multiple, or the dividend has a constant, or the divisor is a sum.
+  EXPECT_EQ(SymExpr::floorDiv(6 * a * x + 4 * b, 2 * a).str(), "floordiv(6*a*x + 4*b, 2*a)");
+  EXPECT_EQ(SymExpr::floorDiv(4 * a + 1, a).str(), "floordiv(4*a + 1, a)");
+  EXPECT_EQ(SymExpr::floorDiv(3 * a * x, 2 * a).str(), "floordiv(3*a*x, 2*a)");
+  EXPECT_EQ(SymExpr::floorDiv(a * b + a, b + 1).str(), "floordiv(a*b + a, b + 1)");
+  // Wherever the divisor is nonzero the value is the plain quotient.
+  SymExpr q = SymExpr::floorDiv(6 * a * a * x - 4 * a * b, 2 * a);
+  for (int64_t av = -3; av <= 3; ++av)
+    for (int64_t bv = -3; bv <= 3; ++bv)
+      for (int64_t xv = -3; xv <= 3; ++xv) {
+        if (av == 0)
+          continue;
+        int64_t num = 6 * av * av * xv - 4 * av * bv, den = 2 * av;
+        int64_t expected = num / den - ((num % den != 0) && ((num < 0) != (den < 0)));
+        EXPECT_EQ(q.evaluate({{"a", av}, {"b", bv}, {"x", xv}}), expected);
+      }
+}
+
 TEST(SymExpr, ModRules) {
   SymExpr a = sym("a"), b = sym("b"), x = sym("x");
   EXPECT_EQ(SymExpr::mod(a * 8 + b, 8), SymExpr::mod(b, 8));
