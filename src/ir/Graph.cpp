@@ -203,6 +203,14 @@ void Block::walk(const std::function<void(Node &)> &fn) {
   }
 }
 
+void Block::walk(const std::function<void(const Node &)> &fn) const {
+  for (const auto &n : Nodes) {
+    fn(*n);
+    for (const auto &r : n->Regions)
+      static_cast<const Block &>(*r).walk(fn);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Entry and Graph
 //===----------------------------------------------------------------------===//

@@ -32,6 +32,9 @@ Subcommand addRunCommand(CLI::App &parent);
 /// `aotc archive`: packs IR text and zero or random weights into a .aotp (ArchiveCommand.cpp).
 Subcommand addArchiveCommand(CLI::App &parent);
 
+/// `aotc inspect`: entries, inputs, dims and weights of an exported program (InspectCommand.cpp).
+Subcommand addInspectCommand(CLI::App &parent);
+
 /// Prints `aotc <command>: error: <message>` on stderr and returns the exit code for failure.
 int reportError(llvm::StringRef command, llvm::Error err);
 

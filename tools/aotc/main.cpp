@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
 
   // A new subcommand is one file and one line here.
   using AddFn = Subcommand (*)(CLI::App &);
-  static constexpr AddFn AddSubcommands[] = {addExportCommand, addWeightsCommand, addOptCommand,
+  static constexpr AddFn AddSubcommands[] = {addExportCommand, addWeightsCommand, addInspectCommand, addOptCommand,
                                              addRunCommand, addArchiveCommand};
 
   std::vector<Subcommand> subcommands;

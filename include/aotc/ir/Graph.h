@@ -146,6 +146,7 @@ public:
   void replaceAllUsesWith(Value *from, Value *to);
   /// Calls `fn` on every node in program order, entering nested regions after their node.
   void walk(const std::function<void(Node &)> &fn);
+  void walk(const std::function<void(const Node &)> &fn) const;
 
   Node *parentNode() const { return ParentNode; }
 
