@@ -4,6 +4,8 @@
 
 #include "Tracer.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 namespace aotc::nn {
@@ -109,6 +111,13 @@ Tensor AvgPool2dImpl::forward(const Tensor &x, Loc loc) {
 
 Tensor AdaptiveAvgPool2dImpl::forward(const Tensor &x, Loc loc) {
   return adaptive_avg_pool2d(x, output_size, loc);
+}
+
+void ModuleListImpl::badAccess(size_t i) const {
+  throw DslError(i < Items.size()
+                     ? fmt::format("ModuleList item {} does not have the requested type", i)
+                     : fmt::format("ModuleList index {} is out of range (size {})", i,
+                                   Items.size()));
 }
 
 } // namespace aotc::nn

@@ -222,22 +222,55 @@ public:
   template <typename Holder> void push_back(Holder holder) {
     auto ptr = holder.ptr();
     register_module(std::to_string(Layers.size()), ptr);
-    Layers.push_back([ptr](const Tensor &x) { return ptr->forward(x); });
+    // Layers record the line that called the Sequential, where they can take one.
+    Layers.push_back([ptr](const Tensor &x, const Loc &loc) {
+      if constexpr (requires { ptr->forward(x, loc); })
+        return ptr->forward(x, loc);
+      else
+        return ptr->forward(x);
+    });
   }
-  Tensor forward(const Tensor &x, Loc = Loc::current()) {
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) {
     Tensor y = x;
     for (auto &layer : Layers)
-      y = layer(y);
+      y = layer(y, loc);
     return y;
   }
   size_t size() const { return Layers.size(); }
 
 private:
-  std::vector<std::function<Tensor(const Tensor &)>> Layers;
+  std::vector<std::function<Tensor(const Tensor &, const Loc &)>> Layers;
 };
 AOTC_MODULE(Sequential);
 
-/// A list of submodules named "0", "1", ...; `list[i]` gives the i-th as its concrete type.
+/// A list of submodules of any types, named "0", "1", ... as in PyTorch; `list->at<T>(i)` gives
+/// the i-th as its concrete type (an error naming the index if it has another type).
+class ModuleListImpl : public Module {
+public:
+  ModuleListImpl() = default;
+  template <typename... Holders> explicit ModuleListImpl(Holders &&...modules) {
+    (push_back(std::forward<Holders>(modules)), ...);
+  }
+  template <typename Holder> void push_back(Holder holder) {
+    register_module(std::to_string(Items.size()), holder.ptr());
+    Items.push_back(holder.ptr());
+  }
+  template <typename T> T &at(size_t i) const {
+    T *m = i < Items.size() ? dynamic_cast<T *>(Items[i].get()) : nullptr;
+    if (!m)
+      badAccess(i);
+    return *m;
+  }
+  const std::shared_ptr<Module> &operator[](size_t i) const { return Items.at(i); }
+  size_t size() const { return Items.size(); }
+
+private:
+  [[noreturn]] void badAccess(size_t i) const;
+  std::vector<std::shared_ptr<Module>> Items;
+};
+AOTC_MODULE(ModuleList);
+
+/// A list of submodules named "0", "1", ... of one type; `list[i]` gives the i-th as that type.
 template <typename Holder> class ModuleListOf : public Module {
 public:
   void push_back(Holder holder) {
