@@ -19,6 +19,5 @@ struct MLP : nn::Module {
   nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
 };
 
-AOTC_MODEL(MLP,
-           dim("batch", 1, 512),
+AOTC_MODEL(MLP, dim("batch", 1, 512),
            AOTC_ENTRY(forward, input("x", {"batch", 784}), outputs({"logits"})));

@@ -41,9 +41,9 @@ inline DimDecl derived_dim(std::string name, std::string expr, Loc loc = Loc::cu
 
 /// One dim of an input's shape: a static size or the name of a dim.
 struct DimSpec {
-  DimSpec(int64_t size) : size(size) {}        // NOLINT
-  DimSpec(int size) : size(size) {}            // NOLINT
-  DimSpec(const char *name) : name(name) {}    // NOLINT
+  DimSpec(int64_t size) : size(size) {}                // NOLINT
+  DimSpec(int size) : size(size) {}                    // NOLINT
+  DimSpec(const char *name) : name(name) {}            // NOLINT
   DimSpec(std::string name) : name(std::move(name)) {} // NOLINT
   std::string name;
   int64_t size = 0;

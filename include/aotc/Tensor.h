@@ -54,8 +54,8 @@ struct SymIntAt {
   SymInt value;
   Loc loc;
   SymIntAt(const SymInt &v, Loc l = Loc::current()) : value(v), loc(l) {} // NOLINT
-  SymIntAt(int64_t v, Loc l = Loc::current()) : value(v), loc(l) {}      // NOLINT
-  SymIntAt(int v, Loc l = Loc::current()) : value(v), loc(l) {}          // NOLINT
+  SymIntAt(int64_t v, Loc l = Loc::current()) : value(v), loc(l) {}       // NOLINT
+  SymIntAt(int v, Loc l = Loc::current()) : value(v), loc(l) {}           // NOLINT
 };
 
 SymInt operator+(const SymInt &a, const SymInt &b);
@@ -78,8 +78,8 @@ bool operator>=(const SymInt &a, const SymIntAt &b);
 class Scalar {
 public:
   enum class Kind { Int, Float, Bool };
-  Scalar(int64_t v) : K(Kind::Int), I(v) {} // NOLINT
-  Scalar(int v) : K(Kind::Int), I(v) {}     // NOLINT
+  Scalar(int64_t v) : K(Kind::Int), I(v) {}  // NOLINT
+  Scalar(int v) : K(Kind::Int), I(v) {}      // NOLINT
   Scalar(double v) : K(Kind::Float), F(v) {} // NOLINT
   Scalar(float v) : K(Kind::Float), F(v) {}  // NOLINT
   Scalar(bool v) : K(Kind::Bool), B(v) {}    // NOLINT

@@ -247,7 +247,8 @@ void Entry::addOutput(OutputSpec spec, Value *v) {
 
 llvm::Error Graph::addState(StateTensor t) {
   if (t.kind == InputKind::User)
-    return makeError(fmt::format("state tensor \"{}\" must be a parameter, buffer or constant", t.name));
+    return makeError(
+        fmt::format("state tensor \"{}\" must be a parameter, buffer or constant", t.name));
   if (findState(t.name))
     return makeError(fmt::format("state tensor \"{}\" is declared twice", t.name));
   if (!t.type.isTensor())

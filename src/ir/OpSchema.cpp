@@ -28,7 +28,8 @@ constexpr OpDef OpDefs[] = {
   llvm::report_fatal_error(llvm::Twine("Ops.def: bad schema for ") + def.name + ": " + why);
 }
 
-std::optional<Attribute> parseDefault(const OpDef &def, const ArgSchema &arg, llvm::StringRef text) {
+std::optional<Attribute> parseDefault(const OpDef &def, const ArgSchema &arg,
+                                      llvm::StringRef text) {
   if (text == "None")
     return std::nullopt;
   if (text == "True" || text == "False")
@@ -77,8 +78,12 @@ ArgSchema parseArg(const OpDef &def, llvm::StringRef text, bool kwargOnly) {
     arg.type = ArgType::TensorList;
   } else {
     static const std::pair<llvm::StringRef, ArgType> Names[] = {
-        {"Tensor", ArgType::Tensor}, {"int", ArgType::Int},       {"float", ArgType::Float},
-        {"bool", ArgType::Bool},     {"str", ArgType::Str},       {"Scalar", ArgType::Scalar},
+        {"Tensor", ArgType::Tensor},
+        {"int", ArgType::Int},
+        {"float", ArgType::Float},
+        {"bool", ArgType::Bool},
+        {"str", ArgType::Str},
+        {"Scalar", ArgType::Scalar},
         {"ScalarType", ArgType::ScalarType}};
     bool found = false;
     for (auto &[n, t] : Names)
@@ -176,9 +181,7 @@ unsigned OpSchema::numFixedOperands() const {
   return n;
 }
 
-const OpSchema &schemaOf(OpKind kind) {
-  return table().schemas[static_cast<size_t>(kind)];
-}
+const OpSchema &schemaOf(OpKind kind) { return table().schemas[static_cast<size_t>(kind)]; }
 
 llvm::StringRef opName(OpKind kind) { return OpDefs[static_cast<size_t>(kind)].name; }
 

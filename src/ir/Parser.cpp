@@ -51,9 +51,7 @@ private:
   //===--- Characters and tokens ---------------------------------------===//
 
   bool atEnd() const { return Pos >= Text.size(); }
-  char peek(size_t ahead = 0) const {
-    return Pos + ahead < Text.size() ? Text[Pos + ahead] : '\0';
-  }
+  char peek(size_t ahead = 0) const { return Pos + ahead < Text.size() ? Text[Pos + ahead] : '\0'; }
 
   // Skips blanks, newlines and `//` comments (not `#` location comments).
   void skipSpace() {
@@ -134,8 +132,8 @@ private:
   llvm::Expected<std::string> parseName(char sigil, llvm::StringRef what) {
     skipSpace();
     if (peek() != sigil)
-      return error(fmt::format("expected {} starting with '{}', got {}", what.str(), sigil,
-                               describeNext()));
+      return error(
+          fmt::format("expected {} starting with '{}', got {}", what.str(), sigil, describeNext()));
     ++Pos;
     llvm::StringRef w = peekWord();
     if (w.empty())
@@ -294,8 +292,8 @@ private:
     }
     auto dt = parseDType(w);
     if (!dt)
-      return error(fmt::format("expected a type (a dtype such as f32, or symint), got {}",
-                               describeNext()));
+      return error(
+          fmt::format("expected a type (a dtype such as f32, or symint), got {}", describeNext()));
     Pos += w.size();
     if (peek() != '[')
       return Type::scalar(*dt);
@@ -509,8 +507,8 @@ private:
                                             .Case("constant", InputKind::Constant)
                                             .Default(std::nullopt);
         if (!kind)
-          return error(fmt::format("expected input, parameter, buffer or constant, got {}",
-                                   describeNext()));
+          return error(
+              fmt::format("expected input, parameter, buffer or constant, got {}", describeNext()));
         Pos += kw.size();
         auto specName = parseString();
         if (!specName)

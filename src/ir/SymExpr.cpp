@@ -1,12 +1,10 @@
 // Canonical construction of symbolic integer expressions: polynomial arithmetic, the floordiv /
-// mod / min / max rewrite rules, ordering, substitution, evaluation and printing.
+// mod / min / max rewrite rules, ordering, substitution and evaluation.
 #include "aotc/ir/SymExpr.h"
 
 #include "SymExprInternal.h"
 
 #include "llvm/ADT/STLExtras.h"
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cassert>
@@ -63,14 +61,7 @@ SymExpr fromPoly(Poly p) { return SymNodeAccess::make(p.constant, std::move(p.te
 
 bool isZero(const SymExpr &e) { return e.node().terms().empty() && e.node().constant() == 0; }
 
-/// The atom when `e` is exactly one atom (coefficient 1, no constant).
-const SymAtom *soleAtom(const SymExpr &e) {
-  const SymNode &n = e.node();
-  if (n.constant() != 0 || n.terms().size() != 1)
-    return nullptr;
-  const SymTerm &t = n.terms().front();
-  return t.coeff == 1 && t.factors.size() == 1 ? &t.factors.front() : nullptr;
-}
+using detail::soleAtom;
 
 // Python semantics: the quotient rounds toward negative infinity, the remainder takes the
 // divisor's sign. nullopt for a zero divisor and for the one overflowing case, INT64_MIN / -1.
@@ -474,103 +465,15 @@ std::optional<int64_t> evaluateAtom(const SymAtom &atom,
   llvm_unreachable("unknown atom kind");
 }
 
-/// Whether `e` prints as the right operand of `*` without parentheses.
-bool isPrimary(const SymExpr &e) {
-  if (std::optional<int64_t> c = e.constant())
-    return *c >= 0;
-  const SymAtom *atom = soleAtom(e);
-  return atom && atom->kind != Kind::Mul;
-}
-
-/// Whether `e` is one product (or a constant), whose text read left to right rebuilds it.
-bool isSingleTerm(const SymExpr &e) {
-  return e.isConstant() || (e.node().constant() == 0 && e.node().terms().size() == 1);
-}
-
-void printExpr(const SymExpr &e, std::string &out);
-
-void printOperand(const SymExpr &e, bool plain, std::string &out) {
-  if (plain)
-    return printExpr(e, out);
-  out += '(';
-  printExpr(e, out);
-  out += ')';
-}
-
-/// `bare`: the atom is a whole term on its own, where an opaque product needs no parentheses.
-void printAtom(const SymAtom &atom, std::string &out, bool bare) {
-  auto call = [&](llvm::StringRef name) {
-    out += name;
-    out += '(';
-    llvm::interleave(
-        atom.args, [&](const SymExpr &arg) { printExpr(arg, out); }, [&] { out += ", "; });
-    out += ')';
-  };
-  switch (atom.kind) {
-  case Kind::Symbol:
-    out += atom.name;
-    return;
-  case Kind::FloorDiv:
-    return call("floordiv");
-  case Kind::Mod:
-    return call("mod");
-  case Kind::Min:
-    return call("min");
-  case Kind::Max:
-    return call("max");
-  // Parenthesized so that reading the text back performs exactly this one addition or product
-  // (which overflows again and rebuilds the atom). Only what the parser would regroup gets
-  // parentheses: long product chains must not nest deeper than the parser allows.
-  case Kind::Add:
-    out += '(';
-    printExpr(atom.args[0], out);
-    out += " + ";
-    printOperand(atom.args[1], isSingleTerm(atom.args[1]), out);
-    out += ')';
-    return;
-  case Kind::Mul:
-    if (!bare)
-      out += '(';
-    printOperand(atom.args[0], isSingleTerm(atom.args[0]), out);
-    out += '*';
-    printOperand(atom.args[1], isPrimary(atom.args[1]), out);
-    if (!bare)
-      out += ')';
-    return;
-  }
-}
-
-/// Appends ` + c`, ` - c` or the leading `c` / `-c`; INT64_MIN has no positive counterpart, so it
-/// is added as a negative literal.
-void printSigned(int64_t value, bool first, std::string &out) {
-  if (first)
-    out += std::to_string(value);
-  else if (value < 0 && value != INT64_MIN)
-    out += fmt::format(" - {}", -value);
-  else
-    out += fmt::format(" + {}", value);
-}
-
-// Appends to one buffer: deeply nested expressions print in linear time.
-void printExpr(const SymExpr &e, std::string &out) {
-  bool first = true;
-  for (const SymTerm &t : e.node().terms()) {
-    if (t.coeff == 1 || t.coeff == -1)
-      out += first ? (t.coeff == 1 ? "" : "-") : (t.coeff == 1 ? " + " : " - ");
-    else {
-      printSigned(t.coeff, first, out);
-      out += '*';
-    }
-    bool bare = t.coeff == 1 && t.factors.size() == 1;
-    llvm::interleave(
-        t.factors, [&](const SymAtom &atom) { printAtom(atom, out, bare); }, [&] { out += '*'; });
-    first = false;
-  }
-  if (first || e.node().constant() != 0)
-    printSigned(e.node().constant(), first, out);
-}
-
 } // namespace
+
+const SymAtom *detail::soleAtom(const SymExpr &e) {
+  const SymNode &n = e.node();
+  if (n.constant() != 0 || n.terms().size() != 1)
+    return nullptr;
+  const SymTerm &t = n.terms().front();
+  return t.coeff == 1 && t.factors.size() == 1 ? &t.factors.front() : nullptr;
+}
 
 SymExpr detail::atomExpr(const SymAtom &atom) {
   Terms terms;
@@ -582,6 +485,55 @@ SymExpr detail::dropTerm(const SymExpr &e, size_t index) {
   Terms terms(e.node().terms().begin(), e.node().terms().end());
   terms.erase(terms.begin() + index);
   return SymNodeAccess::make(e.node().constant(), std::move(terms));
+}
+
+SymExpr detail::sumOf(llvm::ArrayRef<SymExpr> operands, llvm::ArrayRef<bool> subtract) {
+  assert(!operands.empty() && operands.size() == subtract.size() && !subtract.front());
+  // Without overflow, the left-to-right sum is the exact sum: merge all terms at once, replaying
+  // each monomial's additions in operand order to detect an overflow exactly where the operators
+  // would meet it.
+  struct Entry {
+    const SymTerm *term;
+    size_t operand;
+  };
+  llvm::SmallVector<Entry, 16> entries;
+  int64_t constant = 0;
+  bool overflow = false;
+  for (size_t i = 0; i != operands.size(); ++i) {
+    const SymNode &n = operands[i].node();
+    overflow |= subtract[i] ? __builtin_sub_overflow(constant, n.constant(), &constant)
+                            : __builtin_add_overflow(constant, n.constant(), &constant);
+    for (const SymTerm &t : n.terms())
+      entries.push_back({&t, i});
+  }
+  // Each operand holds a monomial at most once, so (monomial, operand) orders entries totally.
+  llvm::sort(entries, [](const Entry &x, const Entry &y) {
+    int c = compareMonomials(x.term->factors, y.term->factors);
+    return c != 0 ? c < 0 : x.operand < y.operand;
+  });
+  Terms terms;
+  for (size_t i = 0; i != entries.size() && !overflow;) {
+    size_t j = i;
+    int64_t coeff = 0;
+    for (; j != entries.size() &&
+           compareMonomials(entries[i].term->factors, entries[j].term->factors) == 0;
+         ++j)
+      overflow |= subtract[entries[j].operand]
+                      ? __builtin_sub_overflow(coeff, entries[j].term->coeff, &coeff)
+                      : __builtin_add_overflow(coeff, entries[j].term->coeff, &coeff);
+    if (coeff != 0) {
+      terms.push_back(*entries[i].term);
+      terms.back().coeff = coeff;
+    }
+    i = j;
+  }
+  if (!overflow)
+    return SymNodeAccess::make(constant, std::move(terms));
+  // Some step overflows and keeps an opaque sum: take the operators' path.
+  SymExpr sum = operands.front();
+  for (size_t i = 1; i != operands.size(); ++i)
+    sum = subtract[i] ? sum - operands[i] : sum + operands[i];
+  return sum;
 }
 
 SymExpr::SymExpr() : SymExpr(0) {}
@@ -610,7 +562,8 @@ std::optional<SymExpr> divideByMonomial(const SymExpr &a, const SymExpr &b) {
   const SymTerm &d = div.terms().front();
   SymExpr q = 0;
   for (const SymTerm &t : a.node().terms()) {
-    if (d.coeff == 0 || t.coeff % d.coeff != 0)
+    // INT64_MIN / -1 overflows (and INT64_MIN % -1 is undefined in C++).
+    if (d.coeff == 0 || (d.coeff == -1 && t.coeff == INT64_MIN) || t.coeff % d.coeff != 0)
       return std::nullopt;
     llvm::SmallVector<SymAtom, 2> rest(t.factors.begin(), t.factors.end());
     for (const SymAtom &f : d.factors) {
@@ -726,14 +679,16 @@ SymExpr SymExpr::substitute(const std::map<std::string, SymExpr, std::less<>> &b
   collectSymbols(used);
   if (llvm::none_of(used, [&](const std::string &s) { return bindings.count(s) != 0; }))
     return *this; // also keeps opaque atoms exactly as they are
-  SymExpr result = Node->constant();
+  llvm::SmallVector<SymExpr, 8> parts;
   for (const SymTerm &t : Node->terms()) {
     SymExpr product = t.coeff;
     for (const SymAtom &atom : t.factors)
       product = product * substituteAtom(atom, bindings);
-    result = result + product;
+    parts.push_back(std::move(product));
   }
-  return result;
+  parts.push_back(Node->constant());
+  llvm::SmallVector<bool, 8> subtract(parts.size(), false);
+  return detail::sumOf(parts, subtract);
 }
 
 std::optional<int64_t>
@@ -760,12 +715,6 @@ void SymExpr::collectSymbols(std::set<std::string, std::less<>> &out) const {
       for (const SymExpr &arg : atom.args)
         arg.collectSymbols(out);
     }
-}
-
-std::string SymExpr::str() const {
-  std::string out;
-  printExpr(*this, out);
-  return out;
 }
 
 } // namespace aotc

@@ -2,6 +2,8 @@
 // plus parentheses, unary minus, `//` and `%`. Errors name the 1-based column.
 #include "aotc/ir/SymExpr.h"
 
+#include "SymExprInternal.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/raw_ostream.h"
@@ -125,17 +127,21 @@ private:
 
   // sum := product (("+" | "-") product)*
   std::optional<SymExpr> parseSum() {
-    std::optional<SymExpr> lhs = parseProduct();
-    while (lhs && (Kind == Tok::Plus || Kind == Tok::Minus)) {
-      Tok op = Kind;
+    std::optional<SymExpr> first = parseProduct();
+    if (!first)
+      return std::nullopt;
+    llvm::SmallVector<SymExpr, 4> operands{*first};
+    llvm::SmallVector<bool, 4> subtract{false};
+    while (Kind == Tok::Plus || Kind == Tok::Minus) {
+      subtract.push_back(Kind == Tok::Minus);
       if (!lex())
         return std::nullopt;
-      std::optional<SymExpr> rhs = parseProduct();
-      if (!rhs)
+      std::optional<SymExpr> next = parseProduct();
+      if (!next)
         return std::nullopt;
-      lhs = op == Tok::Plus ? *lhs + *rhs : *lhs - *rhs;
+      operands.push_back(std::move(*next));
     }
-    return lhs;
+    return detail::sumOf(operands, subtract);
   }
 
   // product := unary (("*" | "//" | "%") unary)*

@@ -148,7 +148,8 @@ private:
 
   void verifyNode(const Node &n, llvm::DenseSet<const Value *> &defined, const std::string &where) {
     // Meta-function errors start with the op's name, so `what` names only the value.
-    std::string what = fmt::format("{}: {}", where, n.numResults() ? name(n.result(0)) : "<no result>");
+    std::string what =
+        fmt::format("{}: {}", where, n.numResults() ? name(n.result(0)) : "<no result>");
     std::string whatOp = fmt::format("{}: {}", what, n.name().str());
     bool operandsOk = true;
     const OpSchema &s = n.schema();

@@ -224,8 +224,8 @@ private:
   llvm::Error traceEntry(Tracer &tracer, const EntryDecl &decl) {
     std::string where = locPrefix(toSourceLoc(decl.loc));
     if (decl.inputs.size() != decl.arity)
-      return error(where + fmt::format("entry \"{}\" declares {} inputs but {} takes {}",
-                                       decl.name, decl.inputs.size(), decl.name, decl.arity));
+      return error(where + fmt::format("entry \"{}\" declares {} inputs but {} takes {}", decl.name,
+                                       decl.inputs.size(), decl.name, decl.arity));
     Entry &entry = G.addEntry(decl.name);
     tracer.beginEntry(entry);
     std::vector<Tensor> args;
@@ -237,8 +237,8 @@ private:
         if (s.name == in.name)
           return error(locPrefix(toSourceLoc(in.loc)) +
                        fmt::format("entry \"{}\" has two inputs named \"{}\"", decl.name, in.name));
-      args.push_back(tracer.wrap(entry.addInput({InputKind::User, in.name}, *type),
-                                 toSourceLoc(in.loc)));
+      args.push_back(
+          tracer.wrap(entry.addInput({InputKind::User, in.name}, *type), toSourceLoc(in.loc)));
     }
     std::vector<Tensor> outputs;
     try {

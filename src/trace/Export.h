@@ -20,7 +20,7 @@ struct ExportOptions {
   std::string weights;              // a .safetensors file
   bool allowMissing = false;
   bool allowUnexpected = false;
-  std::string emit = "aotp";        // aotp | ir | weights
+  std::string emit = "aotp"; // aotp | ir | weights
   std::string output = "-";
   bool report = false;
   uint64_t seed = 0;

@@ -40,8 +40,8 @@ Tensor placeholder(const SymIntList &size, DType dtype, InitSpec init, const Loc
   return Tensor(impl);
 }
 
-Tensor create(OpKind kind, const SymIntList &size, std::vector<A> attrs, DType dtype,
-              InitSpec init, const Loc &loc) {
+Tensor create(OpKind kind, const SymIntList &size, std::vector<A> attrs, DType dtype, InitSpec init,
+              const Loc &loc) {
   if (!Tracer::current())
     return placeholder(size, dtype, init, loc);
   attrs.push_back(attr("size", intsAttr(size)));
@@ -185,8 +185,8 @@ Tensor embedding(const Tensor &indices, const Tensor &weight, Loc loc) {
 }
 
 Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tensor &v,
-                                    const Tensor &mask, bool is_causal,
-                                    std::optional<double> scale, bool enable_gqa, Loc loc) {
+                                    const Tensor &mask, bool is_causal, std::optional<double> scale,
+                                    bool enable_gqa, Loc loc) {
   std::vector<A> attrs{boolAttr("is_causal", is_causal), boolAttr("enable_gqa", enable_gqa)};
   if (scale)
     attrs.push_back(floatAttr("scale", *scale));

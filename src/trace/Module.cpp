@@ -11,8 +11,8 @@ Module::~Module() = default;
 
 Tensor &Module::addSlot(std::string name, Tensor tensor, bool buffer, Loc loc) {
   auto bad = [&](const std::string &why) {
-    return DslError(fmt::format("{}:{}: cannot register {} \"{}\": {}", loc.file_name(),
-                                loc.line(), buffer ? "buffer" : "parameter", name, why));
+    return DslError(fmt::format("{}:{}: cannot register {} \"{}\": {}", loc.file_name(), loc.line(),
+                                buffer ? "buffer" : "parameter", name, why));
   };
   if (name.empty() || name.find('.') != std::string::npos)
     throw bad("names must be non-empty and contain no '.'");
@@ -49,8 +49,8 @@ void Module::addChild(std::string name, std::shared_ptr<Module> child) {
                                name));
   for (const auto &c : Children)
     if (c.first == name)
-      throw DslError(fmt::format("cannot register submodule \"{}\": the name is already taken",
-                                 name));
+      throw DslError(
+          fmt::format("cannot register submodule \"{}\": the name is already taken", name));
   Children.emplace_back(std::move(name), std::move(child));
 }
 

@@ -114,10 +114,10 @@ Tensor AdaptiveAvgPool2dImpl::forward(const Tensor &x, Loc loc) {
 }
 
 void ModuleListImpl::badAccess(size_t i) const {
-  throw DslError(i < Items.size()
-                     ? fmt::format("ModuleList item {} does not have the requested type", i)
-                     : fmt::format("ModuleList index {} is out of range (size {})", i,
-                                   Items.size()));
+  throw DslError(
+      i < Items.size()
+          ? fmt::format("ModuleList item {} does not have the requested type", i)
+          : fmt::format("ModuleList index {} is out of range (size {})", i, Items.size()));
 }
 
 } // namespace aotc::nn

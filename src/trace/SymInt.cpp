@@ -42,7 +42,8 @@ Tracer &activeTracer(const Loc &loc) {
                              loc.file_name(), loc.line()));
 }
 
-SymInt::SymInt(int64_t value) : Impl(std::make_shared<const detail::SymIntImpl>(detail::SymIntImpl{value})) {}
+SymInt::SymInt(int64_t value)
+    : Impl(std::make_shared<const detail::SymIntImpl>(detail::SymIntImpl{value})) {}
 
 std::optional<int64_t> SymInt::maybe_static() const { return symOf(*this).constant(); }
 

@@ -56,8 +56,8 @@ static SymInt sizeOf(const SymExpr &d) {
 SymInt Tensor::size(int64_t d, Loc loc) const {
   int64_t r = dim();
   if (d < -r || d >= r)
-    throw DslError(fmt::format("{}:{}: dim {} is out of range for {}", loc.file_name(), loc.line(),
-                               d, str()));
+    throw DslError(
+        fmt::format("{}:{}: dim {} is out of range for {}", loc.file_name(), loc.line(), d, str()));
   return sizeOf(Impl->type.shape()[d < 0 ? d + r : d]);
 }
 
@@ -243,8 +243,8 @@ Tensor Tensor::slice(int64_t d, std::optional<SymInt> start, std::optional<SymIn
   return op1(OpKind::Slice, {*this}, attrs, loc);
 }
 Tensor Tensor::select(int64_t d, const SymInt &index, Loc loc) const {
-  return op1(OpKind::Select, {*this}, {intAttr("dim", d), attr("index", Attribute::integer(symOf(index)))},
-             loc);
+  return op1(OpKind::Select, {*this},
+             {intAttr("dim", d), attr("index", Attribute::integer(symOf(index)))}, loc);
 }
 Tensor Tensor::flatten(int64_t s, int64_t e, Loc loc) const {
   return op1(OpKind::Flatten, {*this}, {intAttr("start_dim", s), intAttr("end_dim", e)}, loc);
@@ -315,13 +315,27 @@ Tensor operator+(const Tensor &a, const TensorAt &b) { return a.add(b.value, 1, 
 Tensor operator-(const Tensor &a, const TensorAt &b) { return a.sub(b.value, 1, b.loc); }
 Tensor operator*(const Tensor &a, const TensorAt &b) { return a.mul(b.value, b.loc); }
 Tensor operator/(const Tensor &a, const TensorAt &b) { return a.div(b.value, b.loc); }
-Tensor operator+(const Tensor &a, const ScalarAt &b) { return scalarOp(OpKind::AddScalar, a, b.value, b.loc); }
-Tensor operator-(const Tensor &a, const ScalarAt &b) { return scalarOp(OpKind::SubScalar, a, b.value, b.loc); }
-Tensor operator*(const Tensor &a, const ScalarAt &b) { return scalarOp(OpKind::MulScalar, a, b.value, b.loc); }
-Tensor operator/(const Tensor &a, const ScalarAt &b) { return scalarOp(OpKind::DivScalar, a, b.value, b.loc); }
-Tensor operator+(const Scalar &a, const TensorAt &b) { return scalarOp(OpKind::AddScalar, b.value, a, b.loc); }
-Tensor operator-(const Scalar &a, const TensorAt &b) { return scalarOp(OpKind::RsubScalar, b.value, a, b.loc); }
-Tensor operator*(const Scalar &a, const TensorAt &b) { return scalarOp(OpKind::MulScalar, b.value, a, b.loc); }
+Tensor operator+(const Tensor &a, const ScalarAt &b) {
+  return scalarOp(OpKind::AddScalar, a, b.value, b.loc);
+}
+Tensor operator-(const Tensor &a, const ScalarAt &b) {
+  return scalarOp(OpKind::SubScalar, a, b.value, b.loc);
+}
+Tensor operator*(const Tensor &a, const ScalarAt &b) {
+  return scalarOp(OpKind::MulScalar, a, b.value, b.loc);
+}
+Tensor operator/(const Tensor &a, const ScalarAt &b) {
+  return scalarOp(OpKind::DivScalar, a, b.value, b.loc);
+}
+Tensor operator+(const Scalar &a, const TensorAt &b) {
+  return scalarOp(OpKind::AddScalar, b.value, a, b.loc);
+}
+Tensor operator-(const Scalar &a, const TensorAt &b) {
+  return scalarOp(OpKind::RsubScalar, b.value, a, b.loc);
+}
+Tensor operator*(const Scalar &a, const TensorAt &b) {
+  return scalarOp(OpKind::MulScalar, b.value, a, b.loc);
+}
 Tensor operator-(const TensorAt &a) { return a.value.neg(a.loc); }
 Tensor operator<(const Tensor &a, const TensorAt &b) { return a.lt(b.value, b.loc); }
 Tensor operator<=(const Tensor &a, const TensorAt &b) { return a.le(b.value, b.loc); }
@@ -329,12 +343,24 @@ Tensor operator>(const Tensor &a, const TensorAt &b) { return a.gt(b.value, b.lo
 Tensor operator>=(const Tensor &a, const TensorAt &b) { return a.ge(b.value, b.loc); }
 Tensor operator==(const Tensor &a, const TensorAt &b) { return a.eq(b.value, b.loc); }
 Tensor operator!=(const Tensor &a, const TensorAt &b) { return a.ne(b.value, b.loc); }
-Tensor operator<(const Tensor &a, const ScalarAt &b) { return scalarOp(OpKind::LtScalar, a, b.value, b.loc); }
-Tensor operator<=(const Tensor &a, const ScalarAt &b) { return scalarOp(OpKind::LeScalar, a, b.value, b.loc); }
-Tensor operator>(const Tensor &a, const ScalarAt &b) { return scalarOp(OpKind::GtScalar, a, b.value, b.loc); }
-Tensor operator>=(const Tensor &a, const ScalarAt &b) { return scalarOp(OpKind::GeScalar, a, b.value, b.loc); }
-Tensor operator==(const Tensor &a, const ScalarAt &b) { return scalarOp(OpKind::EqScalar, a, b.value, b.loc); }
-Tensor operator!=(const Tensor &a, const ScalarAt &b) { return scalarOp(OpKind::NeScalar, a, b.value, b.loc); }
+Tensor operator<(const Tensor &a, const ScalarAt &b) {
+  return scalarOp(OpKind::LtScalar, a, b.value, b.loc);
+}
+Tensor operator<=(const Tensor &a, const ScalarAt &b) {
+  return scalarOp(OpKind::LeScalar, a, b.value, b.loc);
+}
+Tensor operator>(const Tensor &a, const ScalarAt &b) {
+  return scalarOp(OpKind::GtScalar, a, b.value, b.loc);
+}
+Tensor operator>=(const Tensor &a, const ScalarAt &b) {
+  return scalarOp(OpKind::GeScalar, a, b.value, b.loc);
+}
+Tensor operator==(const Tensor &a, const ScalarAt &b) {
+  return scalarOp(OpKind::EqScalar, a, b.value, b.loc);
+}
+Tensor operator!=(const Tensor &a, const ScalarAt &b) {
+  return scalarOp(OpKind::NeScalar, a, b.value, b.loc);
+}
 Tensor &operator+=(Tensor &a, const TensorAt &b) { return a.add_(b.value, 1, b.loc); }
 Tensor &operator*=(Tensor &a, const TensorAt &b) { return a.mul_(b.value, b.loc); }
 

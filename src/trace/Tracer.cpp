@@ -93,9 +93,9 @@ Value *Tracer::valueOf(const Tensor &t, const Loc &loc) {
   return inner.liftedArgs[index];
 }
 
-std::vector<Tensor> Tracer::traceRegion(
-    Block &region, const std::vector<Tensor> &args, std::vector<Value *> &lifted,
-    const std::function<std::vector<Tensor>(const std::vector<Tensor> &)> &fn) {
+std::vector<Tensor>
+Tracer::traceRegion(Block &region, const std::vector<Tensor> &args, std::vector<Value *> &lifted,
+                    const std::function<std::vector<Tensor>(const std::vector<Tensor> &)> &fn) {
   Scope scope{&region, NextGeneration++, &lifted, {}};
   std::vector<Tensor> inside;
   for (const Tensor &a : args) {
@@ -227,8 +227,7 @@ namespace {
 std::string requirement(const Guard &g) {
   if (g.lhs.isConstant() && !g.rhs.isConstant() &&
       (g.kind == GuardKind::LT || g.kind == GuardKind::LE))
-    return fmt::format("{} {} {}", g.rhs.str(), g.kind == GuardKind::LT ? ">" : ">=",
-                       g.lhs.str());
+    return fmt::format("{} {} {}", g.rhs.str(), g.kind == GuardKind::LT ? ">" : ">=", g.lhs.str());
   return g.str();
 }
 

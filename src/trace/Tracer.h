@@ -8,8 +8,8 @@
 #include "aotc/ir/Builder.h"
 
 #include <exception>
-#include <stdexcept>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -86,8 +86,8 @@ public:
   /// Creates a node in the current block; an op error (shapes, dtypes) is a problem at `loc`.
   std::vector<Tensor> emit(OpKind kind, const std::vector<Tensor> &operands,
                            std::vector<NamedAttribute> attrs, const Loc &loc);
-  Tensor emit1(OpKind kind, const std::vector<Tensor> &operands,
-               std::vector<NamedAttribute> attrs, const Loc &loc) {
+  Tensor emit1(OpKind kind, const std::vector<Tensor> &operands, std::vector<NamedAttribute> attrs,
+               const Loc &loc) {
     return emit(kind, operands, std::move(attrs), loc).at(0);
   }
 
@@ -112,16 +112,13 @@ public:
 
   /// Traces `fn` into `region` (for cond): values from outside become region arguments, listed
   /// in `lifted` in order of first use (and reused from it when already there).
-  std::vector<Tensor> traceRegion(Block &region, const std::vector<Tensor> &args,
-                                  std::vector<Value *> &lifted,
-                                  const std::function<std::vector<Tensor>(
-                                      const std::vector<Tensor> &)> &fn);
+  std::vector<Tensor>
+  traceRegion(Block &region, const std::vector<Tensor> &args, std::vector<Value *> &lifted,
+              const std::function<std::vector<Tensor>(const std::vector<Tensor> &)> &fn);
 
   /// Buffers written by in-place ops during the current entry.
   void noteBufferWrite(const std::shared_ptr<detail::TensorImpl> &buffer);
-  const std::vector<std::shared_ptr<detail::TensorImpl>> &writtenBuffers() const {
-    return Written;
-  }
+  const std::vector<std::shared_ptr<detail::TensorImpl>> &writtenBuffers() const { return Written; }
 
 private:
   /// Records equality guards for symbolic dims that broadcast against each other, and reports a
@@ -133,7 +130,7 @@ private:
   struct Scope {
     Block *block;
     unsigned generation;
-    std::vector<Value *> *lifted; // null for the entry body
+    std::vector<Value *> *lifted;    // null for the entry body
     std::vector<Value *> liftedArgs; // region arguments for `lifted`, in the same order
   };
 

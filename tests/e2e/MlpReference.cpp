@@ -52,7 +52,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (mode != "check" || argc != 5)
-    return fail("usage: mlp_reference input OUT.npy BATCH SEED | check W.safetensors IN.npy OUT.npy");
+    return fail(
+        "usage: mlp_reference input OUT.npy BATCH SEED | check W.safetensors IN.npy OUT.npy");
   auto weights = SafetensorsFile::open(argv[2]);
   if (!weights)
     return fail(llvm::toString(weights.takeError()));

@@ -82,8 +82,8 @@ Subcommand addExportCommand(CLI::App &parent) {
             std::string message = llvm::toString(std::move(e));
             if (message.empty())
               return 1; // the model program or the compiler said why
-            return reportError("export", llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                                                 message));
+            return reportError("export",
+                               llvm::createStringError(llvm::inconvertibleErrorCode(), message));
           }};
 }
 
@@ -97,16 +97,17 @@ Subcommand addWeightsCommand(CLI::App &parent) {
   app->add_option("--seed", args->options.seed, "Seed of the initialization");
   app->add_option("-o,--output", args->output, "Output .safetensors file")->required();
   return {app, [args] {
-            std::vector<std::string> argv{"--emit", "weights", "-o", args->output, "--seed",
-                                          std::to_string(args->options.seed)};
+            std::vector<std::string> argv{"--emit", "weights",
+                                          "-o",     args->output,
+                                          "--seed", std::to_string(args->options.seed)};
             llvm::Error e = compileAndRunModel(args->model, argv);
             if (!e)
               return 0;
             std::string message = llvm::toString(std::move(e));
             if (message.empty())
               return 1;
-            return reportError("weights", llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                                                  message));
+            return reportError("weights",
+                               llvm::createStringError(llvm::inconvertibleErrorCode(), message));
           }};
 }
 

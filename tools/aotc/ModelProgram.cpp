@@ -75,10 +75,9 @@ llvm::Error compileAndRunModel(llvm::StringRef modelFile, const std::vector<std:
                                  "-Wl,-rpath," + libDir.str(), "-o", program.str().str()});
   if (auto e = run(*cxxPath, compile, cxx)) {
     std::string message = llvm::toString(std::move(e));
-    return error(message.empty()
-                     ? fmt::format("{}: the C++ compiler failed (diagnostics above)",
-                                   modelFile.str())
-                     : message);
+    return error(message.empty() ? fmt::format("{}: the C++ compiler failed (diagnostics above)",
+                                               modelFile.str())
+                                 : message);
   }
   return run(program.str().str(), args, "the model program");
 }

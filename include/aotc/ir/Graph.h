@@ -64,7 +64,9 @@ public:
   llvm::ArrayRef<Value *> operands() const { return Operands; }
   Value *operand(unsigned i) const { return Operands[i]; }
   void setOperand(unsigned i, Value *v) { Operands[i] = v; }
-  void setOperands(llvm::ArrayRef<Value *> values) { Operands.assign(values.begin(), values.end()); }
+  void setOperands(llvm::ArrayRef<Value *> values) {
+    Operands.assign(values.begin(), values.end());
+  }
   /// The operand bound to the schema argument `name` (a Tensor or Tensor? arg), or null.
   Value *operand(llvm::StringRef argName) const;
   /// The operands bound to the schema's Tensor[] argument.

@@ -47,7 +47,7 @@ enum class ArgType {
 struct ArgSchema {
   std::string name;
   ArgType type = ArgType::Tensor;
-  bool optional = false;   // `T?`: may be absent (None)
+  bool optional = false;    // `T?`: may be absent (None)
   unsigned fixedLength = 0; // `int[2]`: a single int broadcasts to this many
   bool kwargOnly = false;
   std::optional<Attribute> defaultValue; // absent optional args default to None

@@ -18,7 +18,9 @@ class Type {
 public:
   enum class Kind { Tensor, SymInt, Scalar };
 
-  static Type tensor(DType dtype, Shape shape) { return Type(Kind::Tensor, dtype, std::move(shape)); }
+  static Type tensor(DType dtype, Shape shape) {
+    return Type(Kind::Tensor, dtype, std::move(shape));
+  }
   static Type symInt() { return Type(Kind::SymInt, DType::I64, {}); }
   static Type scalar(DType dtype) { return Type(Kind::Scalar, dtype, {}); }
 

@@ -30,8 +30,9 @@ public:
   }
   /// For holders (`nn::Linear`, or a user's AOTC_MODULE).
   template <typename Holder>
-  Holder register_module(std::string name, Holder holder)
-    requires requires { holder.ptr(); }
+  Holder register_module(std::string name, Holder holder) requires requires {
+    holder.ptr();
+  }
   {
     addChild(std::move(name), holder.ptr());
     return holder;
@@ -67,8 +68,8 @@ template <typename Impl> class ModuleHolder {
 public:
   ModuleHolder(std::nullptr_t) {} // NOLINT
   template <typename... Args>
-    requires(!(sizeof...(Args) == 1 && (std::is_same_v<std::decay_t<Args>, ModuleHolder> && ...)))
-  explicit ModuleHolder(Args &&...args)
+  requires(!(sizeof...(Args) == 1 && (std::is_same_v<std::decay_t<Args>, ModuleHolder> &&
+                                      ...))) explicit ModuleHolder(Args &&...args)
       : Ptr(std::make_shared<Impl>(std::forward<Args>(args)...)) {}
   explicit ModuleHolder(std::shared_ptr<Impl> ptr) : Ptr(std::move(ptr)) {}
 
@@ -79,11 +80,10 @@ public:
 
   /// `fc(x)`: forward with the caller's location, for modules whose forward takes one.
   template <typename T>
-  auto operator()(T &&x, Loc loc = Loc::current()) const
-    requires requires(Impl &m) { m.forward(std::forward<T>(x), loc); }
-  {
-    return Ptr->forward(std::forward<T>(x), loc);
+  auto operator()(T &&x, Loc loc = Loc::current()) const requires requires(Impl &m) {
+    m.forward(std::forward<T>(x), loc);
   }
+  { return Ptr->forward(std::forward<T>(x), loc); }
   template <typename... Args> auto operator()(Args &&...args) const {
     return Ptr->forward(std::forward<Args>(args)...);
   }

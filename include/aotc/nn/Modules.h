@@ -40,10 +40,10 @@ AOTC_MODULE(Linear);
 
 struct Conv2dOptions {
   Conv2dOptions(int64_t in, int64_t out, IntList kernel)
-      : in_channels_(in), out_channels_(out), kernel_size_(kernel.size() == 1
-                                                               ? IntList{kernel[0], kernel[0]}
-                                                               : kernel) {}
-  Conv2dOptions(int64_t in, int64_t out, int64_t kernel) : Conv2dOptions(in, out, IntList{kernel}) {}
+      : in_channels_(in), out_channels_(out),
+        kernel_size_(kernel.size() == 1 ? IntList{kernel[0], kernel[0]} : kernel) {}
+  Conv2dOptions(int64_t in, int64_t out, int64_t kernel)
+      : Conv2dOptions(in, out, IntList{kernel}) {}
   AOTC_OPTION(int64_t, in_channels);
   AOTC_OPTION(int64_t, out_channels);
   AOTC_OPTION(IntList, kernel_size);
@@ -83,7 +83,8 @@ public:
 AOTC_MODULE(BatchNorm2d);
 
 struct LayerNormOptions {
-  LayerNormOptions(IntList normalized_shape) : normalized_shape_(std::move(normalized_shape)) {} // NOLINT
+  LayerNormOptions(IntList normalized_shape)
+      : normalized_shape_(std::move(normalized_shape)) {} // NOLINT
   AOTC_OPTION(IntList, normalized_shape);
   AOTC_OPTION(double, eps) = 1e-5;
   AOTC_OPTION(bool, elementwise_affine) = true;
@@ -158,7 +159,7 @@ public:
 AOTC_MODULE(Sigmoid);
 
 struct MaxPool2dOptions {
-  MaxPool2dOptions(IntList kernel_size) : kernel_size_(std::move(kernel_size)) {} // NOLINT
+  MaxPool2dOptions(IntList kernel_size) : kernel_size_(std::move(kernel_size)) {}   // NOLINT
   MaxPool2dOptions(int64_t kernel_size) : kernel_size_{kernel_size, kernel_size} {} // NOLINT
   AOTC_OPTION(IntList, kernel_size);
   AOTC_OPTION(IntList, stride) = {};
@@ -176,7 +177,7 @@ public:
 AOTC_MODULE(MaxPool2d);
 
 struct AvgPool2dOptions {
-  AvgPool2dOptions(IntList kernel_size) : kernel_size_(std::move(kernel_size)) {} // NOLINT
+  AvgPool2dOptions(IntList kernel_size) : kernel_size_(std::move(kernel_size)) {}   // NOLINT
   AvgPool2dOptions(int64_t kernel_size) : kernel_size_{kernel_size, kernel_size} {} // NOLINT
   AOTC_OPTION(IntList, kernel_size);
   AOTC_OPTION(IntList, stride) = {};

@@ -211,8 +211,8 @@ Result metaConvolution(const Args &args) {
   if (*bias) {
     if ((*bias)->rank() != 1)
       return args.error("bias must be 1-d, got {}", (*bias)->str());
-    if (auto e = requireEqual(args, (*bias)->shape()[0], w.shape()[0],
-                              "bias size and output channels"))
+    if (auto e =
+            requireEqual(args, (*bias)->shape()[0], w.shape()[0], "bias size and output channels"))
       return e;
   }
   Shape out{x.shape()[0], w.shape()[0]};
@@ -372,7 +372,8 @@ Result metaGroupNorm(const Args &args) {
   if (x.rank() < 2)
     return args.error("input must have at least 2 dims, got {}", x.str());
   if (*groups < 1 || args.env().proveDivisible(x.shape()[1], *groups) != Truth::True)
-    return args.error("channels {} must be divisible by num_groups {}", x.shape()[1].str(), *groups);
+    return args.error("channels {} must be divisible by num_groups {}", x.shape()[1].str(),
+                      *groups);
   Shape c{x.shape()[1]};
   for (llvm::StringRef name : {"weight", "bias"})
     if (auto e = requireShape(args, name, c))
@@ -459,8 +460,7 @@ Result metaIndexSelect(const Args &args) {
   auto index = args.tensor("index");
   auto dim = args.constInt("dim");
   if (!self || !index || !dim)
-    return llvm::joinErrors(llvm::joinErrors(self.takeError(), index.takeError()),
-                            dim.takeError());
+    return llvm::joinErrors(llvm::joinErrors(self.takeError(), index.takeError()), dim.takeError());
   auto d = args.normalizeDim(*dim, (*self)->rank(), "dim");
   if (!d)
     return d.takeError();
@@ -477,8 +477,7 @@ Result metaGather(const Args &args) {
   auto index = args.tensor("index");
   auto dim = args.constInt("dim");
   if (!self || !index || !dim)
-    return llvm::joinErrors(llvm::joinErrors(self.takeError(), index.takeError()),
-                            dim.takeError());
+    return llvm::joinErrors(llvm::joinErrors(self.takeError(), index.takeError()), dim.takeError());
   if (auto d = args.normalizeDim(*dim, (*self)->rank(), "dim"); !d)
     return d.takeError();
   if (!isIntegral((*index)->dtype()) || (*index)->rank() != (*self)->rank())

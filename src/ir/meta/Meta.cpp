@@ -75,8 +75,8 @@ llvm::Expected<unsigned> Args::normalizeDim(int64_t dim, size_t rank, llvm::Stri
   int64_t r = static_cast<int64_t>(rank);
   int64_t lo = rank == 0 ? -1 : -r, hi = rank == 0 ? 0 : r - 1;
   if (dim < lo || dim > hi)
-    return error("{} {} is out of range for a tensor of rank {} (expected {}..{})", what.str(),
-                 dim, rank, lo, hi);
+    return error("{} {} is out of range for a tensor of rank {} (expected {}..{})", what.str(), dim,
+                 rank, lo, hi);
   return static_cast<unsigned>(dim < 0 ? dim + std::max<int64_t>(r, 1) : dim);
 }
 
@@ -135,9 +135,9 @@ DType Args::resultType(llvm::ArrayRef<const Type *> tensors,
                        llvm::ArrayRef<llvm::StringRef> scalarAttrs) const {
   llvm::SmallVector<ResultTypeOperand, 4> ops;
   for (const Type *t : tensors)
-    ops.push_back({t->rank() ? ResultTypeOperand::Kind::Tensor
-                             : ResultTypeOperand::Kind::ZeroDimTensor,
-                   t->dtype()});
+    ops.push_back(
+        {t->rank() ? ResultTypeOperand::Kind::Tensor : ResultTypeOperand::Kind::ZeroDimTensor,
+         t->dtype()});
   for (llvm::StringRef name : scalarAttrs) {
     const Attribute *a = attr(name);
     if (!a)
@@ -175,10 +175,9 @@ static llvm::Error checkOperands(const OpSchema &s, llvm::ArrayRef<Value *> oper
   unsigned fixed = s.numFixedOperands();
   bool list = s.hasTensorList();
   if (operands.size() < fixed || (!list && operands.size() != fixed))
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        fmt::format("{}: expected {}{} operands, got {}", s.name, list ? "at least " : "", fixed,
-                    operands.size()));
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   fmt::format("{}: expected {}{} operands, got {}", s.name,
+                                               list ? "at least " : "", fixed, operands.size()));
   unsigned index = 0;
   for (const ArgSchema &a : s.args) {
     if (a.type == ArgType::TensorList) {
@@ -225,9 +224,9 @@ llvm::Expected<Value *> Builder::create1(OpKind kind, llvm::ArrayRef<Value *> op
   if (!node)
     return node.takeError();
   if ((*node)->numResults() != 1)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   fmt::format("{} has {} results, not one", (*node)->name().str(),
-                                               (*node)->numResults()));
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        fmt::format("{} has {} results, not one", (*node)->name().str(), (*node)->numResults()));
   return (*node)->result();
 }
 

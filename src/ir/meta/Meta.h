@@ -49,9 +49,9 @@ public:
                    llvm::ArrayRef<llvm::StringRef> scalarAttrs = {}) const;
 
   template <typename... Ts> llvm::Error error(fmt::format_string<Ts...> f, Ts &&...args) const {
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        N.name().str() + ": " + fmt::format(f, std::forward<Ts>(args)...));
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   N.name().str() + ": " +
+                                       fmt::format(f, std::forward<Ts>(args)...));
   }
 
 private:

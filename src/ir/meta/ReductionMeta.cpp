@@ -7,8 +7,8 @@ namespace aotc::meta {
 
 namespace {
 // The reduced shape for `dims` (all dims when empty), dropping them or keeping them as 1.
-llvm::Expected<Shape> reduceShape(const Args &args, const Type &self,
-                                  llvm::ArrayRef<int64_t> dims, bool keepdim) {
+llvm::Expected<Shape> reduceShape(const Args &args, const Type &self, llvm::ArrayRef<int64_t> dims,
+                                  bool keepdim) {
   llvm::SmallBitVector reduced(self.rank(), dims.empty());
   for (int64_t d : dims) {
     auto n = args.normalizeDim(d, self.rank(), "dim");

@@ -198,8 +198,8 @@ Result metaSlice(const Args &args) {
   // A negative bound counts from the end; a symbolic bound whose sign is unknown would need a
   // run-time choice between the two meanings.
   for (const char *name : {"start", "end"})
-    if (const Attribute *a = args.attr(name); a && !a->getInt().isConstant() &&
-                                              args.env().proveLE(0, a->getInt()) != Truth::True)
+    if (const Attribute *a = args.attr(name);
+        a && !a->getInt().isConstant() && args.env().proveLE(0, a->getInt()) != Truth::True)
       return args.error("{} {} may be negative, which would count from the end; slice with "
                         "bounds known to be non-negative",
                         name, a->getInt().str());
@@ -317,8 +317,7 @@ Result metaSplit(const Args &args) {
   auto split = args.constInt("split_size");
   auto dim = args.constInt("dim");
   if (!self || !split || !dim)
-    return llvm::joinErrors(llvm::joinErrors(self.takeError(), split.takeError()),
-                            dim.takeError());
+    return llvm::joinErrors(llvm::joinErrors(self.takeError(), split.takeError()), dim.takeError());
   const Type &x = **self;
   if (x.rank() == 0)
     return args.error("cannot split a 0-d tensor");

@@ -71,16 +71,17 @@ TEST_F(BuilderTest, ChecksAttributesAgainstTheSchema) {
 TEST_F(BuilderTest, DropsAttributesEqualToTheDefault) {
   Value *x = input(Type::tensor(DType::F32, {4, 3}), "x");
   Builder b(G.shapeEnv(), E.body());
-  Node *n = cantFail(b.create(OpKind::Sum, {x},
-                              {{"dim", Attribute::intList({0})},
-                               {"keepdim", Attribute::boolean(false)}}));
+  Node *n = cantFail(
+      b.create(OpKind::Sum, {x},
+               {{"dim", Attribute::intList({0})}, {"keepdim", Attribute::boolean(false)}}));
   ASSERT_EQ(n->explicitAttrs().size(), 1u);
   EXPECT_EQ(n->explicitAttrs()[0].first, "dim");
   EXPECT_EQ(*n->attr("keepdim"), Attribute::boolean(false));
   EXPECT_EQ(n->attr("dtype"), nullptr);
   // A single int for an `int[2]` argument is broadcast, as in ATen.
   Value *img = input(Type::tensor(DType::F32, {1, 3, 8, 8}), "img");
-  Node *pool = cantFail(b.create(OpKind::MaxPool2d, {img}, {{"kernel_size", Attribute::integer(2)}}));
+  Node *pool =
+      cantFail(b.create(OpKind::MaxPool2d, {img}, {{"kernel_size", Attribute::integer(2)}}));
   EXPECT_EQ(*pool->attr("kernel_size"), Attribute::intList({2, 2}));
   EXPECT_EQ(pool->result()->type().str(), "f32[1, 3, 4, 4]");
 }
@@ -103,14 +104,15 @@ TEST_F(BuilderTest, ContractionsAndConvolutions) {
                    {"groups", Attribute::integer(1)}}),
             "f32[batch, 64, 112, 112]");
   Value *k2 = input(Type::tensor(DType::F32, {64, 4, 3, 3}), "k2");
-  EXPECT_EQ(build(OpKind::Convolution, {img, k2, nullptr},
-                  {{"stride", Attribute::intList({1, 1})},
-                   {"padding", Attribute::intList({0, 0})},
-                   {"dilation", Attribute::intList({1, 1})},
-                   {"transposed", Attribute::boolean(false)},
-                   {"output_padding", Attribute::intList({0, 0})},
-                   {"groups", Attribute::integer(1)}}),
-            "aten.convolution: input channels and weight channels * groups must match, got 3 and 4");
+  EXPECT_EQ(
+      build(OpKind::Convolution, {img, k2, nullptr},
+            {{"stride", Attribute::intList({1, 1})},
+             {"padding", Attribute::intList({0, 0})},
+             {"dilation", Attribute::intList({1, 1})},
+             {"transposed", Attribute::boolean(false)},
+             {"output_padding", Attribute::intList({0, 0})},
+             {"groups", Attribute::integer(1)}}),
+      "aten.convolution: input channels and weight channels * groups must match, got 3 and 4");
 }
 
 TEST_F(BuilderTest, AttentionAndViews) {
@@ -121,20 +123,20 @@ TEST_F(BuilderTest, AttentionAndViews) {
             "aten.scaled_dot_product_attention: is_causal and attn_mask cannot both be set");
   EXPECT_EQ(build(OpKind::View, {q}, {{"size", Attribute::intList({sym("batch"), -1, 64})}}),
             "f32[batch, 12*seq, 64]");
-  EXPECT_EQ(build(OpKind::Slice, {q}, {{"dim", Attribute::integer(2)},
-                                       {"start", Attribute::integer(-1)}}),
+  EXPECT_EQ(build(OpKind::Slice, {q},
+                  {{"dim", Attribute::integer(2)}, {"start", Attribute::integer(-1)}}),
             "f32[batch, 12, 1, 64]");
-  EXPECT_EQ(build(OpKind::Split, {q}, {{"split_size", Attribute::integer(24)},
-                                       {"dim", Attribute::integer(3)}}),
+  EXPECT_EQ(build(OpKind::Split, {q},
+                  {{"split_size", Attribute::integer(24)}, {"dim", Attribute::integer(3)}}),
             "f32[batch, 12, seq, 24], f32[batch, 12, seq, 24], f32[batch, 12, seq, 16]");
-  EXPECT_EQ(build(OpKind::Split, {q}, {{"split_size", Attribute::integer(2)},
-                                       {"dim", Attribute::integer(0)}}),
+  EXPECT_EQ(build(OpKind::Split, {q},
+                  {{"split_size", Attribute::integer(2)}, {"dim", Attribute::integer(0)}}),
             "aten.split.Tensor: the split dim 0 must be static, got batch");
   EXPECT_EQ(build(OpKind::Squeeze, {q}, {{"dim", Attribute::intList({0})}}),
             "aten.squeeze.dims: dim 0 of f32[batch, 12, seq, 64] may or may not be 1, so squeezing "
             "it is ambiguous");
-  EXPECT_EQ(build(OpKind::Arange, {}, {{"start", Attribute::integer(0)},
-                                       {"end", Attribute::integer(sym("seq"))}}),
+  EXPECT_EQ(build(OpKind::Arange, {},
+                  {{"start", Attribute::integer(0)}, {"end", Attribute::integer(sym("seq"))}}),
             "i64[seq]");
 }
 

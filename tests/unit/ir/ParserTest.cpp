@@ -76,7 +76,8 @@ TEST(Parser, BadInputGivesOneClearError) {
       {"location with a column but line 0",
        entry("  %1 = aten.relu(%0) : f32[4]  # m.cpp:00:3\n  return %1 as output \"y\"\n"),
        "t.aotc:3:32: bad location 'm.cpp:00:3': line numbers start at 1"},
-      {"location without a file", entry("  %1 = aten.relu(%0) : f32[4]  # :3:4\n  return %1 as output \"y\"\n"),
+      {"location without a file",
+       entry("  %1 = aten.relu(%0) : f32[4]  # :3:4\n  return %1 as output \"y\"\n"),
        "t.aotc:3:32: bad location ':3:4': expected file:line:col"},
       {"region using an outer value",
        entry("  %1 = aten.cond(%0, %0) : f32[4] {\n    region(%2 : f32[4]) {\n"
@@ -127,7 +128,8 @@ TEST(Parser, LocationsKeepFileLineAndColumn) {
 
 TEST(Parser, LocationsWithoutALineRoundTrip) {
   // A location the tracer could only attribute to a file prints as the bare file name.
-  auto g = parseGraph(entry("  %1 = aten.relu(%0) : f32[4]  # model.cpp\n  return %1 as output \"y\"\n"));
+  auto g = parseGraph(
+      entry("  %1 = aten.relu(%0) : f32[4]  # model.cpp\n  return %1 as output \"y\"\n"));
   ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
   const SourceLoc &loc = (*g)->entries()[0]->body().nodes().front()->loc();
   EXPECT_EQ(loc.file, "model.cpp");

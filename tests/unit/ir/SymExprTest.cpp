@@ -626,6 +626,10 @@ TEST(SymExpr, OverflowIsKeptUnsimplified) {
   EXPECT_EQ(q.evaluate({}), std::nullopt);
   checkRoundTrip(q, "floordiv(INT64_MIN, -1)");
   EXPECT_EQ(SymExpr::mod(INT64_MIN, -1), SymExpr(0));
+  SymExpr exact = SymExpr::floorDiv(INT64_MIN * a, -a);
+  EXPECT_EQ(exact.evaluate({{"a", 1}}), std::nullopt);
+  EXPECT_EQ(exact.evaluate({{"a", 0}}), std::nullopt);
+  checkRoundTrip(exact, "floordiv(INT64_MIN*a, -a)");
   // A range that passes int64 is unbounded, never wrapped.
   ValueRange r = rangeOf(a * a * a, {{"a", {1, 1LL << 40, 1}}});
   EXPECT_EQ(r.lo, 1);

@@ -1,6 +1,6 @@
 // The verifier reports every problem of a graph, naming the entry, value and op.
-#include "aotc/ir/Parser.h"
 #include "aotc/ir/Verifier.h"
+#include "aotc/ir/Parser.h"
 
 #include <gtest/gtest.h>
 
@@ -30,7 +30,8 @@ TEST(Verifier, ReportsMismatches) {
        "  %1 = aten.sum.dim_IntList(%0) {dim = [1]} : f32[3]\n  return %1 as output \"y\"\n}\n",
        "entry @f: %1: aten.sum.dim_IntList: result 0 is f32[3] but the op produces f32[4]"},
       {"matmul inner dims differ",
-       "graph @g opset 1.0\nentry @f(%0 : f32[4, 3] = input \"x\", %1 : f32[5, 2] = input \"w\") {\n"
+       "graph @g opset 1.0\nentry @f(%0 : f32[4, 3] = input \"x\", %1 : f32[5, 2] = input \"w\") "
+       "{\n"
        "  %2 = aten.mm(%0, %1) : f32[4, 2]\n  return %2 as output \"y\"\n}\n",
        "entry @f: %2: aten.mm: dim 1 of self and dim 0 of mat2 must match, got 3 and 5"},
       {"symbol used but not declared",
@@ -100,9 +101,10 @@ TEST(Verifier, ReportsEveryProblemAtOnce) {
       "graph @g opset 1.0\nentry @f(%0 : f32[4, 3] = input \"x\") {\n"
       "  %1 = aten.sum.dim_IntList(%0) {dim = [1]} : f32[3]\n"
       "  %2 = aten.relu(%0) : f32[4]\n  return %1 as output \"y\", %2 as output \"y\"\n}\n");
-  EXPECT_EQ(err, "entry @f: %1: aten.sum.dim_IntList: result 0 is f32[3] but the op produces f32[4]\n"
-                 "entry @f: %2: aten.relu: result 0 is f32[4] but the op produces f32[4, 3]\n"
-                 "entry @f: output \"y\" is declared twice");
+  EXPECT_EQ(err,
+            "entry @f: %1: aten.sum.dim_IntList: result 0 is f32[3] but the op produces f32[4]\n"
+            "entry @f: %2: aten.relu: result 0 is f32[4] but the op produces f32[4, 3]\n"
+            "entry @f: output \"y\" is declared twice");
 }
 
 TEST(Verifier, AcceptsBroadcastWithRecordedEqualityGuard) {
