@@ -5,12 +5,23 @@
 
 #include "aotc/ir/Graph.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 
 namespace aotc {
 
 #define AOTC_PASS(Fn, Name, Description) llvm::Error Fn(Graph &graph);
 #include "passes/Passes.def"
+
+/// What the decompose pass leaves alone.
+struct DecomposeOptions {
+  /// Ops kept whole even though decompose knows how to expand them: a backend with its own
+  /// kernel for, say, softmax wants to see the op, not its pieces.
+  llvm::SmallVector<OpKind, 4> keep;
+};
+
+/// The decompose pass with options; runDecompose(graph) keeps nothing whole.
+llvm::Error runDecompose(Graph &graph, const DecomposeOptions &options);
 
 /// Removes the dead nodes of `block` and of the regions of its live nodes; the block's returns
 /// and arguments are kept. Returns the number of nodes removed. Other passes call this to clean

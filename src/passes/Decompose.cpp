@@ -1,0 +1,290 @@
+// Decomposition to the core op set: linear becomes addmm/mm, and batch_norm, gelu, silu, softmax,
+// log_softmax, layer_norm and group_norm become pointwise ops and reductions that fusion can group.
+#include "passes/Passes.h"
+
+#include "aotc/ir/Builder.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Error.h"
+
+#include <cmath>
+#include <numbers>
+#include <optional>
+#include <vector>
+
+namespace aotc {
+namespace {
+
+/// Builds the expansion of one node right before it, every new node carrying the node's source
+/// location so that errors and `aotc inspect` still point at the user's line. The first error
+/// sticks and later calls return null, so a rewrite reads as straight-line math and checks once.
+class Expander {
+public:
+  Expander(const ShapeEnv &env, Node &node) : B(env, *node.parentBlock()), Loc(node.loc()) {
+    B.setInsertionPoint(*node.parentBlock(), node.parentBlock()->find(&node));
+  }
+
+  Value *op(OpKind kind, llvm::ArrayRef<Value *> operands,
+            llvm::ArrayRef<NamedAttribute> attrs = {}) {
+    if (Err || llvm::is_contained(operands, nullptr))
+      return nullptr;
+    auto v = B.create1(kind, operands, attrs, Loc);
+    if (!v) {
+      Err = v.takeError();
+      return nullptr;
+    }
+    return *v;
+  }
+
+  // Scalar constants stay attributes of `.Scalar` ops: no constant tensors to allocate or fold.
+  Value *mulScalar(Value *x, double c) {
+    return op(OpKind::MulScalar, {x}, {{"other", Attribute::floating(c)}});
+  }
+  Value *addScalar(Value *x, double c) {
+    return op(OpKind::AddScalar, {x}, {{"other", Attribute::floating(c)}});
+  }
+  Value *reshape(Value *x, std::vector<SymExpr> shape) {
+    return op(OpKind::Reshape, {x}, {{"shape", Attribute::intList(std::move(shape))}});
+  }
+  /// A reduction over `dims` that keeps them, so its result broadcasts back against its input.
+  Value *reduce(OpKind kind, Value *x, std::vector<SymExpr> dims) {
+    return op(
+        kind, {x},
+        {{"dim", Attribute::intList(std::move(dims))}, {"keepdim", Attribute::boolean(true)}});
+  }
+
+  llvm::Error takeError() { return Err ? std::move(Err) : llvm::Error::success(); }
+
+private:
+  Builder B;
+  SourceLoc Loc;
+  llvm::Error Err = llvm::Error::success();
+};
+
+bool isFloatTensor(const Value *v) {
+  return v && v->type().isTensor() && isFloating(v->type().dtype());
+}
+
+std::optional<int64_t> constantInt(const Attribute *a) {
+  if (!a || a->kind() != Attribute::Kind::Int)
+    return std::nullopt;
+  return a->getInt().constant();
+}
+
+double floatAttr(const Node &node, llvm::StringRef name) {
+  const Attribute *a = node.attr(name);
+  if (!a)
+    return 0;
+  if (a->kind() == Attribute::Kind::Float)
+    return a->getFloat();
+  return static_cast<double>(constantInt(a).value_or(0));
+}
+
+/// A per-channel tensor [C] reshaped to [C, 1, ...] so that it broadcasts along dim 1 of an
+/// input of rank `rank`; an [N, C] input needs no reshape.
+Value *perChannel(Expander &e, Value *v, size_t rank) {
+  if (!v || rank <= 2)
+    return v;
+  std::vector<SymExpr> shape{v->type().shape()[0]};
+  shape.resize(rank - 1, SymExpr(1));
+  return e.reshape(v, std::move(shape));
+}
+
+/// `linear(x, w, b)` is `x @ w^T + b`. A 2-d x maps onto addmm (mm without bias) directly; any
+/// other rank is flattened to [prod(leading dims), in] and reshaped back, so GEMM sees one matrix
+/// product whatever the batch dims are, symbolic or not.
+Value *decomposeLinear(Expander &e, Node &node) {
+  Value *x = node.operand("input"), *w = node.operand("weight"), *b = node.operand("bias");
+  // A 1-d weight is a dot product, not a GEMM; it stays for the backends to handle whole.
+  if (w->type().rank() != 2)
+    return nullptr;
+  const Shape &xs = x->type().shape();
+  Value *wt =
+      e.op(OpKind::Permute, {w}, {{"dims", Attribute::intList(std::vector<SymExpr>{1, 0})}});
+  Value *x2 = x;
+  if (xs.size() != 2) {
+    SymExpr rows = 1;
+    for (size_t i = 0; i + 1 < xs.size(); ++i)
+      rows = rows * xs[i];
+    x2 = e.reshape(x, {rows, xs.back()});
+  }
+  Value *y = b ? e.op(OpKind::Addmm, {b, x2, wt}) : e.op(OpKind::Mm, {x2, wt});
+  if (xs.size() == 2)
+    return y;
+  std::vector<SymExpr> out(xs.begin(), xs.end() - 1);
+  out.push_back(w->type().shape()[0]);
+  return e.reshape(y, std::move(out));
+}
+
+/// Inference batch_norm is a per-channel scale and shift. The scale `rsqrt(var + eps) * weight`
+/// depends on state tensors only, so weight folding can precompute it.
+Value *decomposeBatchNorm(Expander &e, Node &node) {
+  const Attribute *training = node.attr("training");
+  if (training && training->getBool())
+    return nullptr;
+  Value *x = node.operand("input");
+  size_t rank = x->type().rank();
+  Value *mean = perChannel(e, node.operand("running_mean"), rank);
+  Value *var = perChannel(e, node.operand("running_var"), rank);
+  Value *weight = perChannel(e, node.operand("weight"), rank);
+  Value *bias = perChannel(e, node.operand("bias"), rank);
+  Value *scale = e.op(OpKind::Rsqrt, {e.addScalar(var, floatAttr(node, "eps"))});
+  if (weight)
+    scale = e.op(OpKind::MulTensor, {scale, weight});
+  Value *y = e.op(OpKind::MulTensor, {e.op(OpKind::SubTensor, {x, mean}), scale});
+  return bias ? e.op(OpKind::AddTensor, {y, bias}) : y;
+}
+
+/// The same formulas as PyTorch's kernels, which multiply by 1/sqrt(2) rather than divide.
+Value *decomposeGelu(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  Value *inner;
+  if (node.attr("approximate")->getStr() == "tanh") {
+    Value *cube = e.op(OpKind::PowScalar, {x}, {{"exponent", Attribute::integer(3)}});
+    Value *poly = e.op(OpKind::AddTensor, {x, e.mulScalar(cube, 0.044715)});
+    inner = e.op(OpKind::Tanh, {e.mulScalar(poly, std::sqrt(2 / std::numbers::pi))});
+  } else {
+    inner = e.op(OpKind::Erf, {e.mulScalar(x, 1 / std::numbers::sqrt2)});
+  }
+  return e.op(OpKind::MulTensor, {e.mulScalar(x, 0.5), e.addScalar(inner, 1)});
+}
+
+Value *decomposeSilu(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  return e.op(OpKind::MulTensor, {x, e.op(OpKind::Sigmoid, {x})});
+}
+
+/// softmax and log_softmax, stabilized by subtracting the row maximum as the reference kernels
+/// do. A `dtype` converts the input first, which is what PyTorch does before computing.
+Value *decomposeSoftmax(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  if (x->type().rank() == 0)
+    return nullptr;
+  if (const Attribute *dt = node.attr("dtype"); dt && dt->getDType() != x->type().dtype())
+    x = e.op(OpKind::ToCopy, {x}, {{"dtype", *dt}});
+  std::vector<SymExpr> dims{node.attr("dim")->getInt()};
+  Value *shifted = e.op(OpKind::SubTensor, {x, e.reduce(OpKind::Amax, x, dims)});
+  Value *exps = e.op(OpKind::Exp, {shifted});
+  Value *sum = e.reduce(OpKind::Sum, exps, dims);
+  if (node.kind() == OpKind::LogSoftmax)
+    return e.op(OpKind::SubTensor, {shifted, e.op(OpKind::Log, {sum})});
+  return e.op(OpKind::DivTensor, {exps, sum});
+}
+
+/// `(x - mean) * rsqrt(var + eps)` with the statistics over `dims` (kept), biased variance as
+/// mean((x - mean)^2): the two-pass form, which keeps f32 results close to the reference.
+Value *normalize(Expander &e, Value *x, const std::vector<SymExpr> &dims, double eps) {
+  Value *centered = e.op(OpKind::SubTensor, {x, e.reduce(OpKind::Mean, x, dims)});
+  Value *var = e.reduce(OpKind::Mean, e.op(OpKind::MulTensor, {centered, centered}), dims);
+  return e.op(OpKind::MulTensor, {centered, e.op(OpKind::Rsqrt, {e.addScalar(var, eps)})});
+}
+
+Value *affine(Expander &e, Value *y, Value *weight, Value *bias) {
+  if (weight)
+    y = e.op(OpKind::MulTensor, {y, weight});
+  return bias ? e.op(OpKind::AddTensor, {y, bias}) : y;
+}
+
+/// layer_norm over the trailing dims; weight and bias have those dims' shape and broadcast as is.
+Value *decomposeLayerNorm(Expander &e, Node &node) {
+  Value *x = node.operand("input");
+  int64_t rank = static_cast<int64_t>(x->type().rank());
+  int64_t k = static_cast<int64_t>(node.attr("normalized_shape")->getIntList().size());
+  std::vector<SymExpr> dims;
+  for (int64_t d = rank - k; d < rank; ++d)
+    dims.push_back(d);
+  Value *y = normalize(e, x, dims, floatAttr(node, "eps"));
+  return affine(e, y, node.operand("weight"), node.operand("bias"));
+}
+
+/// group_norm: statistics per (sample, group) over [N, G, C/G * spatial], then the per-channel
+/// affine on the original shape. A symbolic channel count stays whole: C/G would be a floordiv
+/// the reshape cannot prove to multiply back to C.
+Value *decomposeGroupNorm(Expander &e, Node &node) {
+  Value *x = node.operand("input");
+  const Shape &xs = x->type().shape();
+  std::optional<int64_t> channels = xs[1].constant();
+  std::optional<int64_t> groups = constantInt(node.attr("num_groups"));
+  if (!channels || !groups || *groups < 1 || *channels % *groups != 0)
+    return nullptr;
+  SymExpr groupSize = *channels / *groups;
+  for (size_t i = 2; i < xs.size(); ++i)
+    groupSize = groupSize * xs[i];
+  Value *grouped = e.reshape(x, {xs[0], *groups, groupSize});
+  Value *y = normalize(e, grouped, {2}, floatAttr(node, "eps"));
+  y = e.reshape(y, std::vector<SymExpr>(xs.begin(), xs.end()));
+  // Separate statements: the order of function arguments is unspecified, and the printed
+  // order of the nodes must not depend on the host compiler.
+  Value *weight = perChannel(e, node.operand("weight"), xs.size());
+  Value *bias = perChannel(e, node.operand("bias"), xs.size());
+  return affine(e, y, weight, bias);
+}
+
+using Decomposition = Value *(*)(Expander &, Node &);
+
+/// The rewrite of `node`, or null for ops that stay whole (GEMM, convolution, attention, and
+/// everything already in the core set). Pointwise activations decompose only on floating inputs
+/// of their own result dtype, where the pointwise math keeps the dtype the op promised.
+Decomposition decompositionFor(const Node &node) {
+  bool sameFloat = isFloatTensor(node.operand(0)) && node.numResults() == 1 &&
+                   node.operand(0)->type() == node.result()->type();
+  switch (node.kind()) {
+  case OpKind::Linear:
+    return decomposeLinear;
+  case OpKind::BatchNorm:
+    return sameFloat ? decomposeBatchNorm : nullptr;
+  case OpKind::Gelu:
+    return sameFloat ? decomposeGelu : nullptr;
+  case OpKind::Silu:
+    return sameFloat ? decomposeSilu : nullptr;
+  case OpKind::Softmax:
+  case OpKind::LogSoftmax:
+    return decomposeSoftmax;
+  case OpKind::LayerNorm:
+    return sameFloat ? decomposeLayerNorm : nullptr;
+  case OpKind::GroupNorm:
+    return sameFloat ? decomposeGroupNorm : nullptr;
+  default:
+    return nullptr;
+  }
+}
+
+} // namespace
+
+llvm::Error runDecompose(Graph &graph, const DecomposeOptions &options) {
+  for (const auto &entry : graph.entries()) {
+    // Collected first: a rewrite erases the node it expands, which Block::walk must not see.
+    std::vector<Node *> worklist;
+    entry->body().walk([&](Node &node) { worklist.push_back(&node); });
+    for (Node *node : worklist) {
+      if (llvm::is_contained(options.keep, node->kind()))
+        continue;
+      Decomposition rewrite = decompositionFor(*node);
+      if (!rewrite)
+        continue;
+      Expander e(graph.shapeEnv(), *node);
+      Value *replacement = rewrite(e, *node);
+      if (llvm::Error err = e.takeError())
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "entry @%s: decomposing %s (%s): %s", entry->name().c_str(),
+                                       node->name().str().c_str(), node->loc().str().c_str(),
+                                       llvm::toString(std::move(err)).c_str());
+      if (!replacement)
+        continue;
+      // The expansion computes the op's own type; a mismatch is a bug in a rewrite above.
+      if (!(replacement->type() == node->result()->type()))
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(), "entry @%s: decomposing %s gave %s instead of %s",
+            entry->name().c_str(), node->name().str().c_str(), replacement->type().str().c_str(),
+            node->result()->type().str().c_str());
+      Block &block = *node->parentBlock();
+      block.replaceAllUsesWith(node->result(), replacement);
+      block.erase(block.find(node));
+    }
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error runDecompose(Graph &graph) { return runDecompose(graph, DecomposeOptions{}); }
+
+} // namespace aotc

@@ -1,0 +1,244 @@
+// Numerical equivalence of the decompose pass: each graph runs in the reference interpreter
+// before and after decomposition on the same random inputs, at several sizes of its dynamic dims.
+#include "../interp/InterpTestUtil.h"
+
+#include "passes/Passes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace aotc {
+namespace {
+
+using test::parse;
+using test::run;
+
+testing::AssertionResult ok(llvm::Error err) {
+  if (err)
+    return testing::AssertionFailure() << llvm::toString(std::move(err));
+  return testing::AssertionSuccess();
+}
+
+/// One user input of a run. Variances must be positive for rsqrt; every other input is a
+/// standard normal, with exact zeros (which would hide sign and division bugs) nudged away.
+struct Input {
+  DType dtype;
+  std::vector<int64_t> shape;
+  bool positive = false;
+};
+
+std::vector<HostTensor> randomInputs(const std::vector<Input> &specs, std::mt19937_64 &rng) {
+  std::vector<HostTensor> out;
+  for (const Input &spec : specs) {
+    HostTensor t = randomTensor(spec.dtype, spec.shape, rng);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      double v = t.getDouble(i);
+      if (spec.positive)
+        v = std::abs(v) + 0.1;
+      t.setDouble(i, v == 0 ? 0.5 : v);
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+/// True when some node of `g` (regions included) is of `kind`.
+bool contains(const Graph &g, OpKind kind) {
+  bool found = false;
+  for (const auto &entry : g.entries())
+    entry->body().walk([&](const Node &n) { found |= n.kind() == kind; });
+  return found;
+}
+
+/// Runs `text` (entry @f) before and after decompose on fresh random inputs for each element of
+/// `runs`, and compares every output: max|a - b| <= tolerance * max(1, max|ref|), no NaN.
+/// `gone` are the ops the pass must have removed.
+void expectEquivalent(const std::string &text, const std::vector<std::vector<Input>> &runs,
+                      double tolerance, std::vector<OpKind> gone,
+                      const DecomposeOptions &options = {}) {
+  std::unique_ptr<Graph> ref = parse(text), dec = parse(text);
+  ASSERT_TRUE(ref && dec);
+  ASSERT_TRUE(ok(runDecompose(*dec, options)));
+  ASSERT_TRUE(ok(verifyGraph(*dec)));
+  for (OpKind kind : gone)
+    EXPECT_FALSE(contains(*dec, kind)) << opName(kind).str() << " was not decomposed";
+
+  std::mt19937_64 rng(20261122);
+  for (const std::vector<Input> &specs : runs) {
+    std::vector<HostTensor> inputs = randomInputs(specs, rng);
+    auto want = run(*ref, inputs);
+    auto got = run(*dec, inputs);
+    ASSERT_TRUE(static_cast<bool>(want)) << llvm::toString(want.takeError());
+    ASSERT_TRUE(static_cast<bool>(got)) << llvm::toString(got.takeError());
+    ASSERT_EQ(want->size(), got->size());
+    for (size_t o = 0; o < want->size(); ++o) {
+      const HostTensor &a = (*want)[o], &b = (*got)[o];
+      ASSERT_EQ(describe(a.dtype(), a.shape()), describe(b.dtype(), b.shape()));
+      double maxRef = 0, maxDiff = 0;
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        ASSERT_FALSE(std::isnan(a.getDouble(i)) || std::isnan(b.getDouble(i)))
+            << "output " << o << " element " << i << " is NaN";
+        maxRef = std::max(maxRef, std::abs(a.getDouble(i)));
+        maxDiff = std::max(maxDiff, std::abs(a.getDouble(i) - b.getDouble(i)));
+      }
+      EXPECT_LE(maxDiff, tolerance * std::max(1.0, maxRef))
+          << "output " << o << " of " << describe(a.dtype(), a.shape());
+    }
+  }
+}
+
+constexpr double F32Tol = 1e-5;
+constexpr double F64Tol = 1e-12;
+const DType F32 = DType::F32;
+const DType F64 = DType::F64;
+
+TEST(DecomposeTest, Linear2dWithBiasAndWithout) {
+  std::string text = R"(graph @t opset 1.0
+dim batch in 1..64
+entry @f(%0 : f32[batch, 8] = input "x", %1 : f32[16, 8] = input "w", %2 : f32[16] = input "b", %3 : f32[4, 16] = input "w2") {
+  %4 = aten.linear(%0, %1, %2) : f32[batch, 16]
+  %5 = aten.linear(%4, %3, none) : f32[batch, 4]
+  return %5 as output "y"
+}
+)";
+  auto inputs = [](int64_t batch) {
+    return std::vector<Input>{{F32, {batch, 8}}, {F32, {16, 8}}, {F32, {16}}, {F32, {4, 16}}};
+  };
+  expectEquivalent(text, {inputs(1), inputs(7)}, F32Tol, {OpKind::Linear});
+}
+
+TEST(DecomposeTest, LinearHigherRankAndVector) {
+  // Two symbolic leading dims flatten into one product; a 1-d input goes through [1, in].
+  std::string text = R"(graph @t opset 1.0
+dim batch in 1..64
+dim seq in 1..16
+entry @f(%0 : f32[batch, seq, 8] = input "x", %1 : f32[5, 8] = input "w", %2 : f32[5] = input "b", %3 : f32[8] = input "v") {
+  %4 = aten.linear(%0, %1, %2) : f32[batch, seq, 5]
+  %5 = aten.linear(%3, %1, none) : f32[5]
+  return %4 as output "y", %5 as output "z"
+}
+)";
+  auto inputs = [](int64_t batch, int64_t seq) {
+    return std::vector<Input>{{F32, {batch, seq, 8}}, {F32, {5, 8}}, {F32, {5}}, {F32, {8}}};
+  };
+  expectEquivalent(text, {inputs(1, 3), inputs(7, 1), inputs(2, 16)}, F32Tol, {OpKind::Linear});
+}
+
+TEST(DecomposeTest, BatchNorm) {
+  std::string text = R"(graph @t opset 1.0
+dim batch in 1..16
+dim h in 1..8
+entry @f(%0 : f32[batch, 3, h, 5] = input "x", %1 : f32[3] = input "w", %2 : f32[3] = input "b", %3 : f32[3] = input "mean", %4 : f32[3] = input "var", %5 : f32[batch, 3] = input "z") {
+  %6 = aten.batch_norm(%0, %1, %2, %3, %4) {training = false, momentum = 0.1, eps = 1e-05, cudnn_enabled = true} : f32[batch, 3, h, 5]
+  %7 = aten.batch_norm(%5, none, none, %3, %4) {training = false, momentum = 0.1, eps = 0.001, cudnn_enabled = true} : f32[batch, 3]
+  return %6 as output "y", %7 as output "y2"
+}
+)";
+  auto inputs = [](int64_t batch, int64_t h) {
+    return std::vector<Input>{{F32, {batch, 3, h, 5}}, {F32, {3}},       {F32, {3}}, {F32, {3}},
+                              {F32, {3}, true},        {F32, {batch, 3}}};
+  };
+  expectEquivalent(text, {inputs(1, 4), inputs(7, 2)}, F32Tol, {OpKind::BatchNorm});
+}
+
+TEST(DecomposeTest, GeluSiluAndSoftmax) {
+  std::string text = R"(graph @t opset 1.0
+dim batch in 1..64
+entry @f(%0 : f32[batch, 10] = input "x") {
+  %1 = aten.gelu(%0) : f32[batch, 10]
+  %2 = aten.gelu(%0) {approximate = "tanh"} : f32[batch, 10]
+  %3 = aten.silu(%0) : f32[batch, 10]
+  %4 = aten.softmax.int(%0) {dim = -1} : f32[batch, 10]
+  %5 = aten.log_softmax.int(%0) {dim = 0} : f32[batch, 10]
+  %6 = aten.softmax.int(%0) {dim = 1, dtype = f64} : f64[batch, 10]
+  return %1 as output "gelu", %2 as output "gelu_tanh", %3 as output "silu", %4 as output "softmax", %5 as output "log_softmax", %6 as output "softmax64"
+}
+)";
+  auto inputs = [](int64_t batch) { return std::vector<Input>{{F32, {batch, 10}}}; };
+  expectEquivalent(text, {inputs(1), inputs(7)}, F32Tol,
+                   {OpKind::Gelu, OpKind::Silu, OpKind::Softmax, OpKind::LogSoftmax});
+}
+
+TEST(DecomposeTest, LayerNorm) {
+  std::string text = R"(graph @t opset 1.0
+dim batch in 1..16
+dim seq in 1..16
+entry @f(%0 : f32[batch, seq, 4, 6] = input "x", %1 : f32[4, 6] = input "w", %2 : f32[4, 6] = input "b") {
+  %3 = aten.layer_norm(%0, %1, %2) {normalized_shape = [4, 6]} : f32[batch, seq, 4, 6]
+  %4 = aten.layer_norm(%0, none, none) {normalized_shape = [6], eps = 1e-06} : f32[batch, seq, 4, 6]
+  return %3 as output "y", %4 as output "y2"
+}
+)";
+  auto inputs = [](int64_t batch, int64_t seq) {
+    return std::vector<Input>{{F32, {batch, seq, 4, 6}}, {F32, {4, 6}}, {F32, {4, 6}}};
+  };
+  expectEquivalent(text, {inputs(1, 5), inputs(7, 2)}, F32Tol, {OpKind::LayerNorm});
+}
+
+TEST(DecomposeTest, GroupNorm) {
+  std::string text = R"(graph @t opset 1.0
+dim batch in 1..16
+dim h in 1..16
+entry @f(%0 : f32[batch, 6, h, 4] = input "x", %1 : f32[6] = input "w", %2 : f32[6] = input "b") {
+  %3 = aten.group_norm(%0, %1, %2) {num_groups = 3} : f32[batch, 6, h, 4]
+  %4 = aten.group_norm(%0, none, none) {num_groups = 2, eps = 0.001} : f32[batch, 6, h, 4]
+  return %3 as output "y", %4 as output "y2"
+}
+)";
+  auto inputs = [](int64_t batch, int64_t h) {
+    return std::vector<Input>{{F32, {batch, 6, h, 4}}, {F32, {6}}, {F32, {6}}};
+  };
+  expectEquivalent(text, {inputs(1, 3), inputs(7, 1)}, F32Tol, {OpKind::GroupNorm});
+}
+
+TEST(DecomposeTest, EveryRewriteInF64) {
+  // In f64 the only differences left are rounding of the decomposed steps: a much tighter check
+  // that the formulas themselves are exact.
+  std::string text = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f64[batch, 4, 3] = input "x", %1 : f64[6, 3] = input "w", %2 : f64[6] = input "b", %3 : f64[4] = input "mean", %4 : f64[4] = input "var") {
+  %5 = aten.linear(%0, %1, %2) : f64[batch, 4, 6]
+  %6 = aten.gelu(%5) : f64[batch, 4, 6]
+  %7 = aten.gelu(%5) {approximate = "tanh"} : f64[batch, 4, 6]
+  %8 = aten.silu(%6) : f64[batch, 4, 6]
+  %9 = aten.softmax.int(%7) {dim = 2} : f64[batch, 4, 6]
+  %10 = aten.log_softmax.int(%8) {dim = 1} : f64[batch, 4, 6]
+  %11 = aten.batch_norm(%10, %3, %3, %3, %4) {training = false, momentum = 0.1, eps = 1e-05, cudnn_enabled = true} : f64[batch, 4, 6]
+  %12 = aten.layer_norm(%11, none, none) {normalized_shape = [6]} : f64[batch, 4, 6]
+  %13 = aten.group_norm(%9, %3, %3) {num_groups = 2} : f64[batch, 4, 6]
+  return %12 as output "a", %13 as output "b"
+}
+)";
+  auto inputs = [](int64_t batch) {
+    return std::vector<Input>{
+        {F64, {batch, 4, 3}}, {F64, {6, 3}}, {F64, {6}}, {F64, {4}}, {F64, {4}, true}};
+  };
+  expectEquivalent(text, {inputs(1), inputs(7)}, F64Tol,
+                   {OpKind::Linear, OpKind::Gelu, OpKind::Silu, OpKind::Softmax, OpKind::LogSoftmax,
+                    OpKind::BatchNorm, OpKind::LayerNorm, OpKind::GroupNorm});
+}
+
+TEST(DecomposeTest, KeepListLeavesChosenOpsWhole) {
+  std::string text = R"(graph @t opset 1.0
+entry @f(%0 : f32[3, 5] = input "x") {
+  %1 = aten.gelu(%0) : f32[3, 5]
+  %2 = aten.softmax.int(%1) {dim = 1} : f32[3, 5]
+  %3 = aten.silu(%2) : f32[3, 5]
+  return %3 as output "y"
+}
+)";
+  DecomposeOptions options;
+  options.keep = {OpKind::Gelu, OpKind::Softmax};
+  expectEquivalent(text, {{{F32, {3, 5}}}}, F32Tol, {OpKind::Silu}, options);
+
+  std::unique_ptr<Graph> g = parse(text);
+  ASSERT_TRUE(g);
+  ASSERT_TRUE(ok(runDecompose(*g, options)));
+  EXPECT_TRUE(contains(*g, OpKind::Gelu));
+  EXPECT_TRUE(contains(*g, OpKind::Softmax));
+  EXPECT_FALSE(contains(*g, OpKind::Silu));
+}
+
+} // namespace
+} // namespace aotc
