@@ -186,6 +186,11 @@ public:
   Tensor logical_and(const Tensor &other, Loc loc = Loc::current()) const;
   Tensor logical_or(const Tensor &other, Loc loc = Loc::current()) const;
   Tensor masked_fill(const Tensor &mask, const Scalar &value, Loc loc = Loc::current()) const;
+  /// self + value * tensor1 * tensor2
+  Tensor addcmul(const Tensor &tensor1, const Tensor &tensor2, const Scalar &value = 1,
+                 Loc loc = Loc::current()) const;
+  /// self + weight * (end - self)
+  Tensor lerp(const Tensor &end, const Tensor &weight, Loc loc = Loc::current()) const;
 
   // Reductions.
   Tensor sum(IntList dims = {}, bool keepdim = false, std::optional<DType> dtype = std::nullopt,

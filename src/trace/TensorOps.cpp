@@ -153,6 +153,14 @@ Tensor Tensor::div(const Tensor &o, const std::string &mode, Loc loc) const {
              loc);
 }
 
+Tensor Tensor::addcmul(const Tensor &t1, const Tensor &t2, const Scalar &value, Loc loc) const {
+  return op1(OpKind::Addcmul, {*this, t1, t2}, {attr("value", scalarAttr(value))}, loc);
+}
+
+Tensor Tensor::lerp(const Tensor &end, const Tensor &weight, Loc loc) const {
+  return op1(OpKind::Lerp, {*this, end, weight}, {}, loc);
+}
+
 Tensor Tensor::masked_fill(const Tensor &mask, const Scalar &value, Loc loc) const {
   // torch's masked_fill keeps self's dtype: the fill value is a 0-d tensor of that dtype.
   Tensor fill = op1(OpKind::Full, {},
