@@ -23,14 +23,16 @@ int modelMain(int argc, char **argv, ModelDecl (*define)()) {
   app.add_flag("--report", o.report);
   app.add_option("--seed", o.seed);
   CLI11_PARSE(app, argc, argv);
+  // The program runs on behalf of `aotc export` or `aotc weights`; errors speak for that command.
+  const char *command = o.emit == "weights" ? "aotc weights" : "aotc export";
   try {
     ModelDecl decl = define();
     if (llvm::Error e = runExport(decl, o)) {
-      llvm::errs() << "aotc export: error: " << llvm::toString(std::move(e)) << "\n";
+      llvm::errs() << command << ": error: " << llvm::toString(std::move(e)) << "\n";
       return 1;
     }
   } catch (const DslError &e) {
-    llvm::errs() << "aotc export: error: " << e.what() << "\n";
+    llvm::errs() << command << ": error: " << e.what() << "\n";
     return 1;
   }
   return 0;
