@@ -3,6 +3,8 @@
 // and checks every result against its result type evaluated with the bound dims.
 #include "Kernels.h"
 
+#include "aotc/ir/Printer.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -11,18 +13,8 @@ namespace aotc {
 namespace interp {
 
 const HostTensor *KernelContext::tensor(llvm::StringRef name) const {
-  const OpSchema &s = N.schema();
-  unsigned index = 0;
-  for (const ArgSchema &a : s.args) {
-    if (a.type == ArgType::TensorList)
-      index += Operands.size() - s.numFixedOperands();
-    if (a.type != ArgType::Tensor)
-      continue;
-    if (a.name == name)
-      return Operands[index];
-    ++index;
-  }
-  return nullptr;
+  std::optional<unsigned> i = N.schema().operandIndex(name, Operands.size());
+  return i && *i < Operands.size() ? Operands[*i] : nullptr;
 }
 
 llvm::ArrayRef<const HostTensor *> KernelContext::tensorList() const {
@@ -303,25 +295,13 @@ private:
   // `entry "forward": %5 = aten.embedding (model.cpp:12:5): <message>`
   llvm::Error nodeError(const Node &n, llvm::Error err) {
     if (Ids.empty())
-      number(E.body());
+      Ids = numberValues(E);
     std::vector<std::string> results;
     for (unsigned i = 0; i < n.numResults(); ++i)
       results.push_back(fmt::format("%{}", Ids.lookup(n.result(i))));
     std::string loc = n.loc().isKnown() ? " (" + n.loc().str() + ")" : "";
     return error("entry \"{}\": {} = {}{}: {}", E.name(), llvm::join(results, ", "), n.name().str(),
                  loc, llvm::toString(std::move(err)));
-  }
-
-  // The printer's numbering: arguments, then each node's results followed by its regions.
-  void number(const Block &b) {
-    for (unsigned i = 0; i < b.numArguments(); ++i)
-      Ids.try_emplace(b.argument(i), Ids.size());
-    for (const auto &n : b.nodes()) {
-      for (unsigned i = 0; i < n->numResults(); ++i)
-        Ids.try_emplace(n->result(i), Ids.size());
-      for (unsigned r = 0; r < n->numRegions(); ++r)
-        number(n->region(r));
-    }
   }
 
   const Entry &E;

@@ -21,18 +21,8 @@ Node::Node(OpKind kind, Block *parent) : Kind(kind), Parent(parent) {
 }
 
 Value *Node::operand(llvm::StringRef argName) const {
-  const OpSchema &s = schema();
-  unsigned index = 0;
-  for (const ArgSchema &a : s.args) {
-    if (a.type == ArgType::TensorList)
-      index += Operands.size() - s.numFixedOperands();
-    if (a.type != ArgType::Tensor)
-      continue;
-    if (a.name == argName)
-      return index < Operands.size() ? Operands[index] : nullptr;
-    ++index;
-  }
-  return nullptr;
+  std::optional<unsigned> i = schema().operandIndex(argName, Operands.size());
+  return i && *i < Operands.size() ? Operands[*i] : nullptr;
 }
 
 llvm::ArrayRef<Value *> Node::tensorListOperands() const {

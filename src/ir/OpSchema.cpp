@@ -174,6 +174,20 @@ bool OpSchema::hasTensorList() const {
   return false;
 }
 
+std::optional<unsigned> OpSchema::operandIndex(llvm::StringRef argName, size_t numOperands) const {
+  unsigned index = 0;
+  for (const ArgSchema &a : args) {
+    if (a.type == ArgType::TensorList)
+      index += numOperands - numFixedOperands();
+    if (a.type != ArgType::Tensor)
+      continue;
+    if (a.name == argName)
+      return index;
+    ++index;
+  }
+  return std::nullopt;
+}
+
 unsigned OpSchema::numFixedOperands() const {
   unsigned n = 0;
   for (const ArgSchema &a : args)

@@ -129,6 +129,23 @@ private:
 
 void printGraph(const Graph &g, llvm::raw_ostream &os) { Printer(os).print(g); }
 
+static void numberBlock(const Block &b, llvm::DenseMap<const Value *, unsigned> &ids) {
+  for (unsigned i = 0; i < b.numArguments(); ++i)
+    ids.try_emplace(b.argument(i), ids.size());
+  for (const auto &n : b.nodes()) {
+    for (unsigned i = 0; i < n->numResults(); ++i)
+      ids.try_emplace(n->result(i), ids.size());
+    for (unsigned r = 0; r < n->numRegions(); ++r)
+      numberBlock(n->region(r), ids);
+  }
+}
+
+llvm::DenseMap<const Value *, unsigned> numberValues(const Entry &entry) {
+  llvm::DenseMap<const Value *, unsigned> ids;
+  numberBlock(entry.body(), ids);
+  return ids;
+}
+
 std::string printGraph(const Graph &g) {
   std::string s;
   llvm::raw_string_ostream os(s);

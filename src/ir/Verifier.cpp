@@ -3,6 +3,7 @@
 #include "aotc/ir/Verifier.h"
 
 #include "aotc/ir/Builder.h"
+#include "aotc/ir/Printer.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -55,18 +56,6 @@ private:
       checkSymbols(d, where);
   }
 
-  // Values are named as the printer names them, so messages point at the printed text.
-  void number(const Block &b) {
-    for (unsigned i = 0; i < b.numArguments(); ++i)
-      Ids.try_emplace(b.argument(i), Ids.size());
-    for (const auto &n : b.nodes()) {
-      for (unsigned i = 0; i < n->numResults(); ++i)
-        Ids.try_emplace(n->result(i), Ids.size());
-      for (unsigned r = 0; r < n->numRegions(); ++r)
-        number(n->region(r));
-    }
-  }
-
   // Types are equal when their shapes are, with derived dims expanded (`seq_plus_1` is `seq + 1`).
   bool sameType(const Type &a, const Type &b) const {
     if (a.kind() != b.kind() || a.dtype() != b.dtype() || a.rank() != b.rank())
@@ -83,8 +72,8 @@ private:
   }
 
   void verifyEntry(const Entry &e) {
-    Ids.clear();
-    number(e.body());
+    // Values are named as the printer names them, so messages point at the printed text.
+    Ids = numberValues(e);
     std::string where = "entry @" + e.name();
     const Block &body = e.body();
     if (e.inputs().size() != body.numArguments())

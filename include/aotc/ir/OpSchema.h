@@ -69,6 +69,9 @@ struct OpSchema {
   bool hasTensorList() const;
   /// The fixed number of tensor operands (Tensor and Tensor? args), not counting a Tensor[].
   unsigned numFixedOperands() const;
+  /// The position, among `numOperands` operands, of the Tensor or Tensor? argument `name`
+  /// (a Tensor[] before it takes the operands the fixed ones leave); nullopt for other names.
+  std::optional<unsigned> operandIndex(llvm::StringRef name, size_t numOperands) const;
 };
 
 const OpSchema &schemaOf(OpKind kind);
