@@ -1,0 +1,115 @@
+/* The contract between the code aotc generates into an artifact and the C runtime linked beside
+ * it: the descriptor tables the generated code provides and the services the runtime lends it.
+ * Internal: neither users nor the public ABI see these types; the compiler (src/package,
+ * src/codegen/cpu) emits data and functions with exactly these layouts. Bump
+ * AOTC_ARTIFACT_FORMAT on any change. */
+#ifndef AOTC_RUNTIME_ARTIFACT_H
+#define AOTC_RUNTIME_ARTIFACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AOTC_ARTIFACT_MAGIC 0x43544f41u /* "AOTC" little-endian */
+#define AOTC_ARTIFACT_FORMAT 1u
+/* CPU code variants carried by every artifact; run[] below is indexed by these. */
+#define AOTC_VARIANT_X86_64_V3 0 /* AVX2 + FMA: the portable baseline */
+#define AOTC_VARIANT_X86_64_V4 1 /* AVX-512 F/BW/DQ/VL */
+#define AOTC_NUM_VARIANTS 2
+
+/* What the generated code runs inside; one per aotc_model_run call. */
+typedef void (*aotc_task_fn)(void *closure, int64_t begin, int64_t end);
+typedef struct aotc_exec {
+  const uint8_t *weights; /* base of the weight blob, 64-byte aligned */
+  uint8_t *state;         /* mutable buffers of this model handle (copied from weights at create) */
+  uint8_t *arena;         /* this call's scratch, 64-byte aligned, entry->shapes() bytes long */
+  /* Runs fn(closure, b, e) over disjoint chunks [b, e) covering [0, n), each at least `grain`
+   * long except the last, on the pool's threads and the calling one; returns when all are done.
+   * Safe to call from inside a task (runs the nested range on the calling thread). */
+  void (*parallel_for)(struct aotc_exec *exec, int64_t n, int64_t grain, aotc_task_fn fn,
+                       void *closure);
+  void *pool; /* the runtime's, opaque to generated code */
+  int32_t num_threads;
+  int32_t reserved;
+} aotc_exec;
+
+/* A root dim of an entry: bound from the first input dim that is exactly this symbol. */
+typedef struct aotc_sym_desc {
+  const char *name;
+  int64_t lo, hi, divisor;
+} aotc_sym_desc;
+
+/* One dim of an input or output. `sym` >= 0 when the dim is exactly a root symbol; otherwise the
+ * dim is a constant or an expression over root symbols, and entry->shapes() computes its value.
+ * `expr` is its text for messages ("784", "batch", "seq + 1"). */
+typedef struct aotc_dim_desc {
+  int32_t sym;
+  int32_t reserved;
+  const char *expr;
+} aotc_dim_desc;
+
+typedef struct aotc_tensor_desc {
+  const char *name;
+  int32_t dtype; /* AOTC_DTYPE_* of runtime.h */
+  int32_t rank;
+  const aotc_dim_desc *dims;
+} aotc_tensor_desc;
+
+/* shapes(syms, out): from the bound root symbols (entry->syms order), writes the value of every
+ * input dim (inputs in order, dims in order), then every output dim, then the arena size in bytes.
+ * Returns 0, or k + 1 when guard k does not hold for these values. Pure; any thread. */
+typedef int32_t (*aotc_shapes_fn)(const int64_t *syms, int64_t *out);
+/* run(exec, inputs, outputs, syms): inputs and outputs are dense row-major buffers of the shapes
+ * shapes() computed; returns 0 (the runtime has validated everything before). */
+typedef int32_t (*aotc_run_fn)(aotc_exec *exec, const void *const *inputs, void *const *outputs,
+                               const int64_t *syms);
+
+typedef struct aotc_entry_desc {
+  const char *name;
+  int32_t num_inputs, num_outputs, num_syms, num_guards;
+  const aotc_tensor_desc *inputs;  /* user inputs only; weights are bound by the code */
+  const aotc_tensor_desc *outputs; /* user outputs, then mutated buffers' new values */
+  const aotc_sym_desc *syms;
+  const char *const *guards; /* "batch <= 16 (model.cpp:42:7)" */
+  aotc_shapes_fn shapes;
+  aotc_run_fn run[AOTC_NUM_VARIANTS];
+  int32_t num_kernels; /* kernels and library calls per run, for introspection */
+  int32_t reserved;
+} aotc_entry_desc;
+
+typedef struct aotc_weight_desc {
+  const char *name;
+  int32_t dtype, rank;
+  const int64_t *shape;
+  uint64_t offset, nbytes; /* within the weight blob */
+} aotc_weight_desc;
+
+typedef struct aotc_artifact_desc {
+  uint32_t magic, format;
+  const char *model_name;
+  const char *producer; /* "aotc 0.1.0" */
+  int32_t num_entries, num_weights;
+  const aotc_entry_desc *entries;
+  const aotc_weight_desc *weights;
+  /* Embedded weights, or null with weights_file naming a file beside the .so to mmap. */
+  const uint8_t *weights_data;
+  uint64_t weights_size;
+  const char *weights_file;
+  /* Mutable buffers: [state_offset, state_offset + state_size) of the blob is copied per handle. */
+  uint64_t state_offset, state_size;
+  /* The exported program (program.proto bytes, no weights), for `aotc verify` and inspect. */
+  const uint8_t *program;
+  uint64_t program_size;
+} aotc_artifact_desc;
+
+/* Defined by the generated code, hidden in the .so. */
+extern const aotc_artifact_desc aotc_artifact;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

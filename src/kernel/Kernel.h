@@ -1,0 +1,185 @@
+// The kernel IR: what the graph of one entry becomes before code generation. An entry is a list
+// of steps over numbered buffers; a step is a loop kernel (a nest of loops over symbolic extents
+// whose body is a sequence of reduction and store stages, each computing a scalar expression per
+// point) or a GEMM library call. One kernel IR feeds every backend: vector widths, thread
+// mapping and tile sizes are the backend's business, not this file's.
+#ifndef AOTC_KERNEL_KERNEL_H
+#define AOTC_KERNEL_KERNEL_H
+
+#include "aotc/ir/DType.h"
+#include "aotc/ir/ShapeEnv.h"
+#include "aotc/ir/SourceLoc.h"
+#include "aotc/ir/SymExpr.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace aotc::kir {
+
+using ExprId = uint32_t;
+inline constexpr ExprId NoExpr = ~0u;
+
+enum class ExprKind : uint8_t {
+  Const,       // ival (integer and bool types) or fval (floating types)
+  LoopVar,     // index: the loop number, outer loops first, then the stage's inner loops
+  Dim,         // sym: a symbolic integer of the entry's root symbols (strides, extents)
+  Load,        // buffer, operands[0] = element offset (i64) into the buffer
+  Unary,       // unary, operands[0]
+  Binary,      // binary, operands[0..1]
+  Select,      // operands: condition (bool), value if true, value if false
+  Cast,        // operands[0] converted to `type` (float to int truncates toward zero)
+  ReduceValue, // index: the stage whose result (for the current outer point) this reads
+  Acc,         // a GEMM epilogue's accumulated value at the current point
+};
+
+enum class UnaryOp : uint8_t {
+  Neg, Abs, Exp, Log, Log1p, Sqrt, Rsqrt, Reciprocal, Sin, Cos, Tanh, Erf, Sigmoid, Floor, Ceil,
+  Round, // half to even, as torch.round
+  Not,   // logical not of a bool
+};
+
+enum class BinaryOp : uint8_t {
+  Add, Sub, Mul,
+  Div,      // floating: true division; integer: truncating (C) division
+  FloorDiv, // Python floor division (integers)
+  Mod,      // Python modulo: the result takes the divisor's sign (integers and floats)
+  Pow, Min, Max,   // Min/Max of floats propagate NaN, as torch.minimum/maximum
+  Eq, Ne, Lt, Le, Gt, Ge, // result bool
+  And, Or,                // bools
+};
+
+struct Expr {
+  ExprKind kind;
+  DType type;
+  UnaryOp unary = UnaryOp::Neg;
+  BinaryOp binary = BinaryOp::Add;
+  uint32_t index = 0;  // LoopVar, ReduceValue: the loop or stage; Load: the buffer
+  int64_t ival = 0;    // Const of integer/bool type
+  double fval = 0;     // Const of floating type
+  SymExpr sym;         // Dim
+  llvm::SmallVector<ExprId, 3> operands;
+};
+
+enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, ArgMax, ArgMin };
+
+/// One phase of a loop kernel's body, run for each point of the outer loops, in order. Inner
+/// loops are numbered after the outer ones: the first inner loop of a stage is loop
+/// `outer.size()`. A reduction stage's result (an index for ArgMax/ArgMin, of type i64) is read by
+/// later stages through ReduceValue.
+struct Stage {
+  enum class Kind : uint8_t { Reduce, Store };
+  Kind kind = Kind::Store;
+  std::vector<SymExpr> inner; // extents of the inner loops; empty: one point
+  // Reduce: combines `value` over the inner points, starting from the op's identity, in
+  // `accType` (f32 values may be accumulated in f32 or f64; integer sums in i64). Max/Min
+  // propagate NaN. ArgMax/ArgMin: the first linear inner index of the extreme value.
+  ReduceOp reduce = ReduceOp::Sum;
+  DType accType = DType::F32;
+  // Store: buffers[buffer][offset] = value (converted to the buffer's dtype).
+  uint32_t buffer = 0;
+  ExprId offset = NoExpr;
+  ExprId value = NoExpr;
+};
+
+struct LoopKernel {
+  std::string name;             // "fused_relu_add_3": stable, for inspect and profiles
+  std::vector<SymExpr> outer;   // outer loop extents; may be empty (one point)
+  unsigned parallelLoops = 0;   // how many leading outer loops may run on several threads
+  std::vector<Stage> stages;
+  SourceLoc loc;                // the model line the kernel's root op came from
+};
+
+/// A strided matrix operand of a GEMM: element (b, r, c) is at
+/// offset + b * batchStride + r * rowStride + c * colStride of `buffer`.
+struct MatrixOperand {
+  uint32_t buffer = 0;
+  SymExpr offset, batchStride, rowStride, colStride;
+};
+
+/// out[b, m, n] = epilogue(sum_k a[b, m, k] * b[b, k, n]) over a batch of GEMMs; `out` is a dense
+/// [batch, m, n] row-major buffer. The epilogue is an expression over loop vars 0, 1, 2 = b, m, n
+/// and Acc (the sum); without one the sum is stored as is.
+struct GemmCall {
+  std::string name;
+  DType dtype = DType::F32;      // of a, b, out; accumulation in the same type
+  SymExpr batch = 1, m, n, k;
+  MatrixOperand a, b;
+  uint32_t out = 0;
+  ExprId epilogue = NoExpr;
+  SourceLoc loc;
+};
+
+using Step = std::variant<LoopKernel, GemmCall>;
+
+struct Buffer {
+  enum class Kind : uint8_t {
+    Input,  // the entry's user input `index`
+    Output, // the entry's output `index` (user outputs, then mutated buffers)
+    Weight, // program weight `index`, read-only
+    State,  // program weight `index`, a mutable buffer: read and written through the handle
+    Arena,  // a temporary at `arenaOffset` bytes into the call's arena
+  };
+  Kind kind = Kind::Arena;
+  DType dtype = DType::F32;
+  uint32_t index = 0;
+  SymExpr numel;       // elements
+  SymExpr arenaOffset; // Arena only: bytes, a multiple of 64
+  std::string name;    // for printing: the graph value or weight it holds
+};
+
+struct TensorSig {
+  std::string name;
+  DType dtype = DType::F32;
+  llvm::SmallVector<SymExpr, 4> shape; // over the entry's root symbols (derived dims expanded)
+};
+
+struct EntryKernels {
+  std::string name;
+  std::vector<std::string> symbols; // root symbols, bound from the inputs in this order
+  std::vector<TensorSig> inputs, outputs;
+  std::vector<Buffer> buffers;
+  std::vector<Guard> guards;        // relations the runtime checks on every call
+  std::vector<Expr> exprs; // the pool ExprIds index
+  std::vector<Step> steps;
+  SymExpr arenaBytes;
+
+  const Expr &expr(ExprId id) const { return exprs[id]; }
+};
+
+/// A weight of the program: a parameter, buffer or constant, after weight-only folding.
+struct Weight {
+  std::string name;
+  DType dtype = DType::F32;
+  llvm::SmallVector<int64_t, 4> shape;
+  bool mutableBuffer = false;
+  uint64_t offset = 0; // bytes into the weight blob; see layoutWeights
+  uint64_t nbytes = 0;
+};
+
+struct Program {
+  std::string name;
+  std::vector<Weight> weights;
+  std::vector<EntryKernels> entries;
+  // The weight blob: every weight 64-byte aligned in order, mutable buffers last, together in
+  // [stateOffset, stateOffset + stateBytes).
+  uint64_t weightBytes = 0, stateOffset = 0, stateBytes = 0;
+};
+
+/// Assigns Weight::offset / nbytes and the program's blob sizes (the layout above).
+void layoutWeights(Program &program);
+
+/// Deterministic text of the kernel IR, for golden tests and `aotc inspect --kernels`.
+void print(const Program &program, llvm::raw_ostream &os);
+std::string toString(UnaryOp op);
+std::string toString(BinaryOp op);
+std::string toString(ReduceOp op);
+
+} // namespace aotc::kir
+
+#endif
