@@ -226,6 +226,9 @@ using Decomposition = Value *(*)(Expander &, Node &);
 /// everything already in the core set). Pointwise activations decompose only on floating inputs
 /// of their own result dtype, where the pointwise math keeps the dtype the op promised.
 Decomposition decompositionFor(const Node &node) {
+  // Factories (arange, full, zeros, ones) have no operands and nothing to decompose.
+  if (node.operands().empty())
+    return nullptr;
   bool sameFloat = isFloatTensor(node.operand(0)) && node.numResults() == 1 &&
                    node.operand(0)->type() == node.result()->type();
   switch (node.kind()) {

@@ -1,11 +1,15 @@
 // `aotc export`: compiles a model file, traces its entries with symbolic shapes and writes the
 // exported program (.aotp) or prints its IR.
+#include "CompileFlags.h"
 #include "ModelProgram.h"
 #include "Subcommand.h"
 
 #include "trace/Export.h"
 
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 
 #include <fmt/format.h>
 
@@ -21,6 +25,7 @@ struct ExportArgs {
   std::string emit;
   std::string output;
   bool random = true;
+  CompileFlags flags;
 };
 
 llvm::Error error(std::string message) {
@@ -32,11 +37,28 @@ llvm::Error runExportCommand(ExportArgs &a) {
     if (auto spec = parseDynSpec(d); !spec)
       return spec.takeError();
   std::string emit = a.emit;
+  llvm::StringRef extension = llvm::sys::path::extension(a.output);
   if (emit.empty())
-    emit = llvm::sys::path::extension(a.output) == ".aotp" ? "aotp" : "ir";
-  if (emit == "aotp" && a.output.empty())
-    return error("--emit=aotp needs an output file: -o MODEL.aotp");
-  std::vector<std::string> args{"--emit", emit, "-o", a.output.empty() ? "-" : a.output};
+    emit = extension == ".so" ? "so" : extension == ".aotp" ? "aotp" : "ir";
+  if (emit != "ir" && a.output.empty())
+    return error(fmt::format("--emit={} needs an output file: -o MODEL.{}", emit, emit));
+  // A .so is compiled from an exported program written to a temporary file first.
+  llvm::SmallString<128> aotpPath;
+  auto removeAotp = llvm::make_scope_exit([&] {
+    if (!aotpPath.empty())
+      llvm::sys::fs::remove(aotpPath);
+  });
+  if (emit == "so") {
+    if (auto options = a.flags.options(); !options)
+      return options.takeError(); // bad flags fail before the model is compiled
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile("aotc-export", "aotp", aotpPath))
+      return error(fmt::format("cannot create a temporary file: {}", ec.message()));
+    if (llvm::sys::Process::StandardErrIsDisplayed())
+      llvm::errs() << "aotc: trace " << a.model << "\n";
+  }
+  std::string programOut = emit == "so" ? aotpPath.str().str() : a.output;
+  std::vector<std::string> args{"--emit", emit == "so" ? "aotp" : emit, "-o",
+                                programOut.empty() ? "-" : programOut};
   for (const std::string &e : a.options.entries)
     args.insert(args.end(), {"--entry", e});
   for (const std::string &d : a.options.dyn)
@@ -50,7 +72,11 @@ llvm::Error runExportCommand(ExportArgs &a) {
   if (a.options.report)
     args.push_back("--report");
   args.insert(args.end(), {"--seed", std::to_string(a.options.seed)});
-  return compileAndRunModel(a.model, args);
+  if (llvm::Error e = compileAndRunModel(a.model, args))
+    return e;
+  if (emit != "so")
+    return llvm::Error::success();
+  return compileArchive(aotpPath, a.flags, a.output);
 }
 
 } // namespace
@@ -58,7 +84,9 @@ llvm::Error runExportCommand(ExportArgs &a) {
 Subcommand addExportCommand(CLI::App &parent) {
   auto args = std::make_shared<ExportArgs>();
   CLI::App *app = parent.add_subcommand(
-      "export", "Trace a model file into an exported program (.aotp) or print its graph IR");
+      "export",
+      "Trace a model file and compile it into a shared library (.so), or write its exported "
+      "program (.aotp) or graph IR");
   app->add_option("model", args->model, "Model file (C++ with AOTC_MODEL)")->required();
   app->add_option("--entry", args->options.entries, "Export only this entry (repeatable)");
   app->add_option("--dyn", args->options.dyn,
@@ -69,12 +97,14 @@ Subcommand addExportCommand(CLI::App &parent) {
                 "Initialize parameters missing from --weights instead of failing");
   app->add_flag("--allow-unexpected", args->options.allowUnexpected,
                 "Ignore tensors in --weights that the model does not have");
-  app->add_option("--emit", args->emit, "aotp or ir (default: aotp for a .aotp output, else ir)")
-      ->check(CLI::IsMember({"aotp", "ir"}));
+  app->add_option("--emit", args->emit,
+                  "so, aotp or ir (default: so for a .so output, aotp for .aotp, else ir)")
+      ->check(CLI::IsMember({"so", "aotp", "ir"}));
   app->add_flag("--report", args->options.report,
                 "List every constraint violation and unsupported construct, then fail");
   app->add_option("--seed", args->options.seed, "Seed of the weights' initialization");
   app->add_option("-o,--output", args->output, "Output file (nothing is written on failure)");
+  args->flags.addTo(*app);
   return {app, [args] {
             llvm::Error e = runExportCommand(*args);
             if (!e)

@@ -1,10 +1,16 @@
-// `aotc inspect`: what an exported program (.aotp) holds: its entries with their inputs and
-// outputs (symbolic shapes, dim ranges), op counts and weight sizes; `--graph` prints the IR.
+// `aotc inspect`: what an artifact (.so) or exported program (.aotp) holds: its entries with
+// their inputs and outputs (symbolic shapes, dim ranges), op counts, kernels and weight sizes;
+// `--graph` prints the IR, `--kernels` the kernel IR.
+#include "Artifact.h"
 #include "Subcommand.h"
 
+#include "pipeline/Compile.h"
+
+#include "aotc/ir/Parser.h"
 #include "aotc/ir/Printer.h"
 #include "aotc/serialize/Archive.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <fmt/format.h>
@@ -19,6 +25,7 @@ namespace {
 struct InspectOptions {
   std::string model;
   bool graph = false;
+  bool kernels = false;
 };
 
 std::string ranges(const Graph &g) {
@@ -34,19 +41,8 @@ std::string ranges(const Graph &g) {
   return out;
 }
 
-llvm::Error inspect(const InspectOptions &o) {
-  auto program = readArchive(o.model);
-  if (!program)
-    return program.takeError();
-  const Graph &g = *program->graph;
-  llvm::raw_ostream &os = llvm::outs();
-  if (o.graph) {
-    printGraph(g, os);
-    return llvm::Error::success();
-  }
-  os << fmt::format("{}: model {}, written by aotc {}, format {}.{}, opset {}.{}\n", o.model,
-                    g.name(), program->producer, program->formatMajor, program->formatMinor,
-                    g.opsetMajor(), g.opsetMinor());
+/// Entries, dims, ops; `kernels[i]` >= 0 adds the kernel count of entry i.
+void printEntries(const Graph &g, llvm::ArrayRef<int> kernels, llvm::raw_ostream &os) {
   std::string dims = ranges(g);
   os << "dims:\n" << (dims.empty() ? "  (all static)\n" : dims);
   for (const auto &e : g.entries()) {
@@ -68,7 +64,68 @@ llvm::Error inspect(const InspectOptions &o) {
     for (const auto &[name, count] : ops)
       opList += fmt::format("{}{} x{}", opList.empty() ? "" : ", ", name, count);
     os << fmt::format("  {} state tensors; ops: {}\n", state, opList.empty() ? "none" : opList);
+    size_t index = &e - &g.entries()[0];
+    if (index < kernels.size() && kernels[index] >= 0)
+      os << fmt::format("  {} kernels and library calls per run\n", kernels[index]);
   }
+}
+
+llvm::Error inspectArtifact(const InspectOptions &o) {
+  auto artifact = Artifact::open(o.model, 1);
+  if (!artifact)
+    return artifact.takeError();
+  const Graph &g = (*artifact)->graph();
+  llvm::raw_ostream &os = llvm::outs();
+  if (o.graph) {
+    printGraph(g, os);
+    return llvm::Error::success();
+  }
+  if (o.kernels) {
+    // The artifact keeps the exported graph; lowering it again with the default options gives
+    // the kernels it was compiled to (lowering is deterministic).
+    auto copy = parseGraph(printGraph(g), o.model);
+    if (!copy)
+      return copy.takeError();
+    ExportedProgram exported; // the weights stay in the .so: nothing is folded
+    exported.graph = std::move(*copy);
+    auto program = lowerGraph(exported, CompileOptions{});
+    if (!program)
+      return program.takeError();
+    kir::print(*program, os);
+    return llvm::Error::success();
+  }
+  const ArtifactInfo &info = (*artifact)->info();
+  os << fmt::format("{}: artifact of model {}, opset {}.{}; code for {}; runs here as {}\n",
+                    o.model, g.name(), g.opsetMajor(), g.opsetMinor(),
+                    llvm::join(info.variants, ", "), info.cpuVariant);
+  printEntries(g, info.kernelsPerEntry, os);
+  os << fmt::format("weights: {} tensors, {} bytes\n", info.numWeights, info.weightBytes);
+  return llvm::Error::success();
+}
+
+llvm::Error inspect(const InspectOptions &o) {
+  if (isArtifactPath(o.model))
+    return inspectArtifact(o);
+  auto program = readArchive(o.model);
+  if (!program)
+    return program.takeError();
+  const Graph &g = *program->graph;
+  llvm::raw_ostream &os = llvm::outs();
+  if (o.graph) {
+    printGraph(g, os);
+    return llvm::Error::success();
+  }
+  if (o.kernels) {
+    auto program2 = lowerGraph(*program, CompileOptions{});
+    if (!program2)
+      return program2.takeError();
+    kir::print(*program2, os);
+    return llvm::Error::success();
+  }
+  os << fmt::format("{}: model {}, written by aotc {}, format {}.{}, opset {}.{}\n", o.model,
+                    g.name(), program->producer, program->formatMajor, program->formatMinor,
+                    g.opsetMajor(), g.opsetMinor());
+  printEntries(g, {}, os);
   uint64_t bytes = 0;
   for (const Weight &w : program->weights)
     bytes += w.bytes().size();
@@ -81,9 +138,12 @@ llvm::Error inspect(const InspectOptions &o) {
 Subcommand addInspectCommand(CLI::App &parent) {
   auto o = std::make_shared<InspectOptions>();
   CLI::App *app = parent.add_subcommand(
-      "inspect", "Show the entries, inputs (symbolic shapes, dim ranges) and weights of a .aotp");
-  app->add_option("model", o->model, "Exported program (.aotp)")->required();
+      "inspect",
+      "Show the entries, inputs (symbolic shapes, dim ranges), kernels and weights of a .so or "
+      ".aotp");
+  app->add_option("model", o->model, "Artifact (.so) or exported program (.aotp)")->required();
   app->add_flag("--graph", o->graph, "Print the graph in the IR's text form");
+  app->add_flag("--kernels", o->kernels, "Print the kernel IR it compiles to");
   return {app, [o] {
             if (llvm::Error e = inspect(*o))
               return reportError("inspect", std::move(e));

@@ -1,6 +1,7 @@
-// `aotc run`: runs an entry of an exported program (.aotp) in the reference interpreter on inputs
-// read from .npy files or drawn at random, prints a summary of each output and optionally writes
-// the outputs as .npy files.
+// `aotc run`: runs an entry of an artifact (.so) or of an exported program (.aotp, in the
+// reference interpreter) on inputs read from .npy files or drawn at random, prints a summary of
+// each output, optionally writes the outputs as .npy files and measures latency.
+#include "Artifact.h"
 #include "Subcommand.h"
 
 #include "aotc/interp/Interpreter.h"
@@ -15,6 +16,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -31,6 +34,8 @@ struct RunOptions {
   std::vector<std::string> inputs;
   uint64_t seed = 0;
   std::string outputDir;
+  int bench = 0;
+  int threads = 0;
 };
 
 llvm::Error makeError(std::string message) {
@@ -232,7 +237,56 @@ llvm::Expected<const Entry *> chooseEntry(const Graph &g, llvm::StringRef model,
                                names.size(), llvm::join(names, ", ")));
 }
 
+/// Runs the entry `bench` more times and prints the median latency and the spread.
+llvm::Error benchmark(Artifact &artifact, llvm::StringRef entry, llvm::ArrayRef<HostTensor> inputs,
+                      int runs) {
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    auto outputs = artifact.run(entry, inputs);
+    auto end = std::chrono::steady_clock::now();
+    if (!outputs)
+      return outputs.takeError();
+    ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  auto at = [&](double q) { return ms[static_cast<size_t>(q * (ms.size() - 1) + 0.5)]; };
+  llvm::outs() << fmt::format("latency over {} runs: median {:.4f} ms, p10 {:.4f}, p90 {:.4f}, "
+                              "min {:.4f}, max {:.4f} ({} threads, {})\n",
+                              runs, at(0.5), at(0.1), at(0.9), ms.front(), ms.back(),
+                              artifact.info().threads, artifact.info().cpuVariant);
+  return llvm::Error::success();
+}
+
+llvm::Error runArtifact(const RunOptions &opts) {
+  auto artifact = Artifact::open(opts.model, opts.threads);
+  if (!artifact)
+    return artifact.takeError();
+  auto entry = chooseEntry((*artifact)->graph(), opts.model, opts.entry);
+  if (!entry)
+    return entry.takeError();
+  auto inputs = loadInputs(**entry, opts.inputs, opts.seed);
+  if (!inputs)
+    return inputs.takeError();
+  auto outputs = (*artifact)->run((*entry)->name(), *inputs);
+  if (!outputs)
+    return outputs.takeError();
+  for (size_t i = 0; i < outputs->size(); ++i)
+    printSummary(llvm::outs(), (*entry)->outputs()[i], (*outputs)[i]);
+  if (opts.bench > 0)
+    if (llvm::Error e = benchmark(**artifact, (*entry)->name(), *inputs, opts.bench))
+      return e;
+  if (!opts.outputDir.empty())
+    return writeOutputs(**entry, *outputs, opts.outputDir);
+  return llvm::Error::success();
+}
+
 llvm::Error runModel(const RunOptions &opts) {
+  if (isArtifactPath(opts.model))
+    return runArtifact(opts);
+  if (opts.bench > 0)
+    return makeError("--bench needs a compiled artifact (.so); the reference interpreter is not "
+                     "meant to be timed");
   auto program = readArchive(opts.model);
   if (!program)
     return program.takeError();
@@ -271,8 +325,9 @@ llvm::Error runModel(const RunOptions &opts) {
 Subcommand addRunCommand(CLI::App &parent) {
   auto opts = std::make_shared<RunOptions>();
   CLI::App *app = parent.add_subcommand(
-      "run", "Run an entry of an exported program (.aotp) in the reference interpreter");
-  app->add_option("model", opts->model, "Exported program (.aotp)")->required();
+      "run", "Run an entry of an artifact (.so), or of an exported program (.aotp) in the "
+             "reference interpreter");
+  app->add_option("model", opts->model, "Artifact (.so) or exported program (.aotp)")->required();
   app->add_option("--entry", opts->entry, "The entry to run (required if there are several)");
   app->add_option("--input", opts->inputs,
                   "NAME=FILE.npy, or NAME=SHAPE (e.g. x=8x784, or x=scalar) for random values: "
@@ -281,6 +336,11 @@ Subcommand addRunCommand(CLI::App &parent) {
   app->add_option("--seed", opts->seed, "Seed of the random inputs (default 0)");
   app->add_option("--output", opts->outputDir,
                   "Write each user output to DIR/<output>.npy (DIR is created if needed)");
+  app->add_option("--bench", opts->bench,
+                  "Then run N more times and print the median latency and spread (.so only)")
+      ->check(CLI::Range(0, 1000000));
+  app->add_option("--threads", opts->threads, "Threads of the artifact (default: one per CPU)")
+      ->check(CLI::NonNegativeNumber);
   return {app, [opts] {
             if (llvm::Error err = runModel(*opts))
               return reportError("run", std::move(err));

@@ -32,6 +32,11 @@ Subcommand addRunCommand(CLI::App &parent);
 /// `aotc archive`: packs IR text and zero or random weights into a .aotp (ArchiveCommand.cpp).
 Subcommand addArchiveCommand(CLI::App &parent);
 
+/// `aotc compile`: compiles a .aotp into a .so, or prints its kernel IR (CompileCommand.cpp).
+Subcommand addCompileCommand(CLI::App &parent);
+/// `aotc verify`: compares an artifact with the reference interpreter (VerifyCommand.cpp).
+Subcommand addVerifyCommand(CLI::App &parent);
+
 /// `aotc inspect`: entries, inputs, dims and weights of an exported program (InspectCommand.cpp).
 Subcommand addInspectCommand(CLI::App &parent);
 

@@ -29,9 +29,9 @@ int main(int argc, char **argv) {
 
   // A new subcommand is one file and one line here.
   using AddFn = Subcommand (*)(CLI::App &);
-  static constexpr AddFn AddSubcommands[] = {addExportCommand,  addWeightsCommand,
-                                             addInspectCommand, addOptCommand,
-                                             addRunCommand,     addArchiveCommand};
+  static constexpr AddFn AddSubcommands[] = {addExportCommand, addCompileCommand, addRunCommand,
+                                             addVerifyCommand, addInspectCommand, addWeightsCommand,
+                                             addOptCommand,    addArchiveCommand};
 
   std::vector<Subcommand> subcommands;
   for (AddFn add : AddSubcommands)

@@ -5,7 +5,7 @@
 // RUN: not %aotc export %s --dyn bacth=1..8 2>&1 | FileCheck --check-prefix=UNKNOWN %s
 // RUN: not %aotc export %s --dyn double=1..8 2>&1 | FileCheck --check-prefix=DERIVED %s
 // RUN: not %aotc export %s --entry nope 2>&1 | FileCheck --check-prefix=ENTRY %s
-// RUN: not %aotc export %s --emit=so 2>&1 | FileCheck --check-prefix=EMIT %s
+// RUN: not %aotc export %s --emit=exe 2>&1 | FileCheck --check-prefix=EMIT %s
 // RUN: not %aotc export %s --emit=aotp 2>&1 | FileCheck --check-prefix=NOOUT %s
 // RUN: not %aotc export %S/Inputs/missing.cpp 2>&1 | FileCheck --check-prefix=NOFILE %s
 // Every bad flag gets one clear error before anything is compiled or written.
@@ -26,6 +26,6 @@ AOTC_MODEL(M, dim("batch", 1, 512), derived_dim("double", "2*batch"),
 // UNKNOWN: aotc export: error: --dyn bacth=1..8: the model has no dim "bacth" (its dims: batch)
 // DERIVED: aotc export: error: --dyn double: double is derived (2*batch); set the ranges of the dims it is made of instead
 // ENTRY: aotc export: error: --entry nope: the model has no entry "nope" (its entries: forward)
-// EMIT: --emit: so not in {aotp,ir}
+// EMIT: --emit: exe not in {so,aotp,ir}
 // NOOUT: aotc export: error: --emit=aotp needs an output file: -o MODEL.aotp
 // NOFILE: aotc export: error: {{.*}}missing.cpp: no such model file

@@ -1,0 +1,64 @@
+/* Shared between the runtime's C files: the model handle, the thread pool, CPU detection and
+ * the thread-local last error. Never installed. */
+#ifndef AOTC_RUNTIME_INTERNAL_H
+#define AOTC_RUNTIME_INTERNAL_H
+
+#include "aotc/runtime.h"
+#include "artifact.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Hidden in the same .so: the reference needs no dynamic relocation and cannot bind to
+ * another artifact's descriptor. */
+extern __attribute__((visibility("hidden"))) const aotc_artifact_desc aotc_artifact;
+
+#define AOTC_ALIGN 64
+/* Idle arenas a model keeps for later runs; more concurrent runs than this free theirs. */
+#define AOTC_ARENA_CACHE 8
+/* A pool job's chunk count lives in 16 bits of its claim word. */
+#define AOTC_MAX_THREADS 1024
+
+typedef struct aotc_pool aotc_pool;
+
+typedef struct aotc_arena {
+  uint8_t *data;
+  uint64_t size;
+} aotc_arena;
+
+struct aotc_model {
+  const aotc_artifact_desc *desc;
+  int32_t variant;
+  int32_t num_threads;
+  const uint8_t *weights;
+  void *weights_map; /* mmap of an external weights file, else null */
+  size_t weights_map_size;
+  uint8_t *state;
+  aotc_pool *pool; /* null with one thread */
+  pthread_mutex_t arena_lock;
+  int32_t num_arenas;
+  aotc_arena arenas[AOTC_ARENA_CACHE];
+};
+
+/* Records the message of a failing call on this thread and returns `status`. */
+aotc_status aotc_fail(aotc_status status, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Picks the code variant for `requested` (AOTC_CPU_VARIANT_*), honouring AOTC_CPU_VARIANT
+ * for AUTO; sets the last error on failure. */
+aotc_status aotc_cpu_choose_variant(int32_t requested, int32_t *out_variant);
+const char *aotc_cpu_variant_name(int32_t variant);
+
+/* A pool of num_threads - 1 workers; the thread calling parallel_for is the last one. */
+aotc_status aotc_pool_create(int32_t num_threads, aotc_pool **out_pool);
+void aotc_pool_destroy(aotc_pool *pool);
+/* aotc_exec.parallel_for: exec->pool may be null (runs inline). */
+void aotc_parallel_for(aotc_exec *exec, int64_t n, int64_t grain, aotc_task_fn fn, void *closure);
+
+void *aotc_aligned_alloc(uint64_t size);
+int64_t aotc_dtype_size(int32_t dtype);
+/* A dim's text is a constant exactly when it is a decimal literal; 1 and *out then. */
+int aotc_parse_static(const char *expr, int64_t *out);
+
+#endif

@@ -1,0 +1,456 @@
+/* Model handles: create (checks, CPU variant, weights, mutable state, threads), destroy, and
+ * the read-only introspection of entries, inputs and outputs. */
+#include "internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+AOTC_API void aotc_model_options_init(aotc_model_options *options) {
+  if (!options)
+    return;
+  memset(options, 0, sizeof *options);
+  options->struct_size = sizeof *options;
+  options->num_threads = 0;
+  options->device_type = AOTC_DEVICE_CPU;
+  options->device_index = 0;
+  options->cpu_variant = AOTC_CPU_VARIANT_AUTO;
+}
+
+/* Resolves the weights file: an explicit path, else the artifact's file name beside the .so. */
+static aotc_status weights_file_path(const char *explicit_path, char *out, size_t out_size) {
+  const aotc_artifact_desc *desc = &aotc_artifact;
+  if (explicit_path) {
+    if ((size_t)snprintf(out, out_size, "%s", explicit_path) >= out_size)
+      return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT, "aotc_model_create: weights_path is too long");
+    return AOTC_OK;
+  }
+  const char *file = desc->weights_file;
+  if (file[0] == '/') {
+    snprintf(out, out_size, "%s", file);
+    return AOTC_OK;
+  }
+  Dl_info info;
+  if (!dladdr(&aotc_artifact, &info) || !info.dli_fname)
+    return aotc_fail(AOTC_ERROR_RESOURCE,
+                     "aotc_model_create: cannot locate the artifact to find its weights file %s",
+                     file);
+  const char *slash = strrchr(info.dli_fname, '/');
+  const int dir_len = slash ? (int)(slash - info.dli_fname) : 1;
+  const char *dir = slash ? info.dli_fname : ".";
+  if ((size_t)snprintf(out, out_size, "%.*s/%s", dir_len, dir, file) >= out_size)
+    return aotc_fail(AOTC_ERROR_RESOURCE, "aotc_model_create: the weights file path is too long");
+  return AOTC_OK;
+}
+
+static aotc_status map_weights(aotc_model *model, const char *explicit_path) {
+  const aotc_artifact_desc *desc = model->desc;
+  char path[4096];
+  aotc_status status = weights_file_path(explicit_path, path, sizeof path);
+  if (status != AOTC_OK)
+    return status;
+  char reason[256];
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return aotc_fail(AOTC_ERROR_RESOURCE, "aotc_model_create: cannot open weights file \"%s\": %s",
+                     path, strerror_r(errno, reason, sizeof reason));
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    close(fd);
+    return aotc_fail(AOTC_ERROR_RESOURCE, "aotc_model_create: cannot stat weights file \"%s\": %s",
+                     path, strerror_r(err, reason, sizeof reason));
+  }
+  if ((uint64_t)st.st_size != desc->weights_size) {
+    close(fd);
+    return aotc_fail(AOTC_ERROR_RESOURCE,
+                     "aotc_model_create: weights file \"%s\" has %lld bytes, the artifact needs "
+                     "%llu",
+                     path, (long long)st.st_size, (unsigned long long)desc->weights_size);
+  }
+  if (desc->weights_size == 0) {
+    close(fd);
+    return AOTC_OK;
+  }
+  void *map = mmap(NULL, (size_t)desc->weights_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int err = errno;
+  close(fd);
+  if (map == MAP_FAILED)
+    return aotc_fail(AOTC_ERROR_RESOURCE, "aotc_model_create: cannot map weights file \"%s\": %s",
+                     path, strerror_r(err, reason, sizeof reason));
+  model->weights_map = map;
+  model->weights_map_size = (size_t)desc->weights_size;
+  model->weights = map;
+  return AOTC_OK;
+}
+
+static aotc_status check_options(const aotc_model_options *o) {
+  if (o->struct_size != sizeof(aotc_model_options))
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "aotc_model_create: options->struct_size is %zu, expected %zu "
+                     "(call aotc_model_options_init)",
+                     o->struct_size, sizeof(aotc_model_options));
+  for (int i = 0; i < 4; ++i)
+    if (o->reserved[i] != 0)
+      return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                       "aotc_model_create: options->reserved[%d] is not zero", i);
+  if (o->num_threads < 0 || o->num_threads > AOTC_MAX_THREADS)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "aotc_model_create: num_threads %d is outside 0..%d", (int)o->num_threads,
+                     AOTC_MAX_THREADS);
+  if (o->device_type != AOTC_DEVICE_CPU)
+    return aotc_fail(AOTC_ERROR_UNSUPPORTED,
+                     "aotc_model_create: device type %d is not supported by this artifact "
+                     "(cpu is %d)",
+                     (int)o->device_type, AOTC_DEVICE_CPU);
+  if (o->device_index != 0)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "aotc_model_create: device index %d of the cpu is not 0",
+                     (int)o->device_index);
+  return AOTC_OK;
+}
+
+static aotc_status check_artifact(const aotc_artifact_desc *desc, int32_t variant) {
+  if (desc->magic != AOTC_ARTIFACT_MAGIC)
+    return aotc_fail(AOTC_ERROR_UNSUPPORTED,
+                     "aotc_model_create: not an aotc artifact (magic 0x%08x, expected 0x%08x)",
+                     (unsigned)desc->magic, AOTC_ARTIFACT_MAGIC);
+  if (desc->format != AOTC_ARTIFACT_FORMAT)
+    return aotc_fail(AOTC_ERROR_UNSUPPORTED,
+                     "aotc_model_create: artifact format %u, this runtime reads format %u "
+                     "(re-export the model with a matching aotc)",
+                     (unsigned)desc->format, AOTC_ARTIFACT_FORMAT);
+  for (int32_t e = 0; e < desc->num_entries; ++e) {
+    const aotc_entry_desc *entry = &desc->entries[e];
+    if (!entry->run[variant] || !entry->shapes)
+      return aotc_fail(AOTC_ERROR_UNSUPPORTED,
+                       "aotc_model_create: entry \"%s\" has no %s code in this artifact",
+                       entry->name, aotc_cpu_variant_name(variant));
+    for (int32_t i = 0; i < entry->num_inputs + entry->num_outputs; ++i) {
+      const aotc_tensor_desc *t =
+          i < entry->num_inputs ? &entry->inputs[i] : &entry->outputs[i - entry->num_inputs];
+      if (t->rank < 0 || t->rank > AOTC_MAX_RANK || aotc_dtype_size(t->dtype) == 0)
+        return aotc_fail(AOTC_ERROR_UNSUPPORTED,
+                         "aotc_model_create: entry \"%s\": tensor \"%s\" has rank %d or dtype %d "
+                         "this runtime cannot pass",
+                         entry->name, t->name, (int)t->rank, (int)t->dtype);
+      for (int32_t d = 0; d < t->rank; ++d)
+        if (t->dims[d].sym >= entry->num_syms)
+          return aotc_fail(AOTC_ERROR_INTERNAL,
+                           "aotc_model_create: entry \"%s\": tensor \"%s\" dim %d names symbol "
+                           "%d of %d",
+                           entry->name, t->name, (int)d, (int)t->dims[d].sym, (int)entry->num_syms);
+    }
+  }
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_create(const aotc_model_options *options, aotc_model **out_model) {
+  if (!out_model)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT, "aotc_model_create: out_model is null");
+  *out_model = NULL;
+  aotc_model_options defaults;
+  if (!options) {
+    aotc_model_options_init(&defaults);
+    options = &defaults;
+  }
+  aotc_status status = check_options(options);
+  if (status != AOTC_OK)
+    return status;
+  const aotc_artifact_desc *desc = &aotc_artifact;
+  int32_t variant;
+  status = aotc_cpu_choose_variant(options->cpu_variant, &variant);
+  if (status != AOTC_OK)
+    return status;
+  status = check_artifact(desc, variant);
+  if (status != AOTC_OK)
+    return status;
+  if (desc->state_size > 0 && (desc->state_offset > desc->weights_size ||
+                               desc->state_size > desc->weights_size - desc->state_offset))
+    return aotc_fail(AOTC_ERROR_INTERNAL,
+                     "aotc_model_create: mutable state lies outside the weight blob");
+
+  aotc_model *model = calloc(1, sizeof *model);
+  if (!model)
+    return aotc_fail(AOTC_ERROR_RESOURCE, "aotc_model_create: out of memory");
+  model->desc = desc;
+  model->variant = variant;
+  pthread_mutex_init(&model->arena_lock, NULL);
+  int32_t threads = options->num_threads;
+  if (threads == 0) {
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    threads = online < 1 ? 1 : online > AOTC_MAX_THREADS ? AOTC_MAX_THREADS : (int32_t)online;
+  }
+  model->num_threads = threads;
+
+  if (options->weights_path)
+    status = map_weights(model, options->weights_path);
+  else if (desc->weights_data || desc->weights_size == 0)
+    model->weights = desc->weights_data;
+  else if (!desc->weights_file)
+    status = aotc_fail(AOTC_ERROR_INTERNAL,
+                       "aotc_model_create: the artifact has neither embedded weights nor a "
+                       "weights file");
+  else
+    status = map_weights(model, NULL);
+  if (status == AOTC_OK && desc->state_size > 0) {
+    model->state = aotc_aligned_alloc(desc->state_size);
+    if (model->state)
+      memcpy(model->state, model->weights + desc->state_offset, (size_t)desc->state_size);
+    else
+      status = aotc_fail(AOTC_ERROR_RESOURCE,
+                         "aotc_model_create: out of memory (%llu bytes of "
+                         "mutable state)",
+                         (unsigned long long)desc->state_size);
+  }
+  if (status == AOTC_OK && threads > 1)
+    status = aotc_pool_create(threads, &model->pool);
+  if (status != AOTC_OK) {
+    aotc_model_destroy(model);
+    return status;
+  }
+  *out_model = model;
+  return AOTC_OK;
+}
+
+AOTC_API void aotc_model_destroy(aotc_model *model) {
+  if (!model)
+    return;
+  aotc_pool_destroy(model->pool);
+  for (int32_t i = 0; i < model->num_arenas; ++i)
+    free(model->arenas[i].data);
+  free(model->state);
+  if (model->weights_map)
+    munmap(model->weights_map, model->weights_map_size);
+  pthread_mutex_destroy(&model->arena_lock);
+  free(model);
+}
+
+/* Checks of the arguments every introspection call shares. */
+#define CHECK_MODEL(fn, model, out)                                                                \
+  do {                                                                                             \
+    if (!(model))                                                                                  \
+      return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT, fn ": model is null");                         \
+    if (!(out))                                                                                    \
+      return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT, fn ": " #out " is null");                      \
+  } while (0)
+
+static aotc_status check_entry(const char *fn, const aotc_model *model, int32_t entry) {
+  if (entry < 0 || entry >= model->desc->num_entries)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "%s: entry %d is out of range (the model has %d "
+                     "entr%s)",
+                     fn, (int)entry, (int)model->desc->num_entries,
+                     model->desc->num_entries == 1 ? "y" : "ies");
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_num_entries(const aotc_model *model, int32_t *out_count) {
+  CHECK_MODEL("aotc_model_num_entries", model, out_count);
+  *out_count = model->desc->num_entries;
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_entry_name(const aotc_model *model, int32_t entry,
+                                           const char **out_name) {
+  CHECK_MODEL("aotc_model_entry_name", model, out_name);
+  aotc_status status = check_entry("aotc_model_entry_name", model, entry);
+  if (status != AOTC_OK)
+    return status;
+  *out_name = model->desc->entries[entry].name;
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_find_entry(const aotc_model *model, const char *name,
+                                           int32_t *out_entry) {
+  CHECK_MODEL("aotc_model_find_entry", model, out_entry);
+  if (!name)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT, "aotc_model_find_entry: name is null");
+  const aotc_artifact_desc *desc = model->desc;
+  for (int32_t e = 0; e < desc->num_entries; ++e) {
+    if (strcmp(desc->entries[e].name, name) == 0) {
+      *out_entry = e;
+      return AOTC_OK;
+    }
+  }
+  char list[512] = "";
+  size_t used = 0;
+  for (int32_t e = 0; e < desc->num_entries && used < sizeof list; ++e)
+    used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", e ? ", " : "",
+                             desc->entries[e].name);
+  return aotc_fail(AOTC_ERROR_NOT_FOUND, "no entry \"%s\" in the model (entries: %s)", name, list);
+}
+
+AOTC_API aotc_status aotc_model_num_inputs(const aotc_model *model, int32_t entry,
+                                           int32_t *out_count) {
+  CHECK_MODEL("aotc_model_num_inputs", model, out_count);
+  aotc_status status = check_entry("aotc_model_num_inputs", model, entry);
+  if (status != AOTC_OK)
+    return status;
+  *out_count = model->desc->entries[entry].num_inputs;
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_num_outputs(const aotc_model *model, int32_t entry,
+                                            int32_t *out_count) {
+  CHECK_MODEL("aotc_model_num_outputs", model, out_count);
+  aotc_status status = check_entry("aotc_model_num_outputs", model, entry);
+  if (status != AOTC_OK)
+    return status;
+  *out_count = model->desc->entries[entry].num_outputs;
+  return AOTC_OK;
+}
+
+int aotc_parse_static(const char *expr, int64_t *out) {
+  if (!expr || !*expr)
+    return 0;
+  int64_t value = 0;
+  for (const char *p = expr; *p; ++p) {
+    if (*p < '0' || *p > '9' || value > (INT64_MAX - 9) / 10)
+      return 0;
+    value = value * 10 + (*p - '0');
+  }
+  *out = value;
+  return 1;
+}
+
+static void fill_info(const aotc_entry_desc *entry, const aotc_tensor_desc *t,
+                      aotc_tensor_info *info) {
+  memset(info, 0, sizeof *info);
+  info->name = t->name;
+  info->dtype = t->dtype;
+  info->rank = t->rank;
+  for (int32_t d = 0; d < t->rank; ++d) {
+    aotc_dim_info *dim = &info->dims[d];
+    dim->expr = t->dims[d].expr;
+    int64_t value;
+    if (t->dims[d].sym >= 0) {
+      const aotc_sym_desc *sym = &entry->syms[t->dims[d].sym];
+      dim->value = -1;
+      dim->lo = sym->lo;
+      dim->hi = sym->hi;
+      dim->symbol = sym->name;
+    } else if (aotc_parse_static(t->dims[d].expr, &value)) {
+      dim->value = dim->lo = dim->hi = value;
+    } else {
+      dim->value = -1;
+      dim->lo = 0;
+      dim->hi = INT64_MAX;
+    }
+  }
+}
+
+static aotc_status tensor_info(const char *fn, const char *kind, const aotc_model *model,
+                               int32_t entry, int32_t index, aotc_tensor_info *out_info,
+                               int outputs) {
+  aotc_status status = check_entry(fn, model, entry);
+  if (status != AOTC_OK)
+    return status;
+  const aotc_entry_desc *e = &model->desc->entries[entry];
+  const int32_t count = outputs ? e->num_outputs : e->num_inputs;
+  if (index < 0 || index >= count)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "%s: %s %d is out of range (entry \"%s\" has %d %s%s)", fn, kind, (int)index,
+                     e->name, (int)count, kind, count == 1 ? "" : "s");
+  fill_info(e, outputs ? &e->outputs[index] : &e->inputs[index], out_info);
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_input_info(const aotc_model *model, int32_t entry, int32_t index,
+                                           aotc_tensor_info *out_info) {
+  CHECK_MODEL("aotc_model_input_info", model, out_info);
+  return tensor_info("aotc_model_input_info", "input", model, entry, index, out_info, 0);
+}
+
+AOTC_API aotc_status aotc_model_output_info(const aotc_model *model, int32_t entry, int32_t index,
+                                            aotc_tensor_info *out_info) {
+  CHECK_MODEL("aotc_model_output_info", model, out_info);
+  return tensor_info("aotc_model_output_info", "output", model, entry, index, out_info, 1);
+}
+
+AOTC_API aotc_status aotc_model_cpu_variant(const aotc_model *model, const char **out_name) {
+  CHECK_MODEL("aotc_model_cpu_variant", model, out_name);
+  *out_name = aotc_cpu_variant_name(model->variant);
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_num_threads(const aotc_model *model, int32_t *out) {
+  CHECK_MODEL("aotc_model_num_threads", model, out);
+  *out = model->num_threads;
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_weights(const aotc_model *model, int32_t *out_count,
+                                        uint64_t *out_total_bytes) {
+  CHECK_MODEL("aotc_model_weights", model, out_count);
+  CHECK_MODEL("aotc_model_weights", model, out_total_bytes);
+  *out_count = model->desc->num_weights;
+  *out_total_bytes = model->desc->weights_size;
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_program(const aotc_model *model, const void **out_data,
+                                        uint64_t *out_size) {
+  CHECK_MODEL("aotc_model_program", model, out_data);
+  CHECK_MODEL("aotc_model_program", model, out_size);
+  *out_data = model->desc->program;
+  *out_size = model->desc->program ? model->desc->program_size : 0;
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_weight_info(const aotc_model *model, int32_t index,
+                                            aotc_weight_info *out_info) {
+  CHECK_MODEL("aotc_model_weight_info", model, out_info);
+  const aotc_artifact_desc *desc = model->desc;
+  if (index < 0 || index >= desc->num_weights)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "aotc_model_weight_info: weight %d is out of range (the model has %d)",
+                     (int)index, (int)desc->num_weights);
+  const aotc_weight_desc *w = &desc->weights[index];
+  if (w->rank < 0 || w->rank > AOTC_MAX_RANK)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "aotc_model_weight_info: weight \"%s\" has rank %d, more than %d", w->name,
+                     (int)w->rank, AOTC_MAX_RANK);
+  if (w->offset > desc->weights_size || w->nbytes > desc->weights_size - w->offset)
+    return aotc_fail(AOTC_ERROR_INTERNAL,
+                     "aotc_model_weight_info: weight \"%s\" lies outside the weights", w->name);
+  memset(out_info, 0, sizeof *out_info);
+  out_info->name = w->name;
+  out_info->dtype = w->dtype;
+  out_info->rank = w->rank;
+  for (int32_t d = 0; d < w->rank; ++d)
+    out_info->shape[d] = w->shape[d];
+  out_info->data = model->weights + w->offset;
+  out_info->size_bytes = w->nbytes;
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_cpu_variants(const aotc_model *model, uint32_t *out_mask) {
+  CHECK_MODEL("aotc_model_cpu_variants", model, out_mask);
+  uint32_t mask = 0;
+  for (int32_t v = 0; v < AOTC_NUM_VARIANTS; ++v) {
+    int carried = model->desc->num_entries > 0;
+    for (int32_t e = 0; e < model->desc->num_entries; ++e)
+      carried &= model->desc->entries[e].run[v] != NULL;
+    if (carried)
+      mask |= 1u << v;
+  }
+  *out_mask = mask;
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_entry_kernels(const aotc_model *model, int32_t entry,
+                                              int32_t *out_count) {
+  CHECK_MODEL("aotc_model_entry_kernels", model, out_count);
+  aotc_status status = check_entry("aotc_model_entry_kernels", model, entry);
+  if (status != AOTC_OK)
+    return status;
+  *out_count = model->desc->entries[entry].num_kernels;
+  return AOTC_OK;
+}

@@ -1,0 +1,152 @@
+// Internals shared by the pieces of the CPU code generator: the per-module context (function
+// attributes, runtime types, libm), symbolic-expression and kernel-expression emission, loops.
+#ifndef AOTC_CODEGEN_CPU_EMITTER_H
+#define AOTC_CODEGEN_CPU_EMITTER_H
+
+#include "codegen/cpu/CpuCodegen.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/IR/IRBuilder.h"
+
+#include <string>
+#include <vector>
+
+namespace aotc::cpu {
+
+using Builder = llvm::IRBuilder<>;
+
+/// GEMM register tile and cache blocking of a variant.
+struct GemmTiling {
+  unsigned vecWidth; // f32 lanes of one vector register
+  unsigned mr;       // rows of the register tile (broadcast operand A)
+  unsigned nrVecs;   // vectors per row of the register tile (NR = nrVecs * vecWidth)
+  unsigned kc, nc;   // k and n extents of one packed B block
+  unsigned nr() const { return nrVecs * vecWidth; }
+  unsigned paddedNc() const { return (nc + nr() - 1) / nr() * nr(); } // whole NR panels
+};
+GemmTiling gemmTiling(Variant v);
+
+/// What every emitted function of one module and variant shares.
+class ModuleEmitter {
+public:
+  ModuleEmitter(llvm::Module &m, Variant v, llvm::TargetMachine &tm);
+
+  llvm::Module &module() { return M; }
+  llvm::LLVMContext &ctx() { return M.getContext(); }
+  Variant variant() const { return V; }
+  /// "aotc_v4_"
+  std::string prefix() const;
+  /// A function with the variant's target attributes; internal unless `external`.
+  llvm::Function *createFunction(llvm::FunctionType *type, const llvm::Twine &name,
+                                 bool external = false);
+  /// `aotc_exec` of runtime/src/artifact.h.
+  llvm::StructType *execType();
+  /// The task signature `void (ptr closure, i64 begin, i64 end)`.
+  llvm::FunctionType *taskType();
+  /// A libm function of one or two arguments of the same floating type (no side effects).
+  llvm::FunctionCallee libm(llvm::StringRef name, llvm::Type *type, unsigned arity = 1);
+
+private:
+  llvm::Module &M;
+  Variant V;
+  llvm::TargetMachine &TM;
+  llvm::StructType *Exec = nullptr;
+};
+
+/// i64 value of a symbolic expression over the entry's root symbols; Python semantics for
+/// floordiv/mod, and a zero divisor gives 0 instead of trapping.
+llvm::Value *emitSym(Builder &b, const SymExpr &e, const llvm::StringMap<unsigned> &symIndex,
+                     llvm::ArrayRef<llvm::Value *> syms);
+llvm::Value *emitFloorDivI(Builder &b, llvm::Value *x, llvm::Value *y);
+llvm::Value *emitModI(Builder &b, llvm::Value *x, llvm::Value *y);
+
+/// x + y and x * y with reassoc + contract, so that reductions vectorize.
+llvm::Value *reassocAdd(Builder &b, llvm::Value *x, llvm::Value *y);
+llvm::Value *reassocMul(Builder &b, llvm::Value *x, llvm::Value *y);
+
+/// for (i = begin; i < end; ++i) body(i); the builder ends after the loop.
+void emitLoop(Builder &b, llvm::Value *begin, llvm::Value *end,
+              llvm::function_ref<void(llvm::Value *)> body, const llvm::Twine &name = "i");
+/// An alloca in the function's entry block.
+llvm::AllocaInst *entryAlloca(Builder &b, llvm::Type *type, const llvm::Twine &name = "");
+
+/// The type values of a dtype have in registers: f16/bf16 compute in f32, bool is i1.
+llvm::Type *valueType(llvm::LLVMContext &c, DType t);
+/// The type of a dtype in memory: half, i16 for bf16, i8 for bool.
+llvm::Type *storageType(llvm::LLVMContext &c, DType t);
+/// Converts a register value of dtype `from` to dtype `to` (rounding to f16/bf16 precision).
+llvm::Value *convert(Builder &b, llvm::Value *v, DType from, DType to);
+llvm::Value *loadElement(Builder &b, llvm::Value *base, llvm::Value *offset, DType t);
+void storeElement(Builder &b, llvm::Value *v, llvm::Value *base, llvm::Value *offset, DType t);
+
+// Inline f32 approximations (straight-line IR, vectorizable); within about 1.5 ulp.
+llvm::Value *emitExpF32(Builder &b, llvm::Value *x);
+llvm::Value *emitLogF32(Builder &b, llvm::Value *x);
+llvm::Value *emitTanhF32(Builder &b, llvm::Value *x);
+llvm::Value *emitSigmoidF32(Builder &b, llvm::Value *x);
+llvm::Value *emitErfF32(Builder &b, llvm::Value *x);
+
+/// Emits kernel expressions of one entry at one point of a loop nest.
+class ExprEmitter {
+public:
+  ExprEmitter(ModuleEmitter &me, Builder &b, const kir::EntryKernels &entry,
+              const llvm::StringMap<unsigned> &symIndex, llvm::ArrayRef<llvm::Value *> syms,
+              llvm::ArrayRef<llvm::Value *> buffers)
+      : ME(me), B(b), Entry(entry), SymIndex(symIndex), Syms(syms), Buffers(buffers) {}
+
+  std::vector<llvm::Value *> loopVars;     // by loop number
+  std::vector<llvm::Value *> reduceValues; // by stage (in the stage's accType; i64 for Arg*)
+  std::vector<DType> reduceTypes;
+  llvm::Value *acc = nullptr; // GEMM epilogue: the f32 sum
+
+  /// The value of `id` in its dtype's value type. Results are cached until clearCache().
+  llvm::Value *emit(kir::ExprId id);
+  void clearCache() { Cache.clear(); }
+  llvm::Value *sym(const SymExpr &e) { return emitSym(B, e, SymIndex, Syms); }
+  DType exprType(kir::ExprId id) const { return Entry.expr(id).type; }
+
+private:
+  llvm::Value *emitUncached(const kir::Expr &e);
+  llvm::Value *unary(kir::UnaryOp op, llvm::Value *x, DType t);
+  llvm::Value *binary(kir::BinaryOp op, llvm::Value *x, llvm::Value *y, DType t);
+
+  ModuleEmitter &ME;
+  Builder &B;
+  const kir::EntryKernels &Entry;
+  const llvm::StringMap<unsigned> &SymIndex;
+  llvm::ArrayRef<llvm::Value *> Syms;
+  llvm::ArrayRef<llvm::Value *> Buffers;
+  llvm::DenseMap<kir::ExprId, llvm::Value *> Cache;
+};
+
+/// The closure the run function fills once per call and hands to every task: the syms pointer,
+/// then one pointer per buffer of the entry.
+llvm::ArrayType *closureType(llvm::LLVMContext &c, const kir::EntryKernels &entry);
+
+/// Emits the task function of a loop kernel and, at the builder (inside the run function), the
+/// code that runs it serially or through exec->parallel_for.
+void emitLoopKernel(ModuleEmitter &me, const kir::EntryKernels &entry,
+                    const kir::LoopKernel &kernel, const llvm::StringMap<unsigned> &symIndex,
+                    Builder &run, llvm::Value *exec, llvm::Value *closure,
+                    llvm::ArrayRef<llvm::Value *> syms);
+/// Emits a GEMM call (its task functions and the call in the run function).
+void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::GemmCall &gemm,
+              const llvm::StringMap<unsigned> &symIndex, Builder &run, llvm::Value *exec,
+              llvm::Value *closure, llvm::ArrayRef<llvm::Value *> syms,
+              llvm::ArrayRef<llvm::Value *> buffers);
+
+/// Loads the syms and buffer pointers from a closure (inside a task function).
+void loadClosure(Builder &b, const kir::EntryKernels &entry, llvm::Value *closure,
+                 llvm::SmallVectorImpl<llvm::Value *> &syms,
+                 llvm::SmallVectorImpl<llvm::Value *> &buffers);
+
+/// Runs fn(closure, 0, total) directly when `work` is small, else through exec->parallel_for
+/// with a grain giving chunks of at least ~16K element-operations.
+void emitDispatch(ModuleEmitter &me, Builder &b, llvm::Value *exec, llvm::Function *fn,
+                  llvm::Value *closure, llvm::Value *total, llvm::Value *workPerIndex);
+
+} // namespace aotc::cpu
+
+#endif

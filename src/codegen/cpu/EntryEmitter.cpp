@@ -1,0 +1,199 @@
+// The external functions of each entry: run (buffer addresses, then every step in order) and
+// shapes (dims, arena size and guards).
+#include "codegen/cpu/Emitter.h"
+
+#include "llvm/IR/Verifier.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace aotc::cpu {
+
+using namespace llvm;
+
+static Error checkEntry(const kir::Program &program, const kir::EntryKernels &entry) {
+  StringMap<unsigned> known;
+  for (unsigned i = 0; i < entry.symbols.size(); ++i)
+    known[entry.symbols[i]] = i;
+  std::set<std::string, std::less<>> used;
+  for (const kir::Buffer &buf : entry.buffers) {
+    if ((buf.kind == kir::Buffer::Kind::Weight || buf.kind == kir::Buffer::Kind::State) &&
+        buf.index >= program.weights.size())
+      return createStringError("entry " + entry.name + ": buffer " + buf.name +
+                               " names a missing weight");
+    if (buf.kind == kir::Buffer::Kind::Input && buf.index >= entry.inputs.size())
+      return createStringError("entry " + entry.name + ": buffer " + buf.name +
+                               " names a missing input");
+    if (buf.kind == kir::Buffer::Kind::Output && buf.index >= entry.outputs.size())
+      return createStringError("entry " + entry.name + ": buffer " + buf.name +
+                               " names a missing output");
+    buf.arenaOffset.collectSymbols(used);
+  }
+  for (const kir::Expr &e : entry.exprs)
+    e.sym.collectSymbols(used);
+  for (const kir::Step &step : entry.steps) {
+    if (const auto *k = std::get_if<kir::LoopKernel>(&step)) {
+      for (const SymExpr &x : k->outer)
+        x.collectSymbols(used);
+      for (const kir::Stage &s : k->stages)
+        for (const SymExpr &x : s.inner)
+          x.collectSymbols(used);
+    } else {
+      const auto &g = std::get<kir::GemmCall>(step);
+      if (g.dtype != DType::F32)
+        return createStringError("entry " + entry.name + ": GEMM " + g.name + " is " +
+                                 toString(g.dtype).str() + "; only f32 GEMMs are supported");
+      for (const SymExpr *x :
+           {&g.batch, &g.m, &g.n, &g.k, &g.a.offset, &g.a.batchStride, &g.a.rowStride,
+            &g.a.colStride, &g.b.offset, &g.b.batchStride, &g.b.rowStride, &g.b.colStride})
+        x->collectSymbols(used);
+    }
+  }
+  for (const auto &sig : {&entry.inputs, &entry.outputs})
+    for (const kir::TensorSig &t : *sig)
+      for (const SymExpr &d : t.shape)
+        d.collectSymbols(used);
+  entry.arenaBytes.collectSymbols(used);
+  for (const Guard &g : entry.guards) {
+    g.lhs.collectSymbols(used);
+    g.rhs.collectSymbols(used);
+  }
+  for (const std::string &s : used)
+    if (!known.count(s))
+      return createStringError("entry " + entry.name + ": symbol " + s +
+                               " is not one of the entry's root symbols");
+  return Error::success();
+}
+
+static void emitRun(ModuleEmitter &me, const kir::Program &program, unsigned index,
+                    const kir::EntryKernels &entry, const StringMap<unsigned> &symIndex) {
+  LLVMContext &c = me.ctx();
+  Type *ptr = PointerType::getUnqual(c);
+  Type *i64 = Type::getInt64Ty(c);
+  FunctionType *ft = FunctionType::get(Type::getInt32Ty(c), {ptr, ptr, ptr, ptr}, false);
+  unsigned vnum = me.variant() == Variant::X86_64_V4 ? 4 : 3;
+  Function *f =
+      me.createFunction(ft, "aotc_e" + Twine(index) + "_run_v" + Twine(vnum), /*external=*/true);
+  Value *exec = f->getArg(0), *inputs = f->getArg(1), *outputs = f->getArg(2),
+        *symsPtr = f->getArg(3);
+  Builder b(BasicBlock::Create(c, "entry", f));
+  SmallVector<Value *, 8> syms;
+  for (unsigned i = 0; i < entry.symbols.size(); ++i)
+    syms.push_back(
+        b.CreateLoad(i64, b.CreateConstInBoundsGEP1_32(i64, symsPtr, i), entry.symbols[i]));
+  StructType *et = me.execType();
+  Value *weights = b.CreateLoad(ptr, b.CreateStructGEP(et, exec, 0), "weights");
+  Value *state = b.CreateLoad(ptr, b.CreateStructGEP(et, exec, 1), "state");
+  Value *arena = b.CreateLoad(ptr, b.CreateStructGEP(et, exec, 2), "arena");
+  ArrayType *ct = closureType(c, entry);
+  Value *closure = b.CreateAlloca(ct, nullptr, "closure");
+  b.CreateStore(symsPtr, b.CreateConstInBoundsGEP2_32(ct, closure, 0, 0));
+  SmallVector<Value *, 16> buffers;
+  for (unsigned i = 0; i < entry.buffers.size(); ++i) {
+    const kir::Buffer &buf = entry.buffers[i];
+    Value *p = nullptr;
+    switch (buf.kind) {
+    case kir::Buffer::Kind::Input:
+      p = b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_32(ptr, inputs, buf.index));
+      break;
+    case kir::Buffer::Kind::Output:
+      p = b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_32(ptr, outputs, buf.index));
+      break;
+    case kir::Buffer::Kind::Weight:
+      p = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), weights, program.weights[buf.index].offset);
+      break;
+    case kir::Buffer::Kind::State:
+      p = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), state,
+                                       program.weights[buf.index].offset - program.stateOffset);
+      break;
+    case kir::Buffer::Kind::Arena:
+      p = b.CreateInBoundsGEP(b.getInt8Ty(), arena, emitSym(b, buf.arenaOffset, symIndex, syms));
+      break;
+    }
+    p->setName("buf" + Twine(i));
+    buffers.push_back(p);
+    b.CreateStore(p, b.CreateConstInBoundsGEP2_32(ct, closure, 0, i + 1));
+  }
+  for (const kir::Step &step : entry.steps) {
+    if (const auto *k = std::get_if<kir::LoopKernel>(&step))
+      emitLoopKernel(me, entry, *k, symIndex, b, exec, closure, syms);
+    else
+      emitGemm(me, entry, std::get<kir::GemmCall>(step), symIndex, b, exec, closure, syms, buffers);
+  }
+  b.CreateRet(b.getInt32(0));
+}
+
+static void emitShapes(ModuleEmitter &me, unsigned index, const kir::EntryKernels &entry,
+                       const StringMap<unsigned> &symIndex) {
+  LLVMContext &c = me.ctx();
+  Type *ptr = PointerType::getUnqual(c);
+  Type *i64 = Type::getInt64Ty(c);
+  FunctionType *ft = FunctionType::get(Type::getInt32Ty(c), {ptr, ptr}, false);
+  Function *f = me.createFunction(ft, "aotc_e" + Twine(index) + "_shapes", /*external=*/true);
+  Builder b(BasicBlock::Create(c, "entry", f));
+  SmallVector<Value *, 8> syms;
+  for (unsigned i = 0; i < entry.symbols.size(); ++i)
+    syms.push_back(
+        b.CreateLoad(i64, b.CreateConstInBoundsGEP1_32(i64, f->getArg(0), i), entry.symbols[i]));
+  unsigned slot = 0;
+  auto put = [&](const SymExpr &e) {
+    b.CreateStore(emitSym(b, e, symIndex, syms),
+                  b.CreateConstInBoundsGEP1_32(i64, f->getArg(1), slot++));
+  };
+  for (const kir::TensorSig &t : entry.inputs)
+    for (const SymExpr &d : t.shape)
+      put(d);
+  for (const kir::TensorSig &t : entry.outputs)
+    for (const SymExpr &d : t.shape)
+      put(d);
+  put(entry.arenaBytes);
+  for (unsigned k = 0; k < entry.guards.size(); ++k) {
+    const Guard &g = entry.guards[k];
+    Value *l = emitSym(b, g.lhs, symIndex, syms), *r = emitSym(b, g.rhs, symIndex, syms);
+    Value *holds = nullptr;
+    switch (g.kind) {
+    case GuardKind::EQ:
+      holds = b.CreateICmpEQ(l, r);
+      break;
+    case GuardKind::NE:
+      holds = b.CreateICmpNE(l, r);
+      break;
+    case GuardKind::LE:
+      holds = b.CreateICmpSLE(l, r);
+      break;
+    case GuardKind::LT:
+      holds = b.CreateICmpSLT(l, r);
+      break;
+    }
+    BasicBlock *fail = BasicBlock::Create(c, "guard.fail", f);
+    BasicBlock *next = BasicBlock::Create(c, "guard.ok", f);
+    b.CreateCondBr(holds, next, fail);
+    b.SetInsertPoint(fail);
+    b.CreateRet(b.getInt32(k + 1));
+    b.SetInsertPoint(next);
+  }
+  b.CreateRet(b.getInt32(0));
+}
+
+Error emitProgram(const kir::Program &program, Variant v, bool withShapes, TargetMachine &tm,
+                  Module &module) {
+  module.setDataLayout(tm.createDataLayout());
+  module.setTargetTriple(tm.getTargetTriple().str());
+  ModuleEmitter me(module, v, tm);
+  for (unsigned i = 0; i < program.entries.size(); ++i) {
+    const kir::EntryKernels &entry = program.entries[i];
+    if (Error err = checkEntry(program, entry))
+      return err;
+    StringMap<unsigned> symIndex;
+    for (unsigned s = 0; s < entry.symbols.size(); ++s)
+      symIndex[entry.symbols[s]] = s;
+    emitRun(me, program, i, entry, symIndex);
+    if (withShapes)
+      emitShapes(me, i, entry, symIndex);
+  }
+  std::string msg;
+  raw_string_ostream os(msg);
+  if (verifyModule(module, &os))
+    return createStringError("aotc generated invalid LLVM IR for " + program.name + ": " + msg);
+  return Error::success();
+}
+
+} // namespace aotc::cpu

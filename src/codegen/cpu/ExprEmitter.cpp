@@ -1,0 +1,276 @@
+// Kernel expressions -> LLVM values at one loop point: loads, casts, and every unary and binary
+// op with torch's semantics (Python floor division and modulo, NaN-propagating min/max).
+#include "codegen/cpu/Emitter.h"
+
+#include "llvm/IR/Intrinsics.h"
+
+namespace aotc::cpu {
+
+using namespace llvm;
+
+static DType typeOf(const kir::EntryKernels &entry, kir::ExprId id) { return entry.expr(id).type; }
+
+Value *ExprEmitter::emit(kir::ExprId id) {
+  auto it = Cache.find(id);
+  if (it != Cache.end())
+    return it->second;
+  Value *v = emitUncached(Entry.expr(id));
+  Cache[id] = v;
+  return v;
+}
+
+Value *ExprEmitter::emitUncached(const kir::Expr &e) {
+  LLVMContext &c = B.getContext();
+  Type *vt = valueType(c, e.type);
+  auto operand = [&](unsigned i, DType as) {
+    kir::ExprId id = e.operands[i];
+    return convert(B, emit(id), typeOf(Entry, id), as);
+  };
+  switch (e.kind) {
+  case kir::ExprKind::Const:
+    if (isFloating(e.type))
+      return convert(B, ConstantFP::get(valueType(c, DType::F64), e.fval), DType::F64, e.type);
+    return ConstantInt::get(vt, e.ival, /*IsSigned=*/true);
+  case kir::ExprKind::LoopVar:
+    assert(e.index < loopVars.size() && loopVars[e.index] && "loop variable out of scope");
+    return convert(B, loopVars[e.index], DType::I64, e.type);
+  case kir::ExprKind::Dim:
+    return convert(B, sym(e.sym), DType::I64, e.type);
+  case kir::ExprKind::Load: {
+    const kir::Buffer &buf = Entry.buffers[e.index];
+    Value *off = operand(0, DType::I64);
+    return convert(B, loadElement(B, Buffers[e.index], off, buf.dtype), buf.dtype, e.type);
+  }
+  case kir::ExprKind::Unary: {
+    // Logical ops and float functions of integers compute in the result type.
+    DType in = typeOf(Entry, e.operands[0]);
+    DType t = isFloating(e.type) || e.unary == kir::UnaryOp::Not ? e.type : in;
+    return convert(B, unary(e.unary, operand(0, t), t), t, e.type);
+  }
+  case kir::ExprKind::Binary: {
+    DType l = typeOf(Entry, e.operands[0]), r = typeOf(Entry, e.operands[1]);
+    DType t = e.type;
+    switch (e.binary) {
+    case kir::BinaryOp::Eq:
+    case kir::BinaryOp::Ne:
+    case kir::BinaryOp::Lt:
+    case kir::BinaryOp::Le:
+    case kir::BinaryOp::Gt:
+    case kir::BinaryOp::Ge:
+      t = l == r ? l : promoteTypes(l, r);
+      break;
+    case kir::BinaryOp::And:
+    case kir::BinaryOp::Or:
+      t = DType::Bool;
+      break;
+    default:
+      break;
+    }
+    Value *v = binary(e.binary, operand(0, t), operand(1, t), t);
+    DType produced = v->getType()->isIntegerTy(1) ? DType::Bool : t;
+    return convert(B, v, produced, e.type);
+  }
+  case kir::ExprKind::Select:
+    return B.CreateSelect(operand(0, DType::Bool), operand(1, e.type), operand(2, e.type));
+  case kir::ExprKind::Cast:
+    return operand(0, e.type);
+  case kir::ExprKind::ReduceValue:
+    assert(e.index < reduceValues.size() && reduceValues[e.index] && "reduction not computed");
+    return convert(B, reduceValues[e.index], reduceTypes[e.index], e.type);
+  case kir::ExprKind::Acc:
+    assert(acc && "Acc outside a GEMM epilogue");
+    return convert(B, acc, DType::F32, e.type);
+  }
+  llvm_unreachable("unknown expression kind");
+}
+
+static bool isUnsignedType(DType t) { return t == DType::U8 || t == DType::Bool; }
+
+Value *ExprEmitter::unary(kir::UnaryOp op, Value *x, DType t) {
+  Type *ty = x->getType();
+  bool f32 = ty->isFloatTy();
+  auto intrinsic = [&](Intrinsic::ID id) { return B.CreateUnaryIntrinsic(id, x); };
+  auto call = [&](StringRef f32Name, StringRef f64Name) -> Value * {
+    return B.CreateCall(ME.libm(f32 ? f32Name : f64Name, ty), {x});
+  };
+  if (!isFloating(t)) {
+    switch (op) {
+    case kir::UnaryOp::Neg:
+      return B.CreateNeg(x);
+    case kir::UnaryOp::Abs:
+      return isUnsignedType(t) ? x : B.CreateBinaryIntrinsic(Intrinsic::abs, x, B.getFalse());
+    case kir::UnaryOp::Not:
+      return B.CreateNot(x);
+    case kir::UnaryOp::Floor:
+    case kir::UnaryOp::Ceil:
+    case kir::UnaryOp::Round:
+      return x;
+    default:
+      // A float function of an integer: compute in f32.
+      return convert(B, unary(op, convert(B, x, t, DType::F32), DType::F32), DType::F32, t);
+    }
+  }
+  switch (op) {
+  case kir::UnaryOp::Neg:
+    return B.CreateFNeg(x);
+  case kir::UnaryOp::Abs:
+    return intrinsic(Intrinsic::fabs);
+  case kir::UnaryOp::Exp:
+    return f32 ? emitExpF32(B, x) : intrinsic(Intrinsic::exp);
+  case kir::UnaryOp::Log:
+    return f32 ? emitLogF32(B, x) : intrinsic(Intrinsic::log);
+  case kir::UnaryOp::Log1p:
+    return call("log1pf", "log1p");
+  case kir::UnaryOp::Sqrt:
+    return intrinsic(Intrinsic::sqrt);
+  case kir::UnaryOp::Rsqrt:
+    return B.CreateFDiv(ConstantFP::get(ty, 1.0), intrinsic(Intrinsic::sqrt));
+  case kir::UnaryOp::Reciprocal:
+    return B.CreateFDiv(ConstantFP::get(ty, 1.0), x);
+  case kir::UnaryOp::Sin:
+    return call("sinf", "sin");
+  case kir::UnaryOp::Cos:
+    return call("cosf", "cos");
+  case kir::UnaryOp::Tanh:
+    return f32 ? emitTanhF32(B, x) : call("tanhf", "tanh");
+  case kir::UnaryOp::Erf:
+    return f32 ? emitErfF32(B, x) : call("erff", "erf");
+  case kir::UnaryOp::Sigmoid:
+    if (f32)
+      return emitSigmoidF32(B, x);
+    return B.CreateFDiv(ConstantFP::get(ty, 1.0),
+                        B.CreateFAdd(ConstantFP::get(ty, 1.0),
+                                     B.CreateUnaryIntrinsic(Intrinsic::exp, B.CreateFNeg(x))));
+  case kir::UnaryOp::Floor:
+    return intrinsic(Intrinsic::floor);
+  case kir::UnaryOp::Ceil:
+    return intrinsic(Intrinsic::ceil);
+  case kir::UnaryOp::Round:
+    return intrinsic(Intrinsic::roundeven);
+  case kir::UnaryOp::Not:
+    return B.CreateFCmpOEQ(x, ConstantFP::get(ty, 0.0));
+  }
+  llvm_unreachable("unknown unary op");
+}
+
+Value *ExprEmitter::binary(kir::BinaryOp op, Value *x, Value *y, DType t) {
+  Type *ty = x->getType();
+  if (isFloating(t)) {
+    switch (op) {
+    case kir::BinaryOp::Add:
+      return B.CreateFAdd(x, y);
+    case kir::BinaryOp::Sub:
+      return B.CreateFSub(x, y);
+    case kir::BinaryOp::Mul:
+      return B.CreateFMul(x, y);
+    case kir::BinaryOp::Div:
+      return B.CreateFDiv(x, y);
+    case kir::BinaryOp::FloorDiv:
+      return B.CreateUnaryIntrinsic(Intrinsic::floor, B.CreateFDiv(x, y));
+    case kir::BinaryOp::Mod: {
+      // fmod, then Python's sign rule: a nonzero remainder takes the divisor's sign, and a zero
+      // one the divisor's sign too.
+      Value *r = B.CreateFRem(x, y);
+      Value *zero = ConstantFP::get(ty, 0.0);
+      Value *differ = B.CreateXor(B.CreateFCmpOLT(r, zero), B.CreateFCmpOLT(y, zero));
+      Value *fix = B.CreateAnd(B.CreateFCmpONE(r, zero), differ);
+      r = B.CreateSelect(fix, B.CreateFAdd(r, y), r);
+      Value *signedZero = B.CreateBinaryIntrinsic(Intrinsic::copysign, zero, y);
+      return B.CreateSelect(B.CreateFCmpOEQ(r, zero), signedZero, r);
+    }
+    case kir::BinaryOp::Pow:
+      if (auto *cy = dyn_cast<ConstantFP>(y)) {
+        if (cy->isExactlyValue(1.0))
+          return x;
+        if (cy->isExactlyValue(2.0))
+          return B.CreateFMul(x, x);
+        if (cy->isExactlyValue(3.0))
+          return B.CreateFMul(B.CreateFMul(x, x), x);
+      }
+      return B.CreateCall(ME.libm(ty->isFloatTy() ? "powf" : "pow", ty, 2), {x, y});
+    case kir::BinaryOp::Min:
+      return B.CreateBinaryIntrinsic(Intrinsic::minimum, x, y);
+    case kir::BinaryOp::Max:
+      return B.CreateBinaryIntrinsic(Intrinsic::maximum, x, y);
+    case kir::BinaryOp::Eq:
+      return B.CreateFCmpOEQ(x, y);
+    case kir::BinaryOp::Ne:
+      return B.CreateFCmpUNE(x, y);
+    case kir::BinaryOp::Lt:
+      return B.CreateFCmpOLT(x, y);
+    case kir::BinaryOp::Le:
+      return B.CreateFCmpOLE(x, y);
+    case kir::BinaryOp::Gt:
+      return B.CreateFCmpOGT(x, y);
+    case kir::BinaryOp::Ge:
+      return B.CreateFCmpOGE(x, y);
+    case kir::BinaryOp::And:
+    case kir::BinaryOp::Or:
+      break;
+    }
+    llvm_unreachable("logical op on floats");
+  }
+  bool u = isUnsignedType(t);
+  switch (op) {
+  case kir::BinaryOp::Add:
+    return B.CreateAdd(x, y);
+  case kir::BinaryOp::Sub:
+    return B.CreateSub(x, y);
+  case kir::BinaryOp::Mul:
+    return B.CreateMul(x, y);
+  case kir::BinaryOp::Div: {
+    // Truncating division; a zero divisor gives 0 rather than a trap.
+    Value *zero = ConstantInt::get(ty, 0);
+    Value *isZero = B.CreateICmpEQ(y, zero);
+    Value *d = B.CreateSelect(isZero, ConstantInt::get(ty, 1), y);
+    return B.CreateSelect(isZero, zero, u ? B.CreateUDiv(x, d) : B.CreateSDiv(x, d));
+  }
+  case kir::BinaryOp::FloorDiv:
+    if (u) {
+      Value *zero = ConstantInt::get(ty, 0);
+      Value *isZero = B.CreateICmpEQ(y, zero);
+      Value *d = B.CreateSelect(isZero, ConstantInt::get(ty, 1), y);
+      return B.CreateSelect(isZero, zero, B.CreateUDiv(x, d));
+    }
+    return emitFloorDivI(B, x, y);
+  case kir::BinaryOp::Mod:
+    if (u) {
+      Value *zero = ConstantInt::get(ty, 0);
+      Value *isZero = B.CreateICmpEQ(y, zero);
+      Value *d = B.CreateSelect(isZero, ConstantInt::get(ty, 1), y);
+      return B.CreateSelect(isZero, zero, B.CreateURem(x, d));
+    }
+    return emitModI(B, x, y);
+  case kir::BinaryOp::Pow: {
+    // Exact for results below 2^53, which is all an integer pow can hold without overflow.
+    Type *f64 = B.getDoubleTy();
+    Value *fx = u ? B.CreateUIToFP(x, f64) : B.CreateSIToFP(x, f64);
+    Value *fy = u ? B.CreateUIToFP(y, f64) : B.CreateSIToFP(y, f64);
+    Value *p = B.CreateCall(ME.libm("pow", f64, 2), {fx, fy});
+    return B.CreateTrunc(B.CreateFPToSI(p, B.getInt64Ty()), ty);
+  }
+  case kir::BinaryOp::Min:
+    return B.CreateBinaryIntrinsic(u ? Intrinsic::umin : Intrinsic::smin, x, y);
+  case kir::BinaryOp::Max:
+    return B.CreateBinaryIntrinsic(u ? Intrinsic::umax : Intrinsic::smax, x, y);
+  case kir::BinaryOp::Eq:
+    return B.CreateICmpEQ(x, y);
+  case kir::BinaryOp::Ne:
+    return B.CreateICmpNE(x, y);
+  case kir::BinaryOp::Lt:
+    return u ? B.CreateICmpULT(x, y) : B.CreateICmpSLT(x, y);
+  case kir::BinaryOp::Le:
+    return u ? B.CreateICmpULE(x, y) : B.CreateICmpSLE(x, y);
+  case kir::BinaryOp::Gt:
+    return u ? B.CreateICmpUGT(x, y) : B.CreateICmpSGT(x, y);
+  case kir::BinaryOp::Ge:
+    return u ? B.CreateICmpUGE(x, y) : B.CreateICmpSGE(x, y);
+  case kir::BinaryOp::And:
+    return B.CreateAnd(x, y);
+  case kir::BinaryOp::Or:
+    return B.CreateOr(x, y);
+  }
+  llvm_unreachable("unknown binary op");
+}
+
+} // namespace aotc::cpu

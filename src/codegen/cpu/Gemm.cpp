@@ -1,0 +1,564 @@
+// f32 GEMM library kernels: a BLIS-style blocked GEMM (B packed into NR-column panels per KC x NC
+// block, A packed into MR-row micro-panels, an MR x NR register tile of LLVM vectors updated with
+// llvm.fma) and a GEMV-like path for m <= 8 that streams B without packing. Both apply the
+// epilogue after the full k sum. Pack buffers live on the task's stack (gemmStackBytes), so no
+// allocation happens per call; tasks are (batch, m-chunk, n-block) triples run by parallel_for.
+#include "codegen/cpu/Emitter.h"
+
+#include "llvm/IR/Intrinsics.h"
+
+namespace aotc::cpu {
+
+using namespace llvm;
+
+GemmTiling gemmTiling(Variant v) {
+  // 12 x 32 on zmm: 24 accumulators, 2 B vectors and a broadcast fill the 32 registers; a KC x NC
+  // B block (256 KiB) stays in L2 while A micro-panels (12 KiB) stay in L1.
+  if (v == Variant::X86_64_V4)
+    return {16, 12, 2, 256, 256};
+  return {8, 6, 2, 256, 256};
+}
+
+static constexpr int64_t SmallM = 8, SmallNChunk = 256;
+
+uint64_t gemmStackBytes(Variant v) {
+  GemmTiling t = gemmTiling(v);
+  uint64_t blocked =
+      4ull * (uint64_t(t.kc) * t.paddedNc() + uint64_t(t.mr) * t.kc + t.mr * t.nr()) + 256;
+  uint64_t small = 4ull * SmallM * SmallNChunk + 64;
+  return std::max(blocked, small);
+}
+
+namespace {
+
+// The GEMM's sizes and operand addressing, as values inside one function.
+struct GemmValues {
+  Value *batch, *m, *n, *k;
+  Value *aOff, *aBs, *aRs, *aCs, *bOff, *bBs, *bRs, *bCs;
+  Value *a, *b, *out;
+};
+
+GemmValues gemmValues(Builder &b, const kir::GemmCall &g, const StringMap<unsigned> &symIndex,
+                      ArrayRef<Value *> syms, ArrayRef<Value *> buffers) {
+  auto s = [&](const SymExpr &e) { return emitSym(b, e, symIndex, syms); };
+  return {s(g.batch),
+          s(g.m),
+          s(g.n),
+          s(g.k),
+          s(g.a.offset),
+          s(g.a.batchStride),
+          s(g.a.rowStride),
+          s(g.a.colStride),
+          s(g.b.offset),
+          s(g.b.batchStride),
+          s(g.b.rowStride),
+          s(g.b.colStride),
+          buffers[g.a.buffer],
+          buffers[g.b.buffer],
+          buffers[g.out]};
+}
+
+Value *ptrA(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) {
+  Value *off = b.CreateAdd(v.aOff, b.CreateMul(bi, v.aBs));
+  off = b.CreateAdd(off, b.CreateAdd(b.CreateMul(row, v.aRs), b.CreateMul(col, v.aCs)));
+  return b.CreateInBoundsGEP(b.getFloatTy(), v.a, off);
+}
+Value *ptrB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) {
+  Value *off = b.CreateAdd(v.bOff, b.CreateMul(bi, v.bBs));
+  off = b.CreateAdd(off, b.CreateAdd(b.CreateMul(row, v.bRs), b.CreateMul(col, v.bCs)));
+  return b.CreateInBoundsGEP(b.getFloatTy(), v.b, off);
+}
+Value *outOffset(Builder &b, const GemmValues &v, Value *bi, Value *i, Value *j) {
+  return b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(bi, v.m), i), v.n), j);
+}
+
+Value *smin(Builder &b, Value *x, Value *y) {
+  return b.CreateBinaryIntrinsic(Intrinsic::smin, x, y);
+}
+
+// if (cond) then() else otherwise(); the builder ends after both.
+void emitIf(Builder &b, Value *cond, function_ref<void()> then, function_ref<void()> otherwise) {
+  Function *f = b.GetInsertBlock()->getParent();
+  LLVMContext &c = f->getContext();
+  BasicBlock *t = BasicBlock::Create(c, "then", f), *e = BasicBlock::Create(c, "else", f),
+             *j = BasicBlock::Create(c, "endif", f);
+  b.CreateCondBr(cond, t, e);
+  b.SetInsertPoint(t);
+  then();
+  b.CreateBr(j);
+  b.SetInsertPoint(e);
+  otherwise();
+  b.CreateBr(j);
+  b.SetInsertPoint(j);
+}
+
+// Stores out[bi, i, j] = epilogue(s), or s when there is no epilogue or `withEpilogue` is false.
+void storeOut(Builder &b, ExprEmitter &ex, const kir::GemmCall &g, const GemmValues &v, Value *bi,
+              Value *i, Value *j, Value *s, bool withEpilogue) {
+  Value *val = s;
+  if (withEpilogue && g.epilogue != kir::NoExpr) {
+    ex.clearCache();
+    ex.loopVars = {bi, i, j};
+    ex.acc = s;
+    val = ex.emit(g.epilogue);
+    val = convert(b, val, ex.exprType(g.epilogue), DType::F32);
+    ex.clearCache();
+  }
+  b.CreateStore(val, b.CreateInBoundsGEP(b.getFloatTy(), v.out, outOffset(b, v, bi, i, j)));
+}
+
+struct TaskSetup {
+  Function *fn;
+  SmallVector<Value *, 8> syms, buffers;
+  Value *begin, *end, *gclosure;
+};
+
+// GEMM task closure: { ptr entryClosure, i64 mChunk, i64 mChunks, i64 nBlocks }.
+StructType *gemmClosureType(LLVMContext &c) {
+  Type *i64 = Type::getInt64Ty(c);
+  return StructType::get(c, {PointerType::getUnqual(c), i64, i64, i64});
+}
+
+class GemmEmitter {
+public:
+  GemmEmitter(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::GemmCall &g,
+              const StringMap<unsigned> &symIndex)
+      : ME(me), Entry(entry), G(g), SymIndex(symIndex), T(gemmTiling(me.variant())) {}
+
+  Function *blockedTask();
+  Function *smallTask();
+
+private:
+  Function *startTask(const Twine &suffix, Builder &b, TaskSetup &ts);
+  void packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0, Value *n1,
+             Value *bp);
+  void packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
+             Value *kc, Value *ap);
+  void microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value *tile);
+
+  ModuleEmitter &ME;
+  const kir::EntryKernels &Entry;
+  const kir::GemmCall &G;
+  const StringMap<unsigned> &SymIndex;
+  GemmTiling T;
+};
+
+Function *GemmEmitter::startTask(const Twine &suffix, Builder &b, TaskSetup &ts) {
+  LLVMContext &c = ME.ctx();
+  ts.fn = ME.createFunction(ME.taskType(), ME.prefix() + G.name + suffix);
+  b.SetInsertPoint(BasicBlock::Create(c, "entry", ts.fn));
+  ts.gclosure = ts.fn->getArg(0);
+  Value *closure =
+      b.CreateLoad(b.getPtrTy(), b.CreateStructGEP(gemmClosureType(c), ts.gclosure, 0));
+  loadClosure(b, Entry, closure, ts.syms, ts.buffers);
+  ts.begin = ts.fn->getArg(1);
+  ts.end = ts.fn->getArg(2);
+  return ts.fn;
+}
+
+void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0,
+                        Value *n1, Value *bp) {
+  // Panel jp holds columns n0 + jp*NR ..; element (p, j) at bp[(jp*kc + p)*NR + j], zero-padded.
+  Value *nr = b.getInt64(T.nr());
+  Value *panels = b.CreateUDiv(b.CreateAdd(b.CreateSub(n1, n0), b.getInt64(T.nr() - 1)), nr);
+  Type *f32 = b.getFloatTy();
+  auto dst = [&](Value *jp, Value *p, Value *j) {
+    return b.CreateInBoundsGEP(
+        f32, bp, b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), nr), j));
+  };
+  emitLoop(
+      b, b.getInt64(0), panels,
+      [&](Value *jp) {
+        Value *col0 = b.CreateAdd(n0, b.CreateMul(jp, nr));
+        Value *jn = smin(b, nr, b.CreateSub(n1, col0));
+        // Contiguous reads either way: along n when B's columns are adjacent, else along k.
+        emitIf(
+            b, b.CreateICmpEQ(v.bCs, b.getInt64(1)),
+            [&] {
+              emitLoop(
+                  b, b.getInt64(0), kc,
+                  [&](Value *p) {
+                    emitLoop(
+                        b, b.getInt64(0), jn,
+                        [&](Value *j) {
+                          Value *x = b.CreateLoad(
+                              f32, ptrB(b, v, bi, b.CreateAdd(k0, p), b.CreateAdd(col0, j)));
+                          b.CreateStore(x, dst(jp, p, j));
+                        },
+                        "pbj");
+                  },
+                  "pbp");
+            },
+            [&] {
+              emitLoop(
+                  b, b.getInt64(0), jn,
+                  [&](Value *j) {
+                    emitLoop(
+                        b, b.getInt64(0), kc,
+                        [&](Value *p) {
+                          Value *x = b.CreateLoad(
+                              f32, ptrB(b, v, bi, b.CreateAdd(k0, p), b.CreateAdd(col0, j)));
+                          b.CreateStore(x, dst(jp, p, j));
+                        },
+                        "pbp");
+                  },
+                  "pbj");
+            });
+        emitLoop(
+            b, jn, nr,
+            [&](Value *j) {
+              emitLoop(
+                  b, b.getInt64(0), kc,
+                  [&](Value *p) { b.CreateStore(ConstantFP::get(f32, 0.0), dst(jp, p, j)); },
+                  "pzp");
+            },
+            "pzj");
+      },
+      "pb");
+}
+
+void GemmEmitter::packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff,
+                        Value *k0, Value *kc, Value *ap) {
+  // Element (i, p) at ap[p*MR + i], rows past mrEff zero.
+  Type *f32 = b.getFloatTy();
+  Value *mr = b.getInt64(T.mr);
+  emitLoop(
+      b, b.getInt64(0), mrEff,
+      [&](Value *i) {
+        emitLoop(
+            b, b.getInt64(0), kc,
+            [&](Value *p) {
+              Value *x = b.CreateLoad(f32, ptrA(b, v, bi, b.CreateAdd(i0, i), b.CreateAdd(k0, p)));
+              b.CreateStore(x, b.CreateInBoundsGEP(f32, ap, b.CreateAdd(b.CreateMul(p, mr), i)));
+            },
+            "pap");
+      },
+      "pai");
+  emitLoop(
+      b, mrEff, mr,
+      [&](Value *i) {
+        emitLoop(
+            b, b.getInt64(0), kc,
+            [&](Value *p) {
+              b.CreateStore(ConstantFP::get(f32, 0.0),
+                            b.CreateInBoundsGEP(f32, ap, b.CreateAdd(b.CreateMul(p, mr), i)));
+            },
+            "pzp");
+      },
+      "pzi");
+}
+
+void GemmEmitter::microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value *tile) {
+  LLVMContext &c = b.getContext();
+  Function *f = b.GetInsertBlock()->getParent();
+  Type *f32 = b.getFloatTy();
+  auto *vt = FixedVectorType::get(f32, T.vecWidth);
+  unsigned nacc = T.mr * T.nrVecs;
+  BasicBlock *pre = b.GetInsertBlock();
+  BasicBlock *loop = BasicBlock::Create(c, "uk.loop", f);
+  BasicBlock *exit = BasicBlock::Create(c, "uk.exit", f);
+  // kc >= 1 always: the loop is bottom-tested.
+  b.CreateBr(loop);
+  b.SetInsertPoint(loop);
+  PHINode *p = b.CreatePHI(b.getInt64Ty(), 2, "p");
+  p->addIncoming(b.getInt64(0), pre);
+  SmallVector<PHINode *, 32> accs;
+  for (unsigned i = 0; i < nacc; ++i) {
+    PHINode *phi = b.CreatePHI(vt, 2, "acc");
+    phi->addIncoming(ConstantAggregateZero::get(vt), pre);
+    accs.push_back(phi);
+  }
+  SmallVector<Value *, 4> bv;
+  Value *brow = b.CreateInBoundsGEP(f32, bp, b.CreateMul(p, b.getInt64(T.nr())));
+  for (unsigned j = 0; j < T.nrVecs; ++j)
+    bv.push_back(b.CreateAlignedLoad(vt, b.CreateConstInBoundsGEP1_32(f32, brow, j * T.vecWidth),
+                                     Align(4 * T.vecWidth)));
+  Value *arow = b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, b.getInt64(T.mr)));
+  SmallVector<Value *, 32> next(nacc);
+  for (unsigned i = 0; i < T.mr; ++i) {
+    Value *a = b.CreateLoad(f32, b.CreateConstInBoundsGEP1_32(f32, arow, i));
+    Value *splat = b.CreateVectorSplat(T.vecWidth, a);
+    for (unsigned j = 0; j < T.nrVecs; ++j) {
+      unsigned idx = i * T.nrVecs + j;
+      next[idx] = b.CreateIntrinsic(Intrinsic::fma, {vt}, {splat, bv[j], accs[idx]});
+    }
+  }
+  Value *pn = b.CreateAdd(p, b.getInt64(1), "p.next", true, true);
+  p->addIncoming(pn, loop);
+  for (unsigned i = 0; i < nacc; ++i)
+    accs[i]->addIncoming(next[i], loop);
+  b.CreateCondBr(b.CreateICmpSLT(pn, kc), loop, exit);
+  b.SetInsertPoint(exit);
+  for (unsigned i = 0; i < nacc; ++i)
+    b.CreateAlignedStore(next[i], b.CreateConstInBoundsGEP1_32(f32, tile, i * T.vecWidth),
+                         Align(4 * T.vecWidth));
+}
+
+Function *GemmEmitter::blockedTask() {
+  LLVMContext &c = ME.ctx();
+  Builder b(c);
+  TaskSetup ts;
+  Function *fn = startTask(".blocked", b, ts);
+  GemmValues v = gemmValues(b, G, SymIndex, ts.syms, ts.buffers);
+  StructType *gct = gemmClosureType(c);
+  Value *mChunk = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 1));
+  Value *mChunks = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 2));
+  Value *nBlocks = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 3));
+  Type *f32 = b.getFloatTy();
+  auto stackBuf = [&](unsigned n, const Twine &name) {
+    AllocaInst *a = entryAlloca(b, ArrayType::get(f32, n), name);
+    a->setAlignment(Align(64));
+    return a;
+  };
+  Value *bp = stackBuf(T.kc * T.paddedNc(), "bpack");
+  Value *ap = stackBuf(T.mr * T.kc, "apack");
+  Value *tile = stackBuf(T.mr * T.nr(), "tile");
+  ExprEmitter ex(ME, b, Entry, SymIndex, ts.syms, ts.buffers);
+  Value *nr = b.getInt64(T.nr()), *mr = b.getInt64(T.mr), *kcMax = b.getInt64(T.kc);
+  emitLoop(
+      b, ts.begin, ts.end,
+      [&](Value *t) {
+        Value *nb = b.CreateURem(t, nBlocks);
+        Value *rest = b.CreateUDiv(t, nBlocks);
+        Value *mc = b.CreateURem(rest, mChunks);
+        Value *bi = b.CreateUDiv(rest, mChunks);
+        Value *m0 = b.CreateMul(mc, mChunk);
+        Value *m1 = smin(b, v.m, b.CreateAdd(m0, mChunk));
+        Value *n0 = b.CreateMul(nb, b.getInt64(T.nc));
+        Value *n1 = smin(b, v.n, b.CreateAdd(n0, b.getInt64(T.nc)));
+        Value *kBlocks = b.CreateUDiv(b.CreateAdd(v.k, b.getInt64(T.kc - 1)), kcMax);
+        emitLoop(
+            b, b.getInt64(0), kBlocks,
+            [&](Value *kb) {
+              Value *k0 = b.CreateMul(kb, kcMax);
+              Value *kc = smin(b, kcMax, b.CreateSub(v.k, k0));
+              Value *first = b.CreateICmpEQ(kb, b.getInt64(0));
+              Value *last = b.CreateICmpEQ(b.CreateAdd(kb, b.getInt64(1)), kBlocks);
+              packB(b, v, bi, k0, kc, n0, n1, bp);
+              Value *rowPanels =
+                  b.CreateUDiv(b.CreateAdd(b.CreateSub(m1, m0), b.getInt64(T.mr - 1)), mr);
+              Value *colPanels =
+                  b.CreateUDiv(b.CreateAdd(b.CreateSub(n1, n0), b.getInt64(T.nr() - 1)), nr);
+              emitLoop(
+                  b, b.getInt64(0), rowPanels,
+                  [&](Value *ip) {
+                    Value *i0 = b.CreateAdd(m0, b.CreateMul(ip, mr));
+                    Value *mrEff = smin(b, mr, b.CreateSub(m1, i0));
+                    packA(b, v, bi, i0, mrEff, k0, kc, ap);
+                    emitLoop(
+                        b, b.getInt64(0), colPanels,
+                        [&](Value *jp) {
+                          Value *col0 = b.CreateAdd(n0, b.CreateMul(jp, nr));
+                          Value *nrEff = smin(b, nr, b.CreateSub(n1, col0));
+                          Value *panel =
+                              b.CreateInBoundsGEP(f32, bp, b.CreateMul(b.CreateMul(jp, kc), nr));
+                          microKernel(b, ap, panel, kc, tile);
+                          auto writeBack = [&](bool withEpilogue) {
+                            emitLoop(
+                                b, b.getInt64(0), mrEff,
+                                [&](Value *i) {
+                                  emitLoop(
+                                      b, b.getInt64(0), nrEff,
+                                      [&](Value *j) {
+                                        Value *s = b.CreateLoad(
+                                            f32,
+                                            b.CreateInBoundsGEP(
+                                                f32, tile, b.CreateAdd(b.CreateMul(i, nr), j)));
+                                        Value *row = b.CreateAdd(i0, i),
+                                              *col = b.CreateAdd(col0, j);
+                                        Value *prev = b.CreateLoad(
+                                            f32, b.CreateInBoundsGEP(
+                                                     f32, v.out, outOffset(b, v, bi, row, col)));
+                                        s = b.CreateSelect(first, s, b.CreateFAdd(prev, s));
+                                        storeOut(b, ex, G, v, bi, row, col, s, withEpilogue);
+                                      },
+                                      "wj");
+                                },
+                                "wi");
+                          };
+                          emitIf(
+                              b, last, [&] { writeBack(true); }, [&] { writeBack(false); });
+                        },
+                        "jp");
+                  },
+                  "ip");
+            },
+            "kb");
+      },
+      "task");
+  b.CreateRetVoid();
+  return fn;
+}
+
+Function *GemmEmitter::smallTask() {
+  LLVMContext &c = ME.ctx();
+  Builder b(c);
+  TaskSetup ts;
+  Function *fn = startTask(".small", b, ts);
+  GemmValues v = gemmValues(b, G, SymIndex, ts.syms, ts.buffers);
+  Type *f32 = b.getFloatTy();
+  AllocaInst *accBuf = entryAlloca(b, ArrayType::get(f32, SmallM * SmallNChunk), "acc");
+  accBuf->setAlignment(Align(64));
+  ExprEmitter ex(ME, b, Entry, SymIndex, ts.syms, ts.buffers);
+  Value *chunk = b.getInt64(SmallNChunk);
+  Value *nChunks = b.CreateUDiv(b.CreateAdd(v.n, b.getInt64(SmallNChunk - 1)), chunk);
+  emitLoop(
+      b, ts.begin, ts.end,
+      [&](Value *t) {
+        Value *bi = b.CreateUDiv(t, nChunks);
+        Value *n0 = b.CreateMul(b.CreateURem(t, nChunks), chunk);
+        Value *jn = smin(b, chunk, b.CreateSub(v.n, n0));
+        // B's k runs contiguously (nn.Linear's transposed weight): dot products along k.
+        // An empty k sum takes this path too, for any m.
+        Value *dotForm =
+            b.CreateAnd(b.CreateICmpEQ(v.bRs, b.getInt64(1)), b.CreateICmpNE(v.bCs, b.getInt64(1)));
+        emitIf(
+            b, b.CreateOr(dotForm, b.CreateICmpSLE(v.k, b.getInt64(0))),
+            [&] {
+              emitLoop(
+                  b, b.getInt64(0), jn,
+                  [&](Value *j) {
+                    Value *col = b.CreateAdd(n0, j);
+                    emitLoop(
+                        b, b.getInt64(0), v.m,
+                        [&](Value *i) {
+                          AllocaInst *s = entryAlloca(b, f32, "dot");
+                          b.CreateStore(ConstantFP::get(f32, 0.0), s);
+                          emitLoop(
+                              b, b.getInt64(0), v.k,
+                              [&](Value *kk) {
+                                Value *x = b.CreateLoad(f32, ptrA(b, v, bi, i, kk));
+                                Value *y = b.CreateLoad(f32, ptrB(b, v, bi, kk, col));
+                                b.CreateStore(
+                                    reassocAdd(b, b.CreateLoad(f32, s), reassocMul(b, x, y)), s);
+                              },
+                              "kk");
+                          storeOut(b, ex, G, v, bi, i, col, b.CreateLoad(f32, s), true);
+                        },
+                        "i");
+                  },
+                  "j");
+            },
+            [&] {
+              // Otherwise rank-1 updates of an m x chunk accumulator, streaming rows of B.
+              emitLoop(
+                  b, b.getInt64(0), v.m,
+                  [&](Value *i) {
+                    emitLoop(
+                        b, b.getInt64(0), jn,
+                        [&](Value *j) {
+                          b.CreateStore(ConstantFP::get(f32, 0.0),
+                                        b.CreateInBoundsGEP(f32, accBuf,
+                                                            b.CreateAdd(b.CreateMul(i, chunk), j)));
+                        },
+                        "zj");
+                  },
+                  "zi");
+              emitLoop(
+                  b, b.getInt64(0), v.k,
+                  [&](Value *kk) {
+                    emitLoop(
+                        b, b.getInt64(0), v.m,
+                        [&](Value *i) {
+                          Value *a = b.CreateLoad(f32, ptrA(b, v, bi, i, kk));
+                          emitLoop(
+                              b, b.getInt64(0), jn,
+                              [&](Value *j) {
+                                Value *y =
+                                    b.CreateLoad(f32, ptrB(b, v, bi, kk, b.CreateAdd(n0, j)));
+                                Value *dst = b.CreateInBoundsGEP(
+                                    f32, accBuf, b.CreateAdd(b.CreateMul(i, chunk), j));
+                                Value *acc = b.CreateLoad(f32, dst);
+                                b.CreateStore(b.CreateIntrinsic(Intrinsic::fma, {f32}, {a, y, acc}),
+                                              dst);
+                              },
+                              "j");
+                        },
+                        "i");
+                  },
+                  "kk");
+              emitLoop(
+                  b, b.getInt64(0), v.m,
+                  [&](Value *i) {
+                    emitLoop(
+                        b, b.getInt64(0), jn,
+                        [&](Value *j) {
+                          Value *s = b.CreateLoad(
+                              f32, b.CreateInBoundsGEP(f32, accBuf,
+                                                       b.CreateAdd(b.CreateMul(i, chunk), j)));
+                          storeOut(b, ex, G, v, bi, i, b.CreateAdd(n0, j), s, true);
+                        },
+                        "wj");
+                  },
+                  "wi");
+            });
+      },
+      "task");
+  b.CreateRetVoid();
+  return fn;
+}
+
+} // namespace
+
+void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::GemmCall &g,
+              const StringMap<unsigned> &symIndex, Builder &run, Value *exec, Value *closure,
+              ArrayRef<Value *> syms, ArrayRef<Value *> buffers) {
+  LLVMContext &c = me.ctx();
+  GemmEmitter ge(me, entry, g, symIndex);
+  GemmTiling t = gemmTiling(me.variant());
+  Function *blocked = ge.blockedTask();
+  Function *small = ge.smallTask();
+
+  Builder &b = run;
+  GemmValues v = gemmValues(b, g, symIndex, syms, buffers);
+  StructType *gct = gemmClosureType(c);
+  Value *gclosure = entryAlloca(b, gct, "gemm.closure");
+  b.CreateStore(closure, b.CreateStructGEP(gct, gclosure, 0));
+  Value *empty = b.CreateOr(
+      b.CreateICmpSLE(v.m, b.getInt64(0)),
+      b.CreateOr(b.CreateICmpSLE(v.n, b.getInt64(0)), b.CreateICmpSLE(v.batch, b.getInt64(0))));
+  Value *kZero = b.CreateICmpSLE(v.k, b.getInt64(0));
+  // An empty k sum is 0 (then the epilogue): the small path's dot form handles it for any m.
+  Value *useSmall = b.CreateOr(b.CreateICmpSLE(v.m, b.getInt64(SmallM)), kZero);
+  Function *f = b.GetInsertBlock()->getParent();
+  BasicBlock *doneBB = BasicBlock::Create(c, "gemm.done", f);
+  BasicBlock *work = BasicBlock::Create(c, "gemm.work", f);
+  b.CreateCondBr(empty, doneBB, work);
+  b.SetInsertPoint(work);
+  emitIf(
+      b, useSmall,
+      [&] {
+        Value *nChunks =
+            b.CreateUDiv(b.CreateAdd(v.n, b.getInt64(SmallNChunk - 1)), b.getInt64(SmallNChunk));
+        Value *total = b.CreateMul(v.batch, nChunks);
+        Value *per = b.CreateMul(b.CreateMul(v.m, b.getInt64(SmallNChunk)),
+                                 b.CreateBinaryIntrinsic(Intrinsic::smax, v.k, b.getInt64(1)));
+        emitDispatch(me, b, exec, small, gclosure, total, per);
+      },
+      [&] {
+        Value *nBlocks = b.CreateUDiv(b.CreateAdd(v.n, b.getInt64(t.nc - 1)), b.getInt64(t.nc));
+        Value *threads =
+            b.CreateSExt(b.CreateLoad(b.getInt32Ty(), b.CreateStructGEP(me.execType(), exec, 5)),
+                         b.getInt64Ty());
+        threads = b.CreateBinaryIntrinsic(Intrinsic::smax, threads, b.getInt64(1));
+        // Split m only as far as needed to give every thread a task: each m-chunk packs B again.
+        Value *have = b.CreateMul(v.batch, nBlocks);
+        Value *want = b.CreateUDiv(b.CreateAdd(threads, b.CreateSub(have, b.getInt64(1))), have);
+        Value *rowPanels = b.CreateUDiv(b.CreateAdd(v.m, b.getInt64(t.mr - 1)), b.getInt64(t.mr));
+        Value *mChunks = b.CreateBinaryIntrinsic(Intrinsic::smin, want, rowPanels);
+        Value *panelsPerChunk =
+            b.CreateUDiv(b.CreateAdd(rowPanels, b.CreateSub(mChunks, b.getInt64(1))), mChunks);
+        Value *mChunk = b.CreateMul(panelsPerChunk, b.getInt64(t.mr));
+        mChunks = b.CreateUDiv(b.CreateAdd(v.m, b.CreateSub(mChunk, b.getInt64(1))), mChunk);
+        b.CreateStore(mChunk, b.CreateStructGEP(gct, gclosure, 1));
+        b.CreateStore(mChunks, b.CreateStructGEP(gct, gclosure, 2));
+        b.CreateStore(nBlocks, b.CreateStructGEP(gct, gclosure, 3));
+        Value *total = b.CreateMul(have, mChunks);
+        Value *per = b.CreateMul(b.CreateMul(mChunk, b.getInt64(t.nc)), v.k);
+        emitDispatch(me, b, exec, blocked, gclosure, total, per);
+      });
+  b.CreateBr(doneBB);
+  b.SetInsertPoint(doneBB);
+}
+
+} // namespace aotc::cpu

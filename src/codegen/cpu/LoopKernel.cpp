@@ -1,0 +1,321 @@
+// Loop kernels: a task function over a range of the flattened parallel outer loops, the nest of
+// remaining loops, and per outer point the reduce and store stages in order.
+#include "codegen/cpu/Emitter.h"
+
+#include "llvm/IR/Intrinsics.h"
+
+#include <limits>
+
+namespace aotc::cpu {
+
+using namespace llvm;
+
+namespace {
+
+void collectLoads(const kir::EntryKernels &entry, kir::ExprId id, std::set<unsigned> &out,
+                  std::set<kir::ExprId> &seen) {
+  if (id == kir::NoExpr || !seen.insert(id).second)
+    return;
+  const kir::Expr &e = entry.expr(id);
+  if (e.kind == kir::ExprKind::Load)
+    out.insert(e.index);
+  for (kir::ExprId op : e.operands)
+    collectLoads(entry, op, out, seen);
+}
+
+Value *identity(Builder &b, kir::ReduceOp op, DType t) {
+  Type *ty = valueType(b.getContext(), t);
+  bool isMax = op == kir::ReduceOp::Max || op == kir::ReduceOp::ArgMax;
+  switch (op) {
+  case kir::ReduceOp::Sum:
+    return isFloating(t) ? ConstantFP::get(ty, 0.0) : ConstantInt::get(ty, 0);
+  case kir::ReduceOp::Prod:
+    return isFloating(t) ? ConstantFP::get(ty, 1.0) : ConstantInt::get(ty, 1);
+  default:
+    if (isFloating(t))
+      return ConstantFP::get(ty, isMax ? -std::numeric_limits<double>::infinity()
+                                       : std::numeric_limits<double>::infinity());
+    if (t == DType::U8 || t == DType::Bool)
+      return isMax ? ConstantInt::get(ty, 0) : ConstantInt::getAllOnesValue(ty);
+    unsigned bits = ty->getIntegerBitWidth();
+    return ConstantInt::get(ty, isMax ? APInt::getSignedMinValue(bits)
+                                      : APInt::getSignedMaxValue(bits));
+  }
+}
+
+class KernelBody {
+public:
+  KernelBody(Builder &b, const kir::EntryKernels &entry, const kir::LoopKernel &kernel,
+             ExprEmitter &ex)
+      : B(b), Entry(entry), K(kernel), Ex(ex) {}
+
+  void emit(Value *begin, Value *end) {
+    unsigned n = K.outer.size();
+    unsigned p = std::min<unsigned>(K.parallelLoops, n);
+    for (const SymExpr &e : K.outer)
+      Extents.push_back(Ex.sym(e));
+    Ex.loopVars.assign(n + maxInner(), nullptr);
+    Ex.reduceValues.assign(K.stages.size(), nullptr);
+    Ex.reduceTypes.assign(K.stages.size(), DType::I64);
+    if (p == 0) {
+      // One index: the whole nest.
+      emitLoop(
+          B, begin, end, [&](Value *) { nest(0); }, "task");
+      return;
+    }
+    // The flat range is cut into segments along the last parallel loop, each a canonical loop
+    // the vectorizer can handle.
+    Function *f = B.GetInsertBlock()->getParent();
+    LLVMContext &c = f->getContext();
+    AllocaInst *pos = entryAlloca(B, B.getInt64Ty(), "pos");
+    B.CreateStore(begin, pos);
+    BasicBlock *head = BasicBlock::Create(c, "seg.head", f);
+    BasicBlock *body = BasicBlock::Create(c, "seg.body", f);
+    BasicBlock *exit = BasicBlock::Create(c, "seg.exit", f);
+    B.CreateBr(head);
+    B.SetInsertPoint(head);
+    Value *i = B.CreateLoad(B.getInt64Ty(), pos, "i");
+    B.CreateCondBr(B.CreateICmpSLT(i, end), body, exit);
+    B.SetInsertPoint(body);
+    Value *rem = i;
+    SmallVector<Value *, 4> idx(p);
+    for (unsigned d = p; d-- > 0;) {
+      if (d == 0) {
+        idx[d] = rem;
+        break;
+      }
+      idx[d] = B.CreateURem(rem, Extents[d]);
+      rem = B.CreateUDiv(rem, Extents[d]);
+    }
+    for (unsigned d = 0; d + 1 < p; ++d)
+      Ex.loopVars[d] = idx[d];
+    Value *segEnd = B.CreateBinaryIntrinsic(
+        Intrinsic::smin, end, B.CreateAdd(B.CreateSub(i, idx[p - 1]), Extents[p - 1]));
+    Value *last = B.CreateAdd(idx[p - 1], B.CreateSub(segEnd, i));
+    emitLoop(
+        B, idx[p - 1], last,
+        [&](Value *j) {
+          Ex.loopVars[p - 1] = j;
+          nest(p);
+        },
+        "l" + Twine(p - 1));
+    B.CreateStore(segEnd, pos);
+    B.CreateBr(head);
+    B.SetInsertPoint(exit);
+  }
+
+private:
+  unsigned maxInner() const {
+    size_t m = 0;
+    for (const kir::Stage &s : K.stages)
+      m = std::max(m, s.inner.size());
+    return m;
+  }
+
+  void nest(unsigned d) {
+    if (d == K.outer.size()) {
+      for (unsigned s = 0; s < K.stages.size(); ++s)
+        stage(s);
+      return;
+    }
+    emitLoop(
+        B, B.getInt64(0), Extents[d],
+        [&](Value *v) {
+          Ex.loopVars[d] = v;
+          nest(d + 1);
+        },
+        "l" + Twine(d));
+  }
+
+  // Runs `body` at every inner point of a stage; `lin` is the row-major linear inner index.
+  void inner(const kir::Stage &s, unsigned j, Value *lin, function_ref<void(Value *)> body) {
+    if (j == s.inner.size()) {
+      Ex.clearCache();
+      body(lin);
+      Ex.clearCache();
+      return;
+    }
+    Value *ext = Ex.sym(s.inner[j]);
+    emitLoop(
+        B, B.getInt64(0), ext,
+        [&](Value *v) {
+          Ex.loopVars[K.outer.size() + j] = v;
+          inner(s, j + 1, B.CreateAdd(B.CreateMul(lin, ext), v), body);
+        },
+        "s" + Twine(j));
+  }
+
+  void stage(unsigned si) {
+    const kir::Stage &s = K.stages[si];
+    if (s.kind == kir::Stage::Kind::Store) {
+      const kir::Buffer &buf = Entry.buffers[s.buffer];
+      inner(s, 0, B.getInt64(0), [&](Value *) {
+        Value *v = convert(B, Ex.emit(s.value), Entry.expr(s.value).type, buf.dtype);
+        Value *off = convert(B, Ex.emit(s.offset), Entry.expr(s.offset).type, DType::I64);
+        storeElement(B, v, BufferPtrs[s.buffer], off, buf.dtype);
+      });
+      return;
+    }
+    DType at = s.accType;
+    Type *ty = valueType(B.getContext(), at);
+    bool arg = s.reduce == kir::ReduceOp::ArgMax || s.reduce == kir::ReduceOp::ArgMin;
+    AllocaInst *acc = entryAlloca(B, ty, "acc");
+    AllocaInst *accIdx = arg ? entryAlloca(B, B.getInt64Ty(), "acc.idx") : nullptr;
+    B.CreateStore(identity(B, s.reduce, at), acc);
+    if (arg)
+      B.CreateStore(B.getInt64(0), accIdx);
+    inner(s, 0, B.getInt64(0), [&](Value *lin) {
+      Value *v = convert(B, Ex.emit(s.value), Entry.expr(s.value).type, at);
+      Value *cur = B.CreateLoad(ty, acc);
+      Value *next = nullptr;
+      bool f = isFloating(at), u = at == DType::U8 || at == DType::Bool;
+      switch (s.reduce) {
+      case kir::ReduceOp::Sum:
+        next = f ? reassocAdd(B, cur, v) : B.CreateAdd(cur, v);
+        break;
+      case kir::ReduceOp::Prod:
+        next = f ? reassocMul(B, cur, v) : B.CreateMul(cur, v);
+        break;
+      case kir::ReduceOp::Max:
+        next = B.CreateBinaryIntrinsic(f   ? Intrinsic::maximum
+                                       : u ? Intrinsic::umax
+                                           : Intrinsic::smax,
+                                       cur, v);
+        break;
+      case kir::ReduceOp::Min:
+        next = B.CreateBinaryIntrinsic(f   ? Intrinsic::minimum
+                                       : u ? Intrinsic::umin
+                                           : Intrinsic::smin,
+                                       cur, v);
+        break;
+      case kir::ReduceOp::ArgMax:
+      case kir::ReduceOp::ArgMin: {
+        bool mx = s.reduce == kir::ReduceOp::ArgMax;
+        Value *better;
+        if (f) {
+          // The first NaN wins, as in torch.
+          better = mx ? B.CreateFCmpOGT(v, cur) : B.CreateFCmpOLT(v, cur);
+          better =
+              B.CreateOr(better, B.CreateAnd(B.CreateFCmpUNO(v, v), B.CreateFCmpORD(cur, cur)));
+        } else if (u) {
+          better = mx ? B.CreateICmpUGT(v, cur) : B.CreateICmpULT(v, cur);
+        } else {
+          better = mx ? B.CreateICmpSGT(v, cur) : B.CreateICmpSLT(v, cur);
+        }
+        // The first point always replaces the identity, so an all-identity input gives index 0.
+        next = B.CreateSelect(better, v, cur);
+        B.CreateStore(B.CreateSelect(better, lin, B.CreateLoad(B.getInt64Ty(), accIdx)), accIdx);
+        break;
+      }
+      }
+      B.CreateStore(next, acc);
+    });
+    if (arg) {
+      Ex.reduceValues[si] = B.CreateLoad(B.getInt64Ty(), accIdx, "argidx");
+      Ex.reduceTypes[si] = DType::I64;
+    } else {
+      Ex.reduceValues[si] = B.CreateLoad(ty, acc, "reduced");
+      Ex.reduceTypes[si] = at;
+    }
+  }
+
+  Builder &B;
+  const kir::EntryKernels &Entry;
+  const kir::LoopKernel &K;
+  ExprEmitter &Ex;
+  SmallVector<Value *, 4> Extents;
+
+public:
+  SmallVector<Value *, 8> BufferPtrs;
+};
+
+} // namespace
+
+void emitLoopKernel(ModuleEmitter &me, const kir::EntryKernels &entry,
+                    const kir::LoopKernel &kernel, const StringMap<unsigned> &symIndex,
+                    Builder &run, Value *exec, Value *closure, ArrayRef<Value *> runSyms) {
+  LLVMContext &c = me.ctx();
+  std::set<unsigned> used, written;
+  std::set<kir::ExprId> seen;
+  for (const kir::Stage &s : kernel.stages) {
+    collectLoads(entry, s.value, used, seen);
+    collectLoads(entry, s.offset, used, seen);
+    if (s.kind == kir::Stage::Kind::Store) {
+      used.insert(s.buffer);
+      written.insert(s.buffer);
+    }
+  }
+  std::vector<unsigned> usedList(used.begin(), used.end());
+
+  // The body takes the used buffers as separate pointers so that `noalias` can say which never
+  // overlap: distinct buffers, except two arena buffers (the memory plan may reuse a slot).
+  SmallVector<Type *, 16> params(usedList.size(), PointerType::getUnqual(c));
+  params.append(entry.symbols.size(), Type::getInt64Ty(c));
+  params.append(2, Type::getInt64Ty(c));
+  FunctionType *bodyType = FunctionType::get(Type::getVoidTy(c), params, false);
+  std::string name = me.prefix() + kernel.name;
+  Function *body = me.createFunction(bodyType, name + ".body");
+  body->addFnAttr(Attribute::AlwaysInline);
+  auto isArena = [&](unsigned id) { return entry.buffers[id].kind == kir::Buffer::Kind::Arena; };
+  for (unsigned i = 0; i < usedList.size(); ++i) {
+    unsigned p = usedList[i];
+    bool noalias = true;
+    for (unsigned q : usedList)
+      if (q != p && (written.count(p) || written.count(q)) && isArena(p) && isArena(q))
+        noalias = false;
+    if (noalias)
+      body->addParamAttr(i, Attribute::NoAlias);
+  }
+  {
+    Builder b(BasicBlock::Create(c, "entry", body));
+    SmallVector<Value *, 8> syms;
+    for (unsigned i = 0; i < entry.symbols.size(); ++i)
+      syms.push_back(body->getArg(usedList.size() + i));
+    SmallVector<Value *, 16> buffers(entry.buffers.size(), nullptr);
+    for (unsigned i = 0; i < usedList.size(); ++i)
+      buffers[usedList[i]] = body->getArg(i);
+    ExprEmitter ex(me, b, entry, symIndex, syms, buffers);
+    KernelBody kb(b, entry, kernel, ex);
+    kb.BufferPtrs.assign(buffers.begin(), buffers.end());
+    unsigned nargs = body->arg_size();
+    kb.emit(body->getArg(nargs - 2), body->getArg(nargs - 1));
+    b.CreateRetVoid();
+  }
+
+  Function *task = me.createFunction(me.taskType(), name);
+  {
+    Builder b(BasicBlock::Create(c, "entry", task));
+    SmallVector<Value *, 8> syms, buffers;
+    loadClosure(b, entry, task->getArg(0), syms, buffers);
+    SmallVector<Value *, 16> args;
+    for (unsigned id : usedList)
+      args.push_back(buffers[id]);
+    args.append(syms.begin(), syms.end());
+    args.push_back(task->getArg(1));
+    args.push_back(task->getArg(2));
+    b.CreateCall(body, args);
+    b.CreateRetVoid();
+  }
+
+  // Work estimate: parallel points x (serial outer points x summed inner points of the stages).
+  unsigned p = std::min<unsigned>(kernel.parallelLoops, kernel.outer.size());
+  Value *total = run.getInt64(1), *perIndex = run.getInt64(1);
+  for (unsigned d = 0; d < kernel.outer.size(); ++d) {
+    Value *ext = emitSym(run, kernel.outer[d], symIndex, runSyms);
+    if (d < p)
+      total = run.CreateMul(total, ext);
+    else
+      perIndex = run.CreateMul(perIndex, ext);
+  }
+  Value *stageWork = run.getInt64(0);
+  for (const kir::Stage &s : kernel.stages) {
+    Value *w = run.getInt64(1);
+    for (const SymExpr &e : s.inner)
+      w = run.CreateMul(w, emitSym(run, e, symIndex, runSyms));
+    stageWork = run.CreateAdd(stageWork, w);
+  }
+  perIndex = run.CreateMul(perIndex, stageWork);
+  emitDispatch(me, run, exec, task, closure, total, perIndex);
+}
+
+} // namespace aotc::cpu

@@ -1,0 +1,258 @@
+// The kernel IR's text form (deterministic, expressions in infix form) and the weight blob layout.
+#include "kernel/Kernel.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace aotc::kir {
+
+namespace {
+
+uint64_t alignTo64(uint64_t n) { return (n + 63) / 64 * 64; }
+
+std::string symStr(const SymExpr &e) {
+  std::string s = e.str();
+  if (e.isConstant() || e.symbolName())
+    return s;
+  return fmt::format("({})", s);
+}
+
+std::string shapeText(llvm::ArrayRef<SymExpr> dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    out += (i ? ", " : "") + dims[i].str();
+  return out + "]";
+}
+
+std::string floatText(double v) {
+  if (std::isnan(v))
+    return "nan";
+  if (std::isinf(v))
+    return v > 0 ? "inf" : "-inf";
+  std::string s = fmt::format("{}", v);
+  if (s.find_first_of(".e") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+const char *infixOf(BinaryOp op) {
+  switch (op) {
+  case BinaryOp::Add:
+    return "+";
+  case BinaryOp::Sub:
+    return "-";
+  case BinaryOp::Mul:
+    return "*";
+  case BinaryOp::Div:
+    return "/";
+  case BinaryOp::FloorDiv:
+    return "//";
+  case BinaryOp::Mod:
+    return "%";
+  case BinaryOp::Eq:
+    return "==";
+  case BinaryOp::Ne:
+    return "!=";
+  case BinaryOp::Lt:
+    return "<";
+  case BinaryOp::Le:
+    return "<=";
+  case BinaryOp::Gt:
+    return ">";
+  case BinaryOp::Ge:
+    return ">=";
+  case BinaryOp::And:
+    return "&&";
+  case BinaryOp::Or:
+    return "||";
+  default:
+    return nullptr;
+  }
+}
+
+class ExprPrinter {
+public:
+  explicit ExprPrinter(const EntryKernels &entry) : Entry(entry) {}
+
+  std::string str(ExprId id) const {
+    if (id == NoExpr)
+      return "<none>";
+    const Expr &e = Entry.expr(id);
+    switch (e.kind) {
+    case ExprKind::Const:
+      if (isFloating(e.type))
+        return e.type == DType::F32
+                   ? floatText(e.fval)
+                   : fmt::format("{}({})", toString(e.type).str(), floatText(e.fval));
+      if (e.type == DType::Bool)
+        return e.ival ? "true" : "false";
+      return std::to_string(e.ival);
+    case ExprKind::LoopVar:
+      return fmt::format("i{}", e.index);
+    case ExprKind::Dim:
+      return symStr(e.sym);
+    case ExprKind::Load:
+      return fmt::format("b{}[{}]", e.index, str(e.operands[0]));
+    case ExprKind::Unary:
+      if (e.unary == UnaryOp::Neg)
+        return fmt::format("-{}", str(e.operands[0]));
+      if (e.unary == UnaryOp::Not)
+        return fmt::format("!{}", str(e.operands[0]));
+      return fmt::format("{}({})", toString(e.unary), str(e.operands[0]));
+    case ExprKind::Binary:
+      if (const char *op = infixOf(e.binary))
+        return fmt::format("({} {} {})", str(e.operands[0]), op, str(e.operands[1]));
+      return fmt::format("{}({}, {})", toString(e.binary), str(e.operands[0]), str(e.operands[1]));
+    case ExprKind::Select:
+      return fmt::format("select({}, {}, {})", str(e.operands[0]), str(e.operands[1]),
+                         str(e.operands[2]));
+    case ExprKind::Cast:
+      return fmt::format("{}({})", toString(e.type).str(), str(e.operands[0]));
+    case ExprKind::ReduceValue:
+      return fmt::format("r{}", e.index);
+    case ExprKind::Acc:
+      return "acc";
+    }
+    return "?";
+  }
+
+private:
+  const EntryKernels &Entry;
+};
+
+llvm::StringRef kindName(Buffer::Kind k) {
+  switch (k) {
+  case Buffer::Kind::Input:
+    return "input";
+  case Buffer::Kind::Output:
+    return "output";
+  case Buffer::Kind::Weight:
+    return "weight";
+  case Buffer::Kind::State:
+    return "state";
+  case Buffer::Kind::Arena:
+    return "arena";
+  }
+  return "?";
+}
+
+std::string operandText(const MatrixOperand &m) {
+  return fmt::format("b{}[{} + batch*{} + row*{} + col*{}]", m.buffer, symStr(m.offset),
+                     symStr(m.batchStride), symStr(m.rowStride), symStr(m.colStride));
+}
+
+void printEntry(const EntryKernels &e, llvm::raw_ostream &os) {
+  ExprPrinter p(e);
+  os << "entry @" << e.name << "(";
+  for (size_t i = 0; i < e.symbols.size(); ++i)
+    os << (i ? ", " : "") << e.symbols[i];
+  os << ") {\n";
+  for (size_t i = 0; i < e.inputs.size(); ++i)
+    os << "  input " << i << " \"" << e.inputs[i].name << "\" : " << toString(e.inputs[i].dtype)
+       << shapeText(e.inputs[i].shape) << "\n";
+  for (size_t i = 0; i < e.outputs.size(); ++i)
+    os << "  output " << i << " \"" << e.outputs[i].name << "\" : " << toString(e.outputs[i].dtype)
+       << shapeText(e.outputs[i].shape) << "\n";
+  for (const Guard &g : e.guards)
+    os << "  guard " << g.str() << "\n";
+  for (size_t i = 0; i < e.buffers.size(); ++i) {
+    const Buffer &b = e.buffers[i];
+    os << "  buffer b" << i << " = " << kindName(b.kind);
+    if (b.kind != Buffer::Kind::Arena)
+      os << " " << b.index;
+    os << " \"" << b.name << "\" : " << toString(b.dtype) << " x " << b.numel.str();
+    if (b.kind == Buffer::Kind::Arena)
+      os << " at " << b.arenaOffset.str();
+    os << "\n";
+  }
+  os << "  arena " << e.arenaBytes.str() << " bytes\n";
+  for (const Step &step : e.steps) {
+    if (const auto *k = std::get_if<LoopKernel>(&step)) {
+      os << "  kernel " << k->name << " outer " << shapeText(k->outer) << " parallel "
+         << k->parallelLoops << "  # " << k->loc.str() << "\n";
+      for (size_t s = 0; s < k->stages.size(); ++s) {
+        const Stage &st = k->stages[s];
+        os << "    ";
+        if (st.kind == Stage::Kind::Reduce)
+          os << "r" << s << " = reduce " << toString(st.reduce) << " " << toString(st.accType)
+             << " over " << shapeText(st.inner) << ": " << p.str(st.value) << "\n";
+        else
+          os << "store over " << shapeText(st.inner) << ": b" << st.buffer << "["
+             << p.str(st.offset) << "] = " << p.str(st.value) << "\n";
+      }
+    } else {
+      const auto &g = std::get<GemmCall>(step);
+      os << "  gemm " << g.name << " " << toString(g.dtype) << " batch " << g.batch.str() << " m "
+         << g.m.str() << " n " << g.n.str() << " k " << g.k.str() << "  # " << g.loc.str() << "\n";
+      os << "    a = " << operandText(g.a) << "\n";
+      os << "    b = " << operandText(g.b) << "\n";
+      os << "    out = b" << g.out;
+      if (g.epilogue != NoExpr)
+        os << " epilogue " << p.str(g.epilogue);
+      os << "\n";
+    }
+  }
+  os << "}\n";
+}
+
+} // namespace
+
+void layoutWeights(Program &program) {
+  uint64_t offset = 0;
+  // Immutable weights first, then the mutable buffers, so that the state is one range.
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1)
+      program.stateOffset = offset;
+    for (Weight &w : program.weights) {
+      if (w.mutableBuffer != (pass == 1))
+        continue;
+      uint64_t numel = 1;
+      for (int64_t d : w.shape)
+        numel *= static_cast<uint64_t>(d);
+      w.nbytes = numel * byteSize(w.dtype);
+      w.offset = offset;
+      offset = alignTo64(offset + w.nbytes);
+    }
+  }
+  program.stateBytes = offset - program.stateOffset;
+  program.weightBytes = offset;
+}
+
+void print(const Program &program, llvm::raw_ostream &os) {
+  os << "program @" << program.name << " weights " << program.weightBytes << " bytes, state at "
+     << program.stateOffset << " (" << program.stateBytes << " bytes)\n";
+  for (size_t i = 0; i < program.weights.size(); ++i) {
+    const Weight &w = program.weights[i];
+    os << "weight " << i << " \"" << w.name << "\" : " << toString(w.dtype) << "[";
+    for (size_t d = 0; d < w.shape.size(); ++d)
+      os << (d ? ", " : "") << w.shape[d];
+    os << "]" << (w.mutableBuffer ? " mutable" : "") << " at " << w.offset << " (" << w.nbytes
+       << " bytes)\n";
+  }
+  for (const EntryKernels &e : program.entries) {
+    os << "\n";
+    printEntry(e, os);
+  }
+}
+
+std::string toString(UnaryOp op) {
+  static const char *const Names[] = {"neg",     "abs",   "exp",  "log",   "log1p", "sqrt",
+                                      "rsqrt",   "recip", "sin",  "cos",   "tanh",  "erf",
+                                      "sigmoid", "floor", "ceil", "round", "not"};
+  return Names[static_cast<unsigned>(op)];
+}
+
+std::string toString(BinaryOp op) {
+  static const char *const Names[] = {"add", "sub", "mul", "div", "floordiv", "mod",
+                                      "pow", "min", "max", "eq",  "ne",       "lt",
+                                      "le",  "gt",  "ge",  "and", "or"};
+  return Names[static_cast<unsigned>(op)];
+}
+
+std::string toString(ReduceOp op) {
+  static const char *const Names[] = {"sum", "prod", "max", "min", "argmax", "argmin"};
+  return Names[static_cast<unsigned>(op)];
+}
+
+} // namespace aotc::kir

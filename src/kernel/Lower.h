@@ -1,0 +1,26 @@
+// Lowering of a graph (after decompose and the default pipeline) to the kernel IR: pointwise
+// chains, row reductions and GEMM epilogues fuse into one step each; arena offsets are planned.
+#ifndef AOTC_KERNEL_LOWER_H
+#define AOTC_KERNEL_LOWER_H
+
+#include "aotc/ir/Graph.h"
+#include "kernel/Kernel.h"
+
+#include "llvm/Support/Error.h"
+
+namespace aotc {
+
+struct LowerOptions {
+  /// Off: every graph value is realized in its own kernel (a debugging aid and a test oracle).
+  bool fuse = true;
+};
+
+/// Lowers every entry of `graph` (after decompose + canonicalize/cse/dce). Every state tensor
+/// becomes a Weight in order (buffers that some entry mutates are mutableBuffer). An op the CPU
+/// backend cannot run is an error "<file>:<line>:<col>: aten.cond is not supported by the CPU
+/// backend yet".
+llvm::Expected<kir::Program> lowerToKernels(const Graph &graph, const LowerOptions &options);
+
+} // namespace aotc
+
+#endif

@@ -1,0 +1,241 @@
+// Internals of the lowering to the kernel IR: lowered values (a strided view of a realized buffer,
+// or an inlinable point function from loop indices to an expression), the scope of the kernel
+// under construction, and the Lowerer that builds expressions, kernels and buffers.
+#ifndef AOTC_KERNEL_LOWERIMPL_H
+#define AOTC_KERNEL_LOWERIMPL_H
+
+#include "aotc/ir/Graph.h"
+#include "kernel/Kernel.h"
+#include "kernel/Lower.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+
+namespace aotc::kir::lower {
+
+using IndexList = llvm::SmallVector<ExprId, 4>;
+
+/// Element (i0, i1, ...) of a realized value is at offset + sum(i_k * strides[k]) of `buffer`.
+struct Layout {
+  uint32_t buffer = 0;
+  SymExpr offset;
+  llvm::SmallVector<SymExpr, 4> strides;
+};
+
+class Lowerer;
+class Scope;
+struct LValue;
+/// Computes the element at the given indices (i64 expressions) inside a kernel; the result has
+/// the value's compute type (computeType(dtype)).
+using PointFn = std::function<ExprId(Scope &, llvm::ArrayRef<ExprId>)>;
+
+/// How a value takes part in fusion decisions.
+enum class LKind : uint8_t {
+  Realized,  // has a layout
+  Pointwise, // a point function of its deps at the same indices (maybe broadcast)
+  View,      // a point function remapping indices of one dep
+  Staged,    // a reduction-like value: a Reduce stage per point of its kept indices
+  Gemm,      // an f32 GEMM waiting for its epilogue
+};
+
+/// How to emit a GEMM: operands are strided views of realized buffers.
+struct GemmSpec {
+  SymExpr batch = 1, m, n, k;
+  MatrixOperand a, b;
+  /// The value's shape is [batchDims..., M, N] and `m` covers batchDims too when `foldBatch`
+  /// (batch == 1): the GEMM's dense output is the value's dense row-major layout either way.
+  bool foldBatch = false;
+  llvm::SmallVector<SymExpr, 4> batchDims;
+};
+
+struct LValue {
+  unsigned id = 0;
+  DType dtype = DType::F32;
+  Shape shape;
+  LKind kind = LKind::Pointwise;
+  std::optional<Layout> layout;
+  PointFn point;
+  std::vector<LValue *> deps;
+  unsigned uses = 0; // graph consumers and outputs reading it
+  unsigned cost = 1; // pointwise ops inlined by reading it once
+  int rowKept = -1;  // a reduction over the trailing dims of a rank-`rowRank` input
+  unsigned rowRank = 0;
+  std::string opName; // for kernel names: "relu"
+  std::string name;   // "%7"
+  unsigned number = 0;
+  SourceLoc loc;
+  std::optional<GemmSpec> gemm;
+  bool realizing = false;
+};
+
+/// The loop kernel (or GEMM epilogue) under construction.
+class Scope {
+public:
+  Scope(unsigned numOuter, llvm::ArrayRef<SymExpr> outer, bool allowStages)
+      : numOuter(numOuter), outer(outer.begin(), outer.end()), allowStages(allowStages) {}
+  unsigned numOuter;
+  std::vector<SymExpr> outer;
+  bool allowStages;
+  std::vector<Stage> stages;
+  std::map<std::pair<unsigned, std::vector<ExprId>>, ExprId> memo;
+  const LValue *accFor = nullptr; // GEMM epilogue: the GEMM whose sum is Acc at accIdx
+  IndexList accIdx;
+  const LValue *forceStage = nullptr; // the staged value this kernel realizes
+  std::vector<std::string> opNames;
+  SourceLoc loc;
+};
+
+/// A reduction-like value: per point of the output, combine `body` over the `inner` extents.
+struct StagedSpec {
+  std::vector<SymExpr> inner;
+  ReduceOp op = ReduceOp::Sum;
+  DType accType = DType::F32;
+  /// Which output positions select the reduction (the others are keepdim 1s).
+  std::vector<bool> kept;
+  /// The value combined at one inner point, of type accType.
+  std::function<ExprId(Scope &, llvm::ArrayRef<ExprId> out, llvm::ArrayRef<ExprId> inner)> body;
+  /// The output element from the reduced value; null: the reduced value cast to the output type.
+  std::function<ExprId(Scope &, llvm::ArrayRef<ExprId> out, ExprId reduced)> finish;
+};
+
+DType computeType(DType t);
+/// softmax / log_softmax of `x` along `dim`, computed in `out`'s compute type.
+LValue *softmaxOf(Lowerer &L, LValue *x, int64_t dim, DType out, bool log);
+/// Dense row-major strides of `shape`.
+llvm::SmallVector<SymExpr, 4> denseStrides(llvm::ArrayRef<SymExpr> shape);
+SymExpr numelOf(llvm::ArrayRef<SymExpr> shape);
+/// An error "<loc>: <op> is not supported by the CPU backend yet".
+llvm::Error unsupported(const Node &node, llvm::StringRef what = {});
+
+class Lowerer {
+public:
+  Lowerer(const Graph &graph, const LowerOptions &options, Program &program)
+      : G(graph), Options(options), Prog(program) {}
+
+  llvm::Error lowerEntry(const Entry &entry);
+
+  // Expressions, hash-consed in the current entry's pool.
+  ExprId make(Expr e);
+  const Expr &expr(ExprId id) const { return E->exprs[id]; }
+  DType typeOf(ExprId id) const { return E->exprs[id].type; }
+  uint64_t varsOf(ExprId id) const { return VarMask[id]; }
+  ExprId cInt(int64_t v, DType t = DType::I64);
+  ExprId cFloat(double v, DType t);
+  ExprId cBool(bool v) { return cInt(v, DType::Bool); }
+  /// A constant of type `t` with the value `v` (integral types truncate).
+  ExprId cNum(double v, DType t);
+  ExprId loopVar(unsigned i);
+  ExprId dim(const SymExpr &s);
+  ExprId load(uint32_t buffer, ExprId offset);
+  ExprId unary(UnaryOp op, ExprId a);
+  ExprId binary(BinaryOp op, ExprId a, ExprId b);
+  ExprId select(ExprId c, ExprId a, ExprId b);
+  ExprId cast(DType t, ExprId a);
+  ExprId reduceValue(unsigned stage, DType t);
+  ExprId acc(DType t);
+  // i64 index arithmetic with constant folding.
+  ExprId iadd(ExprId a, ExprId b);
+  ExprId isub(ExprId a, ExprId b);
+  ExprId imul(ExprId a, ExprId b);
+  ExprId ifloordiv(ExprId a, ExprId b);
+  ExprId imod(ExprId a, ExprId b);
+  ExprId imin(ExprId a, ExprId b);
+  ExprId imax(ExprId a, ExprId b);
+  ExprId clampIndex(ExprId i, const SymExpr &size);
+  /// Offset of element `idx` in `layout`.
+  ExprId offsetOf(const Layout &layout, llvm::ArrayRef<ExprId> idx);
+  /// The indices of the row-major linear position `linear` over `dims`.
+  IndexList unflatten(ExprId linear, llvm::ArrayRef<SymExpr> dims);
+  ExprId flatten(llvm::ArrayRef<ExprId> idx, llvm::ArrayRef<SymExpr> dims);
+
+  // Values.
+  LValue *newValue(DType dtype, Shape shape, LKind kind, std::string opName);
+  LValue *realizedValue(DType dtype, Shape shape, Layout layout, std::string name);
+  /// A pointwise value computed from `deps` (read at broadcast indices by `fn` itself).
+  LValue *pointwise(DType dtype, Shape shape, std::vector<LValue *> deps, std::string opName,
+                    PointFn fn);
+  /// A view: element idx of the result is element map(idx) of `src`; with `layout` (when `src`
+  /// is realized and the view is strided) it stays realized.
+  LValue *view(LValue *src, Shape shape, std::function<IndexList(llvm::ArrayRef<ExprId>)> map,
+               std::optional<Layout> layout);
+  LValue *staged(DType dtype, Shape shape, std::vector<LValue *> deps, std::string opName,
+                 StagedSpec spec);
+  /// Element `idx` of `v` in its compute type, inside `scope`.
+  ExprId read(LValue *v, Scope &scope, llvm::ArrayRef<ExprId> idx);
+  /// Reads `v` broadcast to a result of rank `rank` (numpy rules: trailing alignment, size-1
+  /// dims read at 0), converted to `t`.
+  ExprId readBroadcast(LValue *v, Scope &scope, llvm::ArrayRef<ExprId> idx, DType t);
+
+  /// Makes `v` realized (a dense Arena buffer) unless it already is; returns its layout.
+  llvm::Expected<Layout> realize(LValue *v);
+  /// Writes `v` densely (row-major) into `buffer`: one loop kernel, or one GEMM with `v` as
+  /// its epilogue.
+  llvm::Error realizeInto(LValue *v, uint32_t buffer);
+  /// A matrix operand of `v` (realized first when needed) viewed as [batch..., rows, cols]
+  /// with `batchDims` flattened to one batch stride; copies into a dense buffer when the batch
+  /// dims of its layout do not merge.
+  llvm::Expected<MatrixOperand> matrixOperand(LValue *v, llvm::ArrayRef<SymExpr> batchDims);
+  uint32_t newBuffer(Buffer::Kind kind, DType dtype, uint32_t index, SymExpr numel,
+                     std::string name);
+  /// The layout of `v` if it is realized and contiguous in row-major order.
+  bool isContiguous(const Layout &l, llvm::ArrayRef<SymExpr> shape) const;
+
+  // Op families (one file each).
+  llvm::Error lowerPointwise(const Node &n);
+  llvm::Error lowerCreation(const Node &n);
+  llvm::Error lowerReduction(const Node &n);
+  llvm::Error lowerShape(const Node &n);
+  llvm::Error lowerIndexing(const Node &n);
+  llvm::Error lowerLinalg(const Node &n);
+  llvm::Error lowerConvPool(const Node &n);
+
+  // Shared op builders over lowered values.
+  LValue *reduce(LValue *in, ReduceOp op, llvm::ArrayRef<int64_t> dims, bool keepdim, DType outType,
+                 bool mean, std::string opName);
+  llvm::Expected<LValue *>
+  gemm(LValue *a, LValue *b, std::string opName,
+       std::function<ExprId(Scope &, llvm::ArrayRef<ExprId>, ExprId)> epilogue = nullptr,
+       std::vector<LValue *> epilogueDeps = {});
+
+  LValue *get(const Value *v) const { return Values.lookup(v); }
+  void set(const Value *v, LValue *lv) { Values[v] = lv; }
+  SymExpr expand(const SymExpr &s) const { return G.shapeEnv().expand(s); }
+  Shape shapeOf(const Value *v) const;
+  /// Static and symbolic attribute helpers.
+  SymExpr intAttr(const Node &n, llvm::StringRef name, SymExpr dflt = 0) const;
+  std::vector<SymExpr> intListAttr(const Node &n, llvm::StringRef name) const;
+  int64_t normDim(int64_t d, size_t rank) const {
+    return d < 0 ? d + static_cast<int64_t>(rank) : d;
+  }
+  const LowerOptions &options() const { return Options; }
+  EntryKernels &entry() { return *E; }
+  const Node *currentNode() const { return Current; }
+  std::string valueName(const Value *v) const;
+
+private:
+  llvm::Error lowerNode(const Node &n);
+  llvm::Error emitGemm(LValue *root, LValue *g, uint32_t buffer);
+  LValue *findGemm(LValue *v, LValue *root);
+  unsigned rowSplit(LValue *v);
+  std::string kernelName(const Scope &s, const LValue *root);
+
+  const Graph &G;
+  const LowerOptions &Options;
+  Program &Prog;
+  EntryKernels *E = nullptr;
+  std::map<std::string, ExprId> Pool;
+  std::vector<uint64_t> VarMask;
+  std::deque<LValue> Storage;
+  llvm::DenseMap<const Value *, LValue *> Values;
+  llvm::DenseMap<const Value *, unsigned> Numbers;
+  const Node *Current = nullptr;
+  std::map<std::string, unsigned, std::less<>> KernelNames;
+};
+
+} // namespace aotc::kir::lower
+
+#endif

@@ -1,0 +1,484 @@
+// Lowering of contractions: mm / bmm / matmul / addmm / linear to GEMM calls whose epilogue
+// absorbs the bias and the following pointwise chain (f32), or to loop kernels with a Reduce
+// stage over k (other dtypes); attention as GEMM -> softmax kernel -> GEMM; convolution and
+// pooling as loop kernels with a Reduce stage over the window.
+#include "kernel/LowerImpl.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+
+namespace aotc::kir::lower {
+
+namespace {
+
+using Epilogue = std::function<ExprId(Scope &, llvm::ArrayRef<ExprId>, ExprId)>;
+
+/// `v` with a size-1 dim inserted at `pos`.
+LValue *unsqueezeAt(Lowerer &L, LValue *v, size_t pos) {
+  Shape shape = v->shape;
+  shape.insert(shape.begin() + pos, SymExpr(1));
+  std::optional<Layout> l = v->layout;
+  if (l)
+    l->strides.insert(l->strides.begin() + pos, SymExpr(0));
+  return L.view(
+      v, shape,
+      [pos](llvm::ArrayRef<ExprId> idx) {
+        IndexList sub(idx.begin(), idx.end());
+        sub.erase(sub.begin() + pos);
+        return sub;
+      },
+      l);
+}
+
+/// `v` without its size-1 dim `pos`.
+LValue *squeezeAt(Lowerer &L, LValue *v, size_t pos) {
+  Shape shape = v->shape;
+  shape.erase(shape.begin() + pos);
+  std::optional<Layout> l = v->layout;
+  if (l)
+    l->strides.erase(l->strides.begin() + pos);
+  return L.view(
+      v, shape,
+      [&L, pos](llvm::ArrayRef<ExprId> idx) {
+        IndexList sub(idx.begin(), idx.end());
+        sub.insert(sub.begin() + pos, L.cInt(0));
+        return sub;
+      },
+      l);
+}
+
+/// The last two dims of `v` swapped.
+LValue *transposeLast(Lowerer &L, LValue *v) {
+  size_t r = v->shape.size();
+  Shape shape = v->shape;
+  std::swap(shape[r - 1], shape[r - 2]);
+  std::optional<Layout> l = v->layout;
+  if (l)
+    std::swap(l->strides[r - 1], l->strides[r - 2]);
+  return L.view(
+      v, shape,
+      [r](llvm::ArrayRef<ExprId> idx) {
+        IndexList sub(idx.begin(), idx.end());
+        std::swap(sub[r - 1], sub[r - 2]);
+        return sub;
+      },
+      l);
+}
+
+} // namespace
+
+llvm::Expected<LValue *> Lowerer::gemm(LValue *a, LValue *b, std::string opName, Epilogue epilogue,
+                                       std::vector<LValue *> epilogueDeps) {
+  size_t ra = a->shape.size(), rb = b->shape.size();
+  SymExpr M = a->shape[ra - 2], K = a->shape[ra - 1], N = b->shape[rb - 1];
+  size_t nb = std::max(ra, rb) - 2;
+  llvm::SmallVector<SymExpr, 4> batchDims(nb, SymExpr(1));
+  for (size_t k = 0; k < nb; ++k) {
+    size_t ia = k + (ra - 2) - nb, ib = k + (rb - 2) - nb;
+    SymExpr da = k + ra - 2 >= nb ? a->shape[ia] : SymExpr(1);
+    SymExpr db = k + rb - 2 >= nb ? b->shape[ib] : SymExpr(1);
+    batchDims[k] = da == SymExpr(1) ? db : da;
+  }
+  Shape shape(batchDims.begin(), batchDims.end());
+  shape.push_back(M);
+  shape.push_back(N);
+  DType dtype = promoteTypes(a->dtype, b->dtype);
+  std::vector<LValue *> deps = {a, b};
+  deps.insert(deps.end(), epilogueDeps.begin(), epilogueDeps.end());
+
+  if (dtype != DType::F32 || a->dtype != b->dtype) {
+    // A loop kernel: out[..., m, n] = sum_k a[..., m, k] * b[..., k, n].
+    StagedSpec spec;
+    spec.inner = {K};
+    spec.op = ReduceOp::Sum;
+    DType ct = computeType(dtype);
+    spec.accType = isFloating(ct) ? ct : DType::I64;
+    spec.kept.assign(shape.size(), true);
+    DType acc = spec.accType;
+    spec.body = [this, a, b, acc](Scope &s, llvm::ArrayRef<ExprId> out,
+                                  llvm::ArrayRef<ExprId> inner) {
+      size_t r = out.size();
+      IndexList ia(out.begin(), out.end() - 1), ib(out.begin(), out.end());
+      ia.back() = out[r - 2];
+      ia.push_back(inner[0]);
+      ib[r - 2] = inner[0];
+      return binary(BinaryOp::Mul, readBroadcast(a, s, ia, acc), readBroadcast(b, s, ib, acc));
+    };
+    spec.finish = [this, epilogue, ct](Scope &s, llvm::ArrayRef<ExprId> out, ExprId r) {
+      ExprId v = cast(ct, r);
+      return epilogue ? epilogue(s, out, v) : v;
+    };
+    return staged(dtype, shape, deps, std::move(opName), std::move(spec));
+  }
+
+  GemmSpec spec;
+  spec.k = K;
+  spec.n = N;
+  spec.batchDims = batchDims;
+  auto la = realize(a);
+  if (!la)
+    return la.takeError();
+  bool fold = rb == 2 && ra > 2;
+  if (fold) {
+    // [batch..., M, K] @ [K, N]: one GEMM of m = batch * M rows when the rows are evenly spaced.
+    for (size_t k = 0; k + 2 < ra; ++k)
+      if (a->shape[k] != SymExpr(1) && !(la->strides[k] == la->strides[k + 1] * a->shape[k + 1]))
+        fold = false;
+  }
+  if (fold) {
+    spec.foldBatch = true;
+    spec.batch = 1;
+    spec.m = numelOf(batchDims) * M;
+    spec.a = MatrixOperand{la->buffer, la->offset, 0, la->strides[ra - 2], la->strides[ra - 1]};
+    auto ob = matrixOperand(b, {});
+    if (!ob)
+      return ob.takeError();
+    spec.b = *ob;
+  } else {
+    spec.batch = numelOf(batchDims);
+    spec.m = M;
+    auto oa = matrixOperand(a, batchDims);
+    if (!oa)
+      return oa.takeError();
+    auto ob = matrixOperand(b, batchDims);
+    if (!ob)
+      return ob.takeError();
+    spec.a = *oa;
+    spec.b = *ob;
+  }
+  LValue *v = newValue(DType::F32, shape, LKind::Gemm, std::move(opName));
+  v->gemm = spec;
+  v->deps = deps;
+  v->cost = 1;
+  v->point = [this, v, epilogue](Scope &s, llvm::ArrayRef<ExprId> idx) -> ExprId {
+    if (s.accFor == v && llvm::ArrayRef<ExprId>(s.accIdx) == idx) {
+      ExprId sum = acc(DType::F32);
+      return epilogue ? epilogue(s, idx, sum) : sum;
+    }
+    if (auto l = realize(v); !l) {
+      llvm::consumeError(l.takeError());
+      return cFloat(0, DType::F32);
+    }
+    return read(v, s, idx);
+  };
+  return v;
+}
+
+llvm::Error Lowerer::lowerLinalg(const Node &n) {
+  DType out = n.result()->type().dtype();
+  DType ct = computeType(out);
+  llvm::Expected<LValue *> r = nullptr;
+  switch (n.kind()) {
+  case OpKind::Mm:
+  case OpKind::Bmm:
+    r = gemm(get(n.operand(0)), get(n.operand(1)), n.kind() == OpKind::Mm ? "mm" : "bmm");
+    break;
+  case OpKind::Addmm: {
+    LValue *bias = get(n.operand(0));
+    const Node *node = &n;
+    auto scalar = [node](llvm::StringRef name) {
+      const Attribute *a = node->attr(name);
+      if (!a)
+        return 1.0;
+      if (a->kind() == Attribute::Kind::Float)
+        return a->getFloat();
+      return static_cast<double>(a->getInt().constant().value_or(1));
+    };
+    double beta = scalar("beta"), alpha = scalar("alpha");
+    r = gemm(get(n.operand(1)), get(n.operand(2)), "addmm",
+             [this, bias, beta, alpha, ct](Scope &s, llvm::ArrayRef<ExprId> idx, ExprId acc) {
+               ExprId b = readBroadcast(bias, s, idx, ct);
+               if (beta != 1)
+                 b = binary(BinaryOp::Mul, b, cNum(beta, ct));
+               if (alpha != 1)
+                 acc = binary(BinaryOp::Mul, acc, cNum(alpha, ct));
+               // torch ignores the bias (even NaN) when beta is 0.
+               return beta == 0 ? acc : binary(BinaryOp::Add, acc, b);
+             },
+             {bias});
+    break;
+  }
+  case OpKind::Matmul:
+  case OpKind::Linear: {
+    LValue *a = get(n.operand(0)), *b = get(n.operand(1));
+    LValue *bias = n.kind() == OpKind::Linear ? get(n.operand(2)) : nullptr;
+    if (n.kind() == OpKind::Linear && b->shape.size() == 2)
+      b = transposeLast(*this, b);
+    bool aVec = a->shape.size() == 1, bVec = b->shape.size() == 1;
+    if (aVec)
+      a = unsqueezeAt(*this, a, 0);
+    if (bVec)
+      b = unsqueezeAt(*this, b, 1);
+    Epilogue epi;
+    std::vector<LValue *> deps;
+    if (bias && !aVec && !bVec) {
+      epi = [this, bias, ct](Scope &s, llvm::ArrayRef<ExprId> idx, ExprId acc) {
+        return binary(BinaryOp::Add, acc, readBroadcast(bias, s, idx, ct));
+      };
+      deps.push_back(bias);
+    }
+    r = gemm(a, b, n.kind() == OpKind::Matmul ? "matmul" : "linear", epi, deps);
+    if (r && (aVec || bVec)) {
+      LValue *v = *r;
+      if (auto l = realize(v); !l)
+        return l.takeError();
+      if (bVec)
+        v = squeezeAt(*this, v, v->shape.size() - 1);
+      if (aVec)
+        v = squeezeAt(*this, v, v->shape.size() - 2);
+      if (bias) {
+        LValue *prod = v;
+        v = pointwise(out, shapeOf(n.result()), {prod, bias}, "linear",
+                      [this, prod, bias, ct](Scope &s, llvm::ArrayRef<ExprId> idx) {
+                        return binary(BinaryOp::Add, readBroadcast(prod, s, idx, ct),
+                                      readBroadcast(bias, s, idx, ct));
+                      });
+      }
+      r = v;
+    }
+    break;
+  }
+  case OpKind::Sdpa: {
+    LValue *q = get(n.operand(0)), *k = get(n.operand(1)), *v = get(n.operand(2));
+    LValue *mask = n.operand(3) ? get(n.operand(3)) : nullptr;
+    const Attribute *gqa = n.attr("enable_gqa");
+    const Attribute *drop = n.attr("dropout_p");
+    if ((gqa && gqa->getBool()) || (drop && drop->getFloat() != 0))
+      return unsupported(n, "aten.scaled_dot_product_attention with dropout or enable_gqa");
+    bool causal = intAttr(n, "is_causal").constant().value_or(0) != 0;
+    double scale;
+    if (const Attribute *sa = n.attr("scale"); sa && sa->kind() == Attribute::Kind::Float) {
+      scale = sa->getFloat();
+    } else {
+      auto e = q->shape.back().constant();
+      if (!e)
+        return unsupported(n, "aten.scaled_dot_product_attention with a symbolic head size");
+      scale = 1.0 / std::sqrt(static_cast<double>(*e));
+    }
+    DType qt = computeType(q->dtype);
+    std::vector<LValue *> deps;
+    if (mask)
+      deps.push_back(mask);
+    auto scores = gemm(
+        q, transposeLast(*this, k), "sdpa_scores",
+        [this, mask, causal, scale, qt](Scope &s, llvm::ArrayRef<ExprId> idx, ExprId acc) {
+          ExprId x = binary(BinaryOp::Mul, cast(qt, acc), cNum(scale, qt));
+          ExprId ninf = cNum(-std::numeric_limits<double>::infinity(), qt);
+          if (mask) {
+            if (mask->dtype == DType::Bool)
+              x = select(readBroadcast(mask, s, idx, DType::Bool), x, ninf);
+            else
+              x = binary(BinaryOp::Add, x, readBroadcast(mask, s, idx, qt));
+          }
+          if (causal) {
+            size_t r = idx.size();
+            x = select(binary(BinaryOp::Le, idx[r - 1], idx[r - 2]), x, ninf);
+          }
+          return x;
+        },
+        deps);
+    if (!scores)
+      return scores.takeError();
+    (*scores)->name = valueName(n.result()) + ".scores";
+    if (auto l = realize(*scores); !l)
+      return l.takeError();
+    LValue *p = softmaxOf(*this, *scores, (*scores)->shape.size() - 1, q->dtype, false);
+    p->name = valueName(n.result()) + ".probs";
+    r = gemm(p, v, "sdpa");
+    break;
+  }
+  default:
+    return unsupported(n);
+  }
+  if (!r)
+    return r.takeError();
+  if (!((*r)->shape == shapeOf(n.result())))
+    return unsupported(n, n.name().str() + " with these shapes");
+  (*r)->name = valueName(n.result());
+  set(n.result(), *r);
+  return llvm::Error::success();
+}
+
+llvm::Error Lowerer::lowerConvPool(const Node &n) {
+  DType out = n.result()->type().dtype();
+  DType ct = computeType(out);
+  Shape shape = shapeOf(n.result());
+  LValue *x = get(n.operand(0));
+  if (auto l = realize(x); !l)
+    return l.takeError();
+  size_t rank = x->shape.size();
+  auto ints = [&](llvm::StringRef name, size_t count, int64_t dflt) -> std::vector<SymExpr> {
+    std::vector<SymExpr> v = intListAttr(n, name);
+    if (v.empty())
+      v.assign(count, SymExpr(dflt));
+    while (v.size() < count)
+      v.push_back(v.back());
+    return v;
+  };
+  StagedSpec spec;
+  spec.kept.assign(shape.size(), true);
+  spec.accType = ct;
+  std::string opName;
+  std::vector<LValue *> deps = {x};
+
+  if (n.kind() == OpKind::Convolution) {
+    if (intAttr(n, "transposed").constant().value_or(0))
+      return unsupported(n, "aten.convolution with transposed = true");
+    LValue *w = get(n.operand(1));
+    LValue *bias = n.operand(2) ? get(n.operand(2)) : nullptr;
+    if (auto l = realize(w); !l)
+      return l.takeError();
+    size_t sd = rank - 2;
+    auto stride = ints("stride", sd, 1), pad = ints("padding", sd, 0),
+         dil = ints("dilation", sd, 1);
+    SymExpr groups = intAttr(n, "groups", 1);
+    SymExpr cinG = w->shape[1];
+    SymExpr coutG = SymExpr::floorDiv(w->shape[0], groups);
+    spec.inner.push_back(cinG);
+    for (size_t j = 0; j < sd; ++j)
+      spec.inner.push_back(w->shape[2 + j]);
+    spec.op = ReduceOp::Sum;
+    spec.accType = isFloating(ct) ? ct : DType::I64;
+    DType acc = spec.accType;
+    Shape xs = x->shape;
+    spec.body = [this, x, w, xs, stride, pad, dil, cinG, coutG, sd,
+                 acc](Scope &s, llvm::ArrayRef<ExprId> o, llvm::ArrayRef<ExprId> in) {
+      ExprId g = ifloordiv(o[1], dim(coutG));
+      ExprId ci = iadd(imul(g, dim(cinG)), in[0]);
+      IndexList xi = {o[0], ci};
+      IndexList wi = {o[1], in[0]};
+      ExprId ok = cBool(true);
+      for (size_t j = 0; j < sd; ++j) {
+        ExprId pos =
+            iadd(isub(imul(o[2 + j], dim(stride[j])), dim(pad[j])), imul(in[1 + j], dim(dil[j])));
+        if (!(pad[j] == SymExpr(0))) {
+          ExprId inb = binary(BinaryOp::And, binary(BinaryOp::Ge, pos, cInt(0)),
+                              binary(BinaryOp::Lt, pos, dim(xs[2 + j])));
+          ok = expr(ok).kind == ExprKind::Const ? inb : binary(BinaryOp::And, ok, inb);
+          pos = clampIndex(pos, xs[2 + j]);
+        }
+        xi.push_back(pos);
+        wi.push_back(in[1 + j]);
+      }
+      ExprId xv = cast(acc, read(x, s, xi));
+      xv = select(ok, xv, cNum(0, acc));
+      return binary(BinaryOp::Mul, xv, cast(acc, read(w, s, wi)));
+    };
+    if (bias) {
+      deps.push_back(bias);
+      spec.finish = [this, bias, ct](Scope &s, llvm::ArrayRef<ExprId> o, ExprId r) {
+        return binary(BinaryOp::Add, cast(ct, r), cast(ct, read(bias, s, {o[1]})));
+      };
+    }
+    deps.push_back(w);
+    opName = "conv";
+  } else {
+    // Pooling over the last two dims.
+    SymExpr H = x->shape[rank - 2], W = x->shape[rank - 1];
+    SymExpr OH = shape[shape.size() - 2], OW = shape[shape.size() - 1];
+    Shape xs = x->shape;
+    if (n.kind() == OpKind::AdaptiveAvgPool2d) {
+      auto bound = [](const SymExpr &in, const SymExpr &o) -> SymExpr {
+        auto ci = in.constant(), co = o.constant();
+        if (ci && co) {
+          int64_t best = 0;
+          for (int64_t i = 0; i < *co; ++i) {
+            int64_t st = i * *ci / *co, en = ((i + 1) * *ci + *co - 1) / *co;
+            best = std::max(best, en - st);
+          }
+          return best;
+        }
+        return SymExpr::floorDiv(in + o - 1, o) + 1;
+      };
+      spec.inner = {bound(H, OH), bound(W, OW)};
+      spec.op = ReduceOp::Sum;
+      auto window = [this, H, W, OH, OW](llvm::ArrayRef<ExprId> o) {
+        size_t r = o.size();
+        ExprId hs = ifloordiv(imul(o[r - 2], dim(H)), dim(OH));
+        ExprId he = ifloordiv(iadd(imul(iadd(o[r - 2], cInt(1)), dim(H)), dim(OH - 1)), dim(OH));
+        ExprId ws = ifloordiv(imul(o[r - 1], dim(W)), dim(OW));
+        ExprId we = ifloordiv(iadd(imul(iadd(o[r - 1], cInt(1)), dim(W)), dim(OW - 1)), dim(OW));
+        return std::array<ExprId, 4>{hs, he, ws, we};
+      };
+      spec.body = [this, x, xs, ct, window](Scope &s, llvm::ArrayRef<ExprId> o,
+                                            llvm::ArrayRef<ExprId> in) {
+        auto [hs, he, ws, we] = window(o);
+        size_t r = o.size();
+        ExprId h = iadd(hs, in[0]), w = iadd(ws, in[1]);
+        ExprId ok = binary(BinaryOp::And, binary(BinaryOp::Lt, h, he), binary(BinaryOp::Lt, w, we));
+        IndexList xi(o.begin(), o.end());
+        xi[r - 2] = clampIndex(h, xs[r - 2]);
+        xi[r - 1] = clampIndex(w, xs[r - 1]);
+        return select(ok, cast(ct, read(x, s, xi)), cNum(0, ct));
+      };
+      spec.finish = [this, ct, window](Scope &, llvm::ArrayRef<ExprId> o, ExprId r) {
+        auto [hs, he, ws, we] = window(o);
+        ExprId count = imul(isub(he, hs), isub(we, ws));
+        return binary(BinaryOp::Div, r, cast(ct, count));
+      };
+      opName = "adaptive_avg_pool2d";
+    } else {
+      auto kernel = ints("kernel_size", 2, 1);
+      auto stride = intListAttr(n, "stride");
+      if (stride.empty())
+        stride = kernel;
+      while (stride.size() < 2)
+        stride.push_back(stride.back());
+      auto pad = ints("padding", 2, 0);
+      auto dil =
+          n.kind() == OpKind::MaxPool2d ? ints("dilation", 2, 1) : std::vector<SymExpr>{1, 1};
+      bool isMax = n.kind() == OpKind::MaxPool2d;
+      spec.inner = {kernel[0], kernel[1]};
+      spec.op = isMax ? ReduceOp::Max : ReduceOp::Sum;
+      spec.body = [this, x, xs, ct, stride, pad, dil, isMax](Scope &s, llvm::ArrayRef<ExprId> o,
+                                                             llvm::ArrayRef<ExprId> in) {
+        size_t r = o.size();
+        IndexList xi(o.begin(), o.end());
+        ExprId ok = cBool(true);
+        for (size_t j = 0; j < 2; ++j) {
+          ExprId pos =
+              iadd(isub(imul(o[r - 2 + j], dim(stride[j])), dim(pad[j])), imul(in[j], dim(dil[j])));
+          ExprId inb = binary(BinaryOp::And, binary(BinaryOp::Ge, pos, cInt(0)),
+                              binary(BinaryOp::Lt, pos, dim(xs[r - 2 + j])));
+          ok = j == 0 ? inb : binary(BinaryOp::And, ok, inb);
+          xi[r - 2 + j] = clampIndex(pos, xs[r - 2 + j]);
+        }
+        double fill = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
+        return select(ok, cast(ct, read(x, s, xi)), cNum(fill, ct));
+      };
+      if (!isMax) {
+        const Attribute *divAttr = n.attr("divisor_override");
+        bool includePad = intAttr(n, "count_include_pad", 1).constant().value_or(1) != 0;
+        auto ks = kernel;
+        spec.finish = [this, ct, divAttr, includePad, ks, stride, pad,
+                       xs](Scope &, llvm::ArrayRef<ExprId> o, ExprId r) {
+          ExprId count;
+          if (divAttr) {
+            count = cInt(divAttr->getInt().constant().value_or(1));
+          } else {
+            size_t rr = o.size();
+            count = cInt(1);
+            for (size_t j = 0; j < 2; ++j) {
+              ExprId start = isub(imul(o[rr - 2 + j], dim(stride[j])), dim(pad[j]));
+              ExprId end = imin(iadd(start, dim(ks[j])), dim(xs[rr - 2 + j] + pad[j]));
+              if (!includePad) {
+                end = imin(end, dim(xs[rr - 2 + j]));
+                start = imax(start, cInt(0));
+              }
+              count = imul(count, isub(end, start));
+            }
+          }
+          return binary(BinaryOp::Div, r, cast(ct, count));
+        };
+      }
+      opName = isMax ? "max_pool2d" : "avg_pool2d";
+    }
+  }
+  LValue *v = staged(out, shape, deps, opName, std::move(spec));
+  v->name = valueName(n.result());
+  set(n.result(), v);
+  return llvm::Error::success();
+}
+
+} // namespace aotc::kir::lower

@@ -1,0 +1,318 @@
+// Lowering of views (strided layouts of realized buffers, index maps of point functions),
+// cat / stack / split, and indexing ops (embedding, index_select, gather: loads at offsets
+// computed from other loads).
+#include "kernel/LowerImpl.h"
+
+#include <algorithm>
+
+namespace aotc::kir::lower {
+
+namespace {
+
+std::optional<int64_t> constDim(const SymExpr &e) { return e.constant(); }
+
+} // namespace
+
+llvm::Error Lowerer::lowerShape(const Node &n) {
+  if (n.kind() == OpKind::Cat || n.kind() == OpKind::Stack) {
+    std::vector<LValue *> ins;
+    for (const Value *v : n.tensorListOperands())
+      ins.push_back(get(v));
+    Shape shape = shapeOf(n.result());
+    int64_t d = normDim(intAttr(n, "dim").constant().value_or(0), shape.size());
+    DType out = n.result()->type().dtype();
+    DType ct = computeType(out);
+    bool stack = n.kind() == OpKind::Stack;
+    if (!stack) {
+      // torch.cat skips legacy empty 1-d inputs.
+      std::erase_if(ins, [&](LValue *v) {
+        return v->shape.size() == 1 && shape.size() != 1 && v->shape[0] == SymExpr(0);
+      });
+    }
+    std::vector<SymExpr> starts;
+    SymExpr at = 0;
+    for (LValue *v : ins) {
+      starts.push_back(at);
+      at = at + (stack ? SymExpr(1) : v->shape[d]);
+    }
+    LValue *r = pointwise(out, shape, ins, stack ? "stack" : "cat",
+                          [this, ins, starts, d, ct, stack](Scope &s, llvm::ArrayRef<ExprId> idx) {
+                            ExprId v = NoExpr;
+                            // Every branch reads in bounds: backends may evaluate both sides.
+                            for (size_t k = ins.size(); k-- > 0;) {
+                              IndexList sub(idx.begin(), idx.end());
+                              if (stack) {
+                                sub.erase(sub.begin() + d);
+                              } else {
+                                sub[d] = clampIndex(isub(idx[d], dim(starts[k])), ins[k]->shape[d]);
+                              }
+                              ExprId x = cast(ct, read(ins[k], s, sub));
+                              if (v == NoExpr) {
+                                v = x;
+                                continue;
+                              }
+                              ExprId end = dim(starts[k] + (stack ? SymExpr(1) : ins[k]->shape[d]));
+                              v = select(binary(BinaryOp::Lt, idx[d], end), x, v);
+                            }
+                            return v;
+                          });
+    set(n.result(), r);
+    return llvm::Error::success();
+  }
+
+  LValue *src = get(n.operand(0));
+  if (Options.fuse && src->kind == LKind::Gemm && !src->layout)
+    if (auto l = realize(src); !l)
+      return l.takeError();
+  size_t rank = src->shape.size();
+  std::optional<Layout> L = src->layout;
+
+  if (n.kind() == OpKind::Split) {
+    int64_t d = normDim(intAttr(n, "dim").constant().value_or(0), rank);
+    SymExpr start = 0;
+    for (unsigned r = 0; r < n.numResults(); ++r) {
+      Shape shape = shapeOf(n.result(r));
+      std::optional<Layout> l = L;
+      if (l)
+        l->offset = l->offset + start * l->strides[d];
+      SymExpr st = start;
+      LValue *v = view(
+          src, shape,
+          [this, d, st](llvm::ArrayRef<ExprId> idx) {
+            IndexList sub(idx.begin(), idx.end());
+            sub[d] = iadd(idx[d], dim(st));
+            return sub;
+          },
+          l);
+      v->name = valueName(n.result(r));
+      set(n.result(r), v);
+      start = start + shape[d];
+    }
+    return llvm::Error::success();
+  }
+
+  Shape shape = shapeOf(n.result());
+  std::function<IndexList(llvm::ArrayRef<ExprId>)> map;
+  switch (n.kind()) {
+  case OpKind::View:
+  case OpKind::Reshape:
+  case OpKind::Flatten:
+  case OpKind::Contiguous: {
+    Shape from = src->shape;
+    if (shape == from) {
+      map = [](llvm::ArrayRef<ExprId> idx) { return IndexList(idx.begin(), idx.end()); };
+    } else {
+      if (L) {
+        if (isContiguous(*L, from))
+          L = Layout{L->buffer, L->offset, denseStrides(shape)};
+        else
+          L.reset();
+      }
+      map = [this, shape, from](llvm::ArrayRef<ExprId> idx) {
+        return unflatten(flatten(idx, shape), from);
+      };
+    }
+    break;
+  }
+  case OpKind::Permute:
+  case OpKind::Transpose: {
+    std::vector<int64_t> perm(rank);
+    for (size_t k = 0; k < rank; ++k)
+      perm[k] = k;
+    if (n.kind() == OpKind::Permute) {
+      auto dims = intListAttr(n, "dims");
+      for (size_t k = 0; k < rank; ++k)
+        perm[k] = normDim(dims[k].constant().value_or(k), rank);
+    } else {
+      int64_t a = normDim(intAttr(n, "dim0").constant().value_or(0), rank);
+      int64_t b = normDim(intAttr(n, "dim1").constant().value_or(0), rank);
+      std::swap(perm[a], perm[b]);
+    }
+    if (L) {
+      auto strides = L->strides;
+      for (size_t k = 0; k < rank; ++k)
+        L->strides[k] = strides[perm[k]];
+    }
+    map = [perm](llvm::ArrayRef<ExprId> idx) {
+      IndexList sub(idx.size());
+      for (size_t k = 0; k < idx.size(); ++k)
+        sub[perm[k]] = idx[k];
+      return sub;
+    };
+    break;
+  }
+  case OpKind::Expand: {
+    size_t lead = shape.size() - rank;
+    Shape from = src->shape;
+    if (L) {
+      llvm::SmallVector<SymExpr, 4> strides(lead, SymExpr(0));
+      for (size_t k = 0; k < rank; ++k)
+        strides.push_back(from[k] == SymExpr(1) ? SymExpr(0) : L->strides[k]);
+      L->strides = strides;
+    }
+    map = [this, lead, from](llvm::ArrayRef<ExprId> idx) {
+      IndexList sub;
+      for (size_t k = 0; k < from.size(); ++k)
+        sub.push_back(from[k] == SymExpr(1) ? cInt(0) : idx[lead + k]);
+      return sub;
+    };
+    break;
+  }
+  case OpKind::Squeeze:
+  case OpKind::Unsqueeze: {
+    // Positions of the result that are not in the source (unsqueeze) or of the source that are
+    // not in the result (squeeze): a size-1 dim either way.
+    std::vector<bool> dropped(rank, false);
+    size_t inserted = SIZE_MAX;
+    if (n.kind() == OpKind::Squeeze) {
+      auto dims = intListAttr(n, "dim");
+      if (dims.empty())
+        for (size_t k = 0; k < rank; ++k)
+          dropped[k] = src->shape[k] == SymExpr(1);
+      for (const SymExpr &e : dims) {
+        int64_t k = normDim(e.constant().value_or(0), rank);
+        if (k >= 0 && k < static_cast<int64_t>(rank))
+          dropped[k] = src->shape[k] == SymExpr(1);
+      }
+    } else {
+      inserted = normDim(intAttr(n, "dim").constant().value_or(0), rank + 1);
+    }
+    if (L) {
+      llvm::SmallVector<SymExpr, 4> strides;
+      for (size_t k = 0; k <= rank; ++k) {
+        if (k == inserted)
+          strides.push_back(0);
+        if (k < rank && !dropped[k])
+          strides.push_back(L->strides[k]);
+      }
+      L->strides = strides;
+    }
+    map = [this, dropped, inserted, rank](llvm::ArrayRef<ExprId> idx) {
+      IndexList sub;
+      size_t o = 0;
+      for (size_t k = 0; k <= rank; ++k) {
+        if (k == inserted)
+          ++o;
+        if (k == rank)
+          break;
+        sub.push_back(dropped[k] ? cInt(0) : idx[o++]);
+      }
+      return sub;
+    };
+    break;
+  }
+  case OpKind::Slice: {
+    int64_t d = normDim(intAttr(n, "dim").constant().value_or(0), rank);
+    SymExpr start = intAttr(n, "start", 0);
+    SymExpr step = intAttr(n, "step", 1);
+    SymExpr size = src->shape[d];
+    if (auto c = start.constant()) {
+      int64_t s = *c;
+      if (s < 0) {
+        if (auto sz = constDim(size))
+          start = std::max<int64_t>(s + *sz, 0);
+        else
+          start = SymExpr::max(size + s, 0);
+      } else if (auto sz = constDim(size)) {
+        start = std::min(s, *sz);
+      }
+    }
+    if (L) {
+      L->offset = L->offset + start * L->strides[d];
+      L->strides[d] = L->strides[d] * step;
+    }
+    map = [this, d, start, step](llvm::ArrayRef<ExprId> idx) {
+      IndexList sub(idx.begin(), idx.end());
+      sub[d] = iadd(dim(start), imul(idx[d], dim(step)));
+      return sub;
+    };
+    break;
+  }
+  case OpKind::Select: {
+    int64_t d = normDim(intAttr(n, "dim").constant().value_or(0), rank);
+    SymExpr index = intAttr(n, "index", 0);
+    if (auto c = index.constant(); c && *c < 0)
+      index = src->shape[d] + *c;
+    if (L) {
+      L->offset = L->offset + index * L->strides[d];
+      L->strides.erase(L->strides.begin() + d);
+    }
+    map = [this, d, index](llvm::ArrayRef<ExprId> idx) {
+      IndexList sub(idx.begin(), idx.end());
+      sub.insert(sub.begin() + d, dim(index));
+      return sub;
+    };
+    break;
+  }
+  default:
+    return unsupported(n);
+  }
+  LValue *v = view(src, shape, map, L);
+  v->name = valueName(n.result());
+  set(n.result(), v);
+  return llvm::Error::success();
+}
+
+llvm::Error Lowerer::lowerIndexing(const Node &n) {
+  DType out = n.result()->type().dtype();
+  DType ct = computeType(out);
+  Shape shape = shapeOf(n.result());
+  LValue *r = nullptr;
+  // The data operand is realized: an indirect load needs an address. Indices are not checked
+  // against the bounds (kernels cannot report errors).
+  auto realized = [&](LValue *v) -> llvm::Error { return realize(v).takeError(); };
+  switch (n.kind()) {
+  case OpKind::Embedding: {
+    LValue *w = get(n.operand(0)), *ids = get(n.operand(1));
+    if (llvm::Error err = realized(w))
+      return err;
+    r = pointwise(out, shape, {w, ids}, "embedding",
+                  [this, w, ids, ct](Scope &s, llvm::ArrayRef<ExprId> idx) {
+                    IndexList outer(idx.begin(), idx.end() - 1);
+                    ExprId row = cast(DType::I64, read(ids, s, outer));
+                    return cast(ct, read(w, s, {row, idx.back()}));
+                  });
+    break;
+  }
+  case OpKind::IndexSelect: {
+    LValue *self = get(n.operand(0)), *index = get(n.operand(1));
+    if (llvm::Error err = realized(self))
+      return err;
+    int64_t d = normDim(intAttr(n, "dim").constant().value_or(0), self->shape.size());
+    bool scalarIndex = index->shape.empty();
+    r = pointwise(out, shape, {self, index}, "index_select",
+                  [this, self, index, ct, d, scalarIndex](Scope &s, llvm::ArrayRef<ExprId> idx) {
+                    IndexList sub(idx.begin(), idx.end());
+                    IndexList at;
+                    if (!scalarIndex && !sub.empty())
+                      at.push_back(sub[d]);
+                    ExprId i = cast(DType::I64, read(index, s, at));
+                    if (sub.size() < self->shape.size())
+                      sub.insert(sub.begin() + d, i);
+                    else
+                      sub[d] = i;
+                    return cast(ct, read(self, s, sub));
+                  });
+    break;
+  }
+  case OpKind::Gather: {
+    LValue *self = get(n.operand(0)), *index = get(n.operand(1));
+    if (llvm::Error err = realized(self))
+      return err;
+    int64_t d = normDim(intAttr(n, "dim").constant().value_or(0), self->shape.size());
+    r = pointwise(out, shape, {self, index}, "gather",
+                  [this, self, index, ct, d](Scope &s, llvm::ArrayRef<ExprId> idx) {
+                    IndexList sub(idx.begin(), idx.end());
+                    sub[d] = cast(DType::I64, read(index, s, idx));
+                    return cast(ct, read(self, s, sub));
+                  });
+    break;
+  }
+  default:
+    return unsupported(n);
+  }
+  set(n.result(), r);
+  return llvm::Error::success();
+}
+
+} // namespace aotc::kir::lower

@@ -1,0 +1,111 @@
+// Arena planning: each Arena buffer lives from the first to the last step that touches it; a
+// buffer takes a slot freed before its first step when the slot is provably large enough, or
+// grows one (symbolic max); slot offsets are prefix sums rounded up to 64 bytes.
+#include "kernel/MemoryPlan.h"
+
+#include <algorithm>
+#include <set>
+
+namespace aotc::kir {
+
+namespace {
+
+void collectLoads(const EntryKernels &entry, ExprId root, std::set<uint32_t> &out,
+                  std::vector<char> &seen) {
+  std::vector<ExprId> stack = {root};
+  while (!stack.empty()) {
+    ExprId id = stack.back();
+    stack.pop_back();
+    if (id == NoExpr || seen[id])
+      continue;
+    seen[id] = 1;
+    const Expr &e = entry.expr(id);
+    if (e.kind == ExprKind::Load)
+      out.insert(e.index);
+    for (ExprId op : e.operands)
+      stack.push_back(op);
+  }
+}
+
+SymExpr roundUp64(const SymExpr &x) { return SymExpr::floorDiv(x + 63, 64) * 64; }
+
+} // namespace
+
+std::vector<uint32_t> buffersOfStep(const EntryKernels &entry, const Step &step) {
+  std::set<uint32_t> out;
+  std::vector<char> seen(entry.exprs.size(), 0);
+  if (const auto *k = std::get_if<LoopKernel>(&step)) {
+    for (const Stage &s : k->stages) {
+      collectLoads(entry, s.value, out, seen);
+      if (s.kind == Stage::Kind::Store) {
+        out.insert(s.buffer);
+        collectLoads(entry, s.offset, out, seen);
+      }
+    }
+  } else {
+    const auto &g = std::get<GemmCall>(step);
+    out.insert(g.a.buffer);
+    out.insert(g.b.buffer);
+    out.insert(g.out);
+    collectLoads(entry, g.epilogue, out, seen);
+  }
+  return {out.begin(), out.end()};
+}
+
+void planMemory(EntryKernels &entry, const SymbolFactsMap &facts) {
+  size_t nb = entry.buffers.size();
+  std::vector<int> first(nb, -1), last(nb, -1);
+  for (size_t s = 0; s < entry.steps.size(); ++s)
+    for (uint32_t b : buffersOfStep(entry, entry.steps[s])) {
+      if (first[b] < 0)
+        first[b] = static_cast<int>(s);
+      last[b] = static_cast<int>(s);
+    }
+  struct Slot {
+    SymExpr bytes;
+    int freeAfter; // the last step of its current occupant
+  };
+  std::vector<Slot> slots;
+  std::vector<int> slotOf(nb, -1);
+  std::vector<uint32_t> order;
+  for (uint32_t b = 0; b < nb; ++b)
+    if (entry.buffers[b].kind == Buffer::Kind::Arena && first[b] >= 0)
+      order.push_back(b);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return first[a] < first[b]; });
+  for (uint32_t b : order) {
+    SymExpr bytes = entry.buffers[b].numel * static_cast<int64_t>(byteSize(entry.buffers[b].dtype));
+    int chosen = -1;
+    // A free slot that is provably large enough; else the first free one, grown.
+    for (size_t s = 0; s < slots.size(); ++s)
+      if (slots[s].freeAfter < first[b] && proveLE(bytes, slots[s].bytes, facts) == Truth::True) {
+        chosen = static_cast<int>(s);
+        break;
+      }
+    if (chosen < 0)
+      for (size_t s = 0; s < slots.size(); ++s)
+        if (slots[s].freeAfter < first[b]) {
+          chosen = static_cast<int>(s);
+          slots[s].bytes = SymExpr::max(slots[s].bytes, bytes);
+          break;
+        }
+    if (chosen < 0) {
+      chosen = static_cast<int>(slots.size());
+      slots.push_back(Slot{bytes, -1});
+    }
+    slots[chosen].freeAfter = last[b];
+    slotOf[b] = chosen;
+  }
+  std::vector<SymExpr> offsets;
+  SymExpr at = 0;
+  for (const Slot &s : slots) {
+    offsets.push_back(at);
+    at = roundUp64(at + s.bytes);
+  }
+  for (uint32_t b = 0; b < nb; ++b)
+    if (entry.buffers[b].kind == Buffer::Kind::Arena)
+      entry.buffers[b].arenaOffset = slotOf[b] >= 0 ? offsets[slotOf[b]] : SymExpr(0);
+  entry.arenaBytes = at;
+}
+
+} // namespace aotc::kir

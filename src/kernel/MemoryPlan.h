@@ -1,0 +1,20 @@
+// Memory planning of an entry's arena: liveness over the step order, greedy reuse of freed slots
+// whose size is provably large enough, offsets as symbolic expressions of the root symbols.
+#ifndef AOTC_KERNEL_MEMORYPLAN_H
+#define AOTC_KERNEL_MEMORYPLAN_H
+
+#include "kernel/Kernel.h"
+
+namespace aotc::kir {
+
+/// The buffers each step reads or writes (sorted, unique).
+std::vector<uint32_t> buffersOfStep(const EntryKernels &entry, const Step &step);
+
+/// Assigns Buffer::arenaOffset of every Arena buffer of `entry` and entry.arenaBytes. `facts`
+/// are the ranges and divisors of the root symbols, used to prove that a freed slot is large
+/// enough for a new buffer.
+void planMemory(EntryKernels &entry, const SymbolFactsMap &facts);
+
+} // namespace aotc::kir
+
+#endif

@@ -1,0 +1,201 @@
+// Emits the artifact descriptor with the exact layouts of runtime/src/artifact.h (x86-64 SysV:
+// natural alignment, pointers and int64 at 8 bytes).
+#include "package/Descriptor.h"
+#include "package/Package.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DerivedTypes.h"
+#include "llvm/IR/GlobalVariable.h"
+
+#include <fmt/format.h>
+
+namespace aotc {
+
+namespace {
+
+constexpr uint32_t ArtifactMagic = 0x43544f41u; // AOTC_ARTIFACT_MAGIC
+constexpr uint32_t ArtifactFormat = 1;          // AOTC_ARTIFACT_FORMAT
+
+class DescriptorEmitter {
+public:
+  explicit DescriptorEmitter(llvm::Module &m)
+      : M(m), Ctx(m.getContext()), Ptr(llvm::PointerType::get(Ctx, 0)),
+        I32(llvm::Type::getInt32Ty(Ctx)), I64(llvm::Type::getInt64Ty(Ctx)) {
+    SymTy = llvm::StructType::create(Ctx, {Ptr, I64, I64, I64}, "aotc_sym_desc");
+    DimTy = llvm::StructType::create(Ctx, {I32, I32, Ptr}, "aotc_dim_desc");
+    TensorTy = llvm::StructType::create(Ctx, {Ptr, I32, I32, Ptr}, "aotc_tensor_desc");
+    EntryTy = llvm::StructType::create(
+        Ctx,
+        {Ptr, I32, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr, llvm::ArrayType::get(Ptr, 2), I32, I32},
+        "aotc_entry_desc");
+    WeightTy = llvm::StructType::create(Ctx, {Ptr, I32, I32, Ptr, I64, I64}, "aotc_weight_desc");
+    ArtifactTy = llvm::StructType::create(
+        Ctx, {I32, I32, Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr, I64, Ptr, I64, I64, Ptr, I64},
+        "aotc_artifact_desc");
+  }
+
+  llvm::Error emit(const DescriptorContents &c) {
+    const kir::Program &p = *c.program;
+    std::vector<llvm::Constant *> entries;
+    for (size_t i = 0; i < p.entries.size(); ++i) {
+      auto entry = emitEntry(p.entries[i], i, c);
+      if (!entry)
+        return entry.takeError();
+      entries.push_back(*entry);
+    }
+    std::vector<llvm::Constant *> weights;
+    for (const kir::Weight &w : p.weights) {
+      std::vector<llvm::Constant *> dims;
+      for (int64_t d : w.shape)
+        dims.push_back(i64(d));
+      weights.push_back(llvm::ConstantStruct::get(
+          WeightTy, {str(w.name), i32(runtimeDType(w.dtype)), i32(w.shape.size()),
+                     array(I64, dims, "aotc_weight_shape"), i64(w.offset), i64(w.nbytes)}));
+    }
+    llvm::Constant *blob = c.weightBlob.empty() ? null() : bytes(c.weightBlob, "aotc_weights");
+    llvm::Constant *program = c.programBlob.empty() ? null() : bytes(c.programBlob, "aotc_program");
+    llvm::Constant *artifact = llvm::ConstantStruct::get(
+        ArtifactTy,
+        {i32(ArtifactMagic), i32(ArtifactFormat), str(p.name), str("aotc " AOTC_VERSION),
+         i32(entries.size()), i32(weights.size()), array(EntryTy, entries, "aotc_entries"),
+         array(WeightTy, weights, "aotc_weight_descs"), blob, i64(p.weightBytes),
+         c.weightsFile.empty() ? null() : str(c.weightsFile), i64(p.stateOffset), i64(p.stateBytes),
+         program, i64(c.programBlob.size())});
+    llvm::GlobalVariable *g = global(artifact, "aotc_artifact");
+    g->setLinkage(llvm::GlobalValue::ExternalLinkage);
+    g->setVisibility(llvm::GlobalValue::HiddenVisibility);
+    return llvm::Error::success();
+  }
+
+private:
+  llvm::Expected<llvm::Constant *> emitEntry(const kir::EntryKernels &e, size_t index,
+                                             const DescriptorContents &c) {
+    std::vector<llvm::Constant *> syms;
+    std::vector<bool> bound(e.symbols.size(), false);
+    for (const std::string &name : e.symbols) {
+      const SymbolDecl *decl = c.shapes->findSymbol(name);
+      SymbolDecl facts = decl ? *decl : SymbolDecl{name};
+      syms.push_back(llvm::ConstantStruct::get(
+          SymTy, {str(name), i64(facts.lo), i64(facts.hi), i64(facts.divisor)}));
+    }
+    auto tensors = [&](llvm::ArrayRef<kir::TensorSig> sigs, bool markBound) {
+      std::vector<llvm::Constant *> out;
+      for (const kir::TensorSig &t : sigs) {
+        std::vector<llvm::Constant *> dims;
+        for (const SymExpr &d : t.shape) {
+          int32_t sym = -1;
+          if (auto name = d.symbolName())
+            for (size_t k = 0; k < e.symbols.size(); ++k)
+              if (e.symbols[k] == *name)
+                sym = static_cast<int32_t>(k);
+          if (sym >= 0 && markBound)
+            bound[sym] = true;
+          dims.push_back(llvm::ConstantStruct::get(DimTy, {i32(sym), i32(0), str(d.str())}));
+        }
+        out.push_back(llvm::ConstantStruct::get(TensorTy, {str(t.name), i32(runtimeDType(t.dtype)),
+                                                           i32(t.shape.size()),
+                                                           array(DimTy, dims, "aotc_dims")}));
+      }
+      return out;
+    };
+    std::vector<llvm::Constant *> inputs = tensors(e.inputs, true);
+    std::vector<llvm::Constant *> outputs = tensors(e.outputs, false);
+    for (size_t k = 0; k < e.symbols.size(); ++k)
+      if (!bound[k])
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            fmt::format("entry \"{}\": dim {} is not the size of any input dim, so it cannot be "
+                        "bound when the entry is called",
+                        e.name, e.symbols[k]));
+    std::vector<llvm::Constant *> guards;
+    for (const Guard &g : e.guards)
+      guards.push_back(
+          str(g.loc.isKnown() ? fmt::format("{} ({})", g.str(), g.loc.str()) : g.str()));
+
+    llvm::FunctionType *shapesTy = llvm::FunctionType::get(I32, {Ptr, Ptr}, false);
+    llvm::FunctionType *runTy = llvm::FunctionType::get(I32, {Ptr, Ptr, Ptr, Ptr}, false);
+    llvm::Constant *shapes = function(fmt::format("aotc_e{}_shapes", index), shapesTy);
+    llvm::Constant *runs[2];
+    for (unsigned v = 0; v < 2; ++v)
+      runs[v] =
+          c.variants[v] ? function(fmt::format("aotc_e{}_run_v{}", index, v + 3), runTy) : null();
+    return llvm::ConstantStruct::get(
+        EntryTy, {str(e.name), i32(e.inputs.size()), i32(e.outputs.size()), i32(syms.size()),
+                  i32(guards.size()), array(TensorTy, inputs, "aotc_inputs"),
+                  array(TensorTy, outputs, "aotc_outputs"), array(SymTy, syms, "aotc_syms"),
+                  array(Ptr, guards, "aotc_guards"), shapes,
+                  llvm::ConstantArray::get(llvm::ArrayType::get(Ptr, 2), runs), i32(e.steps.size()),
+                  i32(0)});
+  }
+
+  llvm::Constant *function(const std::string &name, llvm::FunctionType *type) {
+    llvm::FunctionCallee callee = M.getOrInsertFunction(name, type);
+    auto *f = llvm::cast<llvm::Function>(callee.getCallee());
+    f->setVisibility(llvm::GlobalValue::HiddenVisibility);
+    return f;
+  }
+
+  /// A private constant global holding `init`. Created through getOrInsertGlobal under a
+  /// numbered name: g++ 12 misreads `new GlobalVariable` (-Wmismatched-new-delete).
+  llvm::GlobalVariable *global(llvm::Constant *init, llvm::StringRef name) {
+    std::string unique =
+        name == "aotc_artifact" ? name.str() : fmt::format("{}.{}", name.str(), Count++);
+    auto *g = llvm::cast<llvm::GlobalVariable>(M.getOrInsertGlobal(unique, init->getType()));
+    g->setInitializer(init);
+    g->setConstant(true);
+    g->setLinkage(llvm::GlobalValue::PrivateLinkage);
+    return g;
+  }
+
+  llvm::Constant *i32(int64_t v) { return llvm::ConstantInt::get(I32, v); }
+  llvm::Constant *i64(int64_t v) { return llvm::ConstantInt::get(I64, v); }
+  llvm::Constant *null() { return llvm::ConstantPointerNull::get(Ptr); }
+
+  /// A private NUL-terminated string, one global per distinct text.
+  llvm::Constant *str(llvm::StringRef text) {
+    auto it = Strings.find(text);
+    if (it != Strings.end())
+      return it->second;
+    llvm::GlobalVariable *g = global(llvm::ConstantDataArray::getString(Ctx, text), "aotc_str");
+    g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+    g->setAlignment(llvm::Align(1));
+    Strings[text] = g;
+    return g;
+  }
+
+  /// A private constant array; empty arrays are null pointers.
+  llvm::Constant *array(llvm::Type *elem, llvm::ArrayRef<llvm::Constant *> elems,
+                        llvm::StringRef name) {
+    if (elems.empty())
+      return null();
+    auto *type = llvm::ArrayType::get(elem, elems.size());
+    return global(llvm::ConstantArray::get(type, elems), name);
+  }
+
+  /// Raw bytes, 64-byte aligned, in read-only data.
+  llvm::Constant *bytes(llvm::ArrayRef<uint8_t> data, llvm::StringRef name) {
+    llvm::StringRef raw(reinterpret_cast<const char *>(data.data()), data.size());
+    llvm::Constant *init =
+        llvm::ConstantDataArray::getRaw(raw, data.size(), llvm::Type::getInt8Ty(Ctx));
+    llvm::GlobalVariable *g = global(init, name);
+    g->setAlignment(llvm::Align(64));
+    return g;
+  }
+
+  llvm::Module &M;
+  llvm::LLVMContext &Ctx;
+  llvm::PointerType *Ptr;
+  llvm::IntegerType *I32, *I64;
+  llvm::StructType *SymTy, *DimTy, *TensorTy, *EntryTy, *WeightTy, *ArtifactTy;
+  llvm::StringMap<llvm::Constant *> Strings;
+  unsigned Count = 0;
+};
+
+} // namespace
+
+llvm::Error emitDescriptor(const DescriptorContents &contents, llvm::Module &module) {
+  return DescriptorEmitter(module).emit(contents);
+}
+
+} // namespace aotc

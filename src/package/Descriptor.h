@@ -1,0 +1,36 @@
+// The artifact descriptor (runtime/src/artifact.h) as LLVM constants: entries, inputs and outputs
+// with their symbolic dims, weights, and the embedded weight blob and exported program.
+#ifndef AOTC_PACKAGE_DESCRIPTOR_H
+#define AOTC_PACKAGE_DESCRIPTOR_H
+
+#include "aotc/ir/ShapeEnv.h"
+#include "kernel/Kernel.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/Error.h"
+
+#include <array>
+#include <string>
+
+namespace aotc {
+
+struct DescriptorContents {
+  const kir::Program *program = nullptr;
+  const ShapeEnv *shapes = nullptr;
+  /// The weight blob (program->weightBytes bytes), or empty with `weightsFile` set.
+  llvm::ArrayRef<uint8_t> weightBlob;
+  std::string weightsFile;
+  llvm::ArrayRef<uint8_t> programBlob;
+  /// Which AOTC_VARIANT_* run functions the artifact's code defines.
+  std::array<bool, 2> variants = {true, true};
+};
+
+/// Defines `aotc_artifact` (hidden) and the data it points to in `module`, declaring the run and
+/// shapes functions the code generator defines. Fails when an entry has a root dim that no
+/// input dim is equal to (the runtime binds dims from inputs).
+llvm::Error emitDescriptor(const DescriptorContents &contents, llvm::Module &module);
+
+} // namespace aotc
+
+#endif

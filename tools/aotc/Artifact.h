@@ -1,0 +1,61 @@
+// An artifact (.so) opened by the CLI through its C ABI: the embedded exported program, the
+// weights as tensors, and runs on HostTensors. Used by `aotc run`, `inspect` and `verify`.
+#ifndef AOTC_TOOLS_AOTC_ARTIFACT_H
+#define AOTC_TOOLS_AOTC_ARTIFACT_H
+
+#include "aotc/serialize/Archive.h"
+#include "aotc/tensor/HostTensor.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace aotc::cli {
+
+struct ArtifactInfo {
+  std::vector<std::string> variants; // the code variants the artifact carries
+  std::string cpuVariant;            // the one the runtime chose on this machine
+  int threads = 0;
+  int numWeights = 0;
+  uint64_t weightBytes = 0;
+  std::vector<int> kernelsPerEntry; // -1 where unknown
+};
+
+class Artifact {
+public:
+  /// Loads `path` (dlopen, its own namespace) and creates a model with `threads` threads (0: one
+  /// per CPU).
+  static llvm::Expected<std::unique_ptr<Artifact>> open(llvm::StringRef path, int threads = 0);
+  ~Artifact();
+
+  /// The exported program the artifact was compiled from; its weights are not in it (see
+  /// weight()).
+  const Graph &graph() const { return *Program.graph; }
+  const ArtifactInfo &info() const { return Info; }
+  /// A weight of the artifact by name, viewing the loaded .so's memory; null when absent.
+  const HostTensor *weight(llvm::StringRef name) const;
+  /// Runs entry `name` on `inputs` (the entry's user inputs in order); the runtime checks them.
+  llvm::Expected<std::vector<HostTensor>> run(llvm::StringRef entry,
+                                              llvm::ArrayRef<HostTensor> inputs);
+
+  Artifact(const Artifact &) = delete;
+  Artifact &operator=(const Artifact &) = delete;
+
+private:
+  Artifact() = default;
+  struct Handles;
+  std::unique_ptr<Handles> H;
+  ExportedProgram Program;
+  llvm::StringMap<HostTensor> Weights;
+  ArtifactInfo Info;
+};
+
+/// True for a path naming an artifact rather than an exported program.
+bool isArtifactPath(llvm::StringRef path);
+
+} // namespace aotc::cli
+
+#endif

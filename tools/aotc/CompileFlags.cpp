@@ -1,0 +1,70 @@
+// Parsing of the code generation flags and the compile step shared by export and compile.
+#include "CompileFlags.h"
+
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <fmt/format.h>
+
+namespace aotc::cli {
+
+namespace {
+
+llvm::Error error(std::string message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+} // namespace
+
+void CompileFlags::addTo(CLI::App &app) {
+  app.add_option("--target", target, "Devices to generate code for (cpu)");
+  app.add_option("--cpu", cpu,
+                 "x86-64 code: portable (x86-64-v3 and x86-64-v4, chosen at load), x86-64-v3, "
+                 "x86-64-v4 or native");
+  app.add_option("--weights-file", weightsFile,
+                 "embedded (in the .so) or external (MODEL.weights beside it, mmapped at load)");
+  app.add_option("--keep", keep,
+                 "Keep this op whole instead of decomposing it, e.g. aten.softmax.int "
+                 "(repeatable)");
+  app.add_flag("--no-fuse", noFuse, "One kernel per op (for debugging)");
+  app.add_option("--print-after", printAfter, "Print the graph after this pass (repeatable)");
+}
+
+llvm::Expected<CompileOptions> CompileFlags::options() const {
+  CompileOptions o;
+  if (target != "cpu")
+    return error(fmt::format("--target {}: only cpu is supported by this build", target));
+  auto cpuTarget = parseCpuTarget(cpu);
+  if (!cpuTarget)
+    return error(fmt::format("--cpu: {}", llvm::toString(cpuTarget.takeError())));
+  o.package.cpu = *cpuTarget;
+  if (weightsFile != "embedded" && weightsFile != "external")
+    return error(fmt::format("--weights-file {}: expected embedded or external", weightsFile));
+  o.package.externalWeights = weightsFile == "external";
+  for (const std::string &name : keep) {
+    auto kind = lookupOp(name);
+    if (!kind)
+      return error(fmt::format("--keep {}: no such op (ops are named as in the IR, e.g. "
+                               "aten.softmax.int)",
+                               name));
+    o.decompose.keep.push_back(*kind);
+  }
+  o.fuse = !noFuse;
+  o.passes.printAfter = printAfter;
+  if (llvm::sys::Process::StandardErrIsDisplayed())
+    o.package.progress = [](llvm::StringRef stage) { llvm::errs() << "aotc: " << stage << "\n"; };
+  return o;
+}
+
+llvm::Error compileArchive(llvm::StringRef aotpPath, const CompileFlags &flags,
+                           llvm::StringRef outPath) {
+  auto options = flags.options();
+  if (!options)
+    return options.takeError();
+  auto program = readArchive(aotpPath);
+  if (!program)
+    return program.takeError();
+  return compileToSharedLibrary(*program, *options, outPath);
+}
+
+} // namespace aotc::cli

@@ -1,0 +1,102 @@
+// The machine's limits that the benchmark table is read against: the f32 FMA peak (AVX-512 and
+// AVX2, on N threads) and the memory bandwidth of a copy and of a read, in one short run.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace {
+
+constexpr int Accumulators = 16; // independent FMA chains: more than latency x throughput
+
+__attribute__((target("avx512f"))) float fmaLoop512(long iterations) {
+  __m512 acc[Accumulators];
+  for (int i = 0; i < Accumulators; ++i)
+    acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (long n = 0; n < iterations; ++n)
+    for (int i = 0; i < Accumulators; ++i)
+      acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  __m512 sum = acc[0];
+  for (int i = 1; i < Accumulators; ++i)
+    sum = _mm512_add_ps(sum, acc[i]);
+  return _mm512_reduce_add_ps(sum);
+}
+
+__attribute__((target("avx2,fma"))) float fmaLoop256(long iterations) {
+  __m256 acc[Accumulators];
+  for (int i = 0; i < Accumulators; ++i)
+    acc[i] = _mm256_set1_ps(static_cast<float>(i));
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (long n = 0; n < iterations; ++n)
+    for (int i = 0; i < Accumulators; ++i)
+      acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  float out[8];
+  __m256 sum = acc[0];
+  for (int i = 1; i < Accumulators; ++i)
+    sum = _mm256_add_ps(sum, acc[i]);
+  _mm256_storeu_ps(out, sum);
+  return out[0] + out[7];
+}
+
+template <typename Fn> double seconds(Fn fn) {
+  auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// Runs `work(thread)` on `threads` threads and returns the wall time, best of `repeats`.
+template <typename Fn> double bestParallel(int threads, int repeats, Fn work) {
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r)
+    best = std::min(best, seconds([&] {
+                      std::vector<std::thread> pool;
+                      for (int t = 0; t < threads; ++t)
+                        pool.emplace_back([&, t] { work(t); });
+                      for (auto &th : pool)
+                        th.join();
+                    }));
+  return best;
+}
+
+volatile float Sink;
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  const long iterations = 20'000'000;
+  double flopsPerRun = 2.0 * 16 * Accumulators * iterations * threads;
+  double t512 = bestParallel(threads, 3, [&](int) { Sink = fmaLoop512(iterations); });
+  double flops256 = 2.0 * 8 * Accumulators * iterations * threads;
+  double t256 = bestParallel(threads, 3, [&](int) { Sink = fmaLoop256(iterations); });
+
+  const size_t bytes = size_t(256) << 20; // per array, far past the caches
+  char *src = static_cast<char *>(std::aligned_alloc(64, bytes));
+  char *dst = static_cast<char *>(std::aligned_alloc(64, bytes));
+  std::memset(src, 1, bytes);
+  std::memset(dst, 2, bytes);
+  size_t chunk = bytes / threads;
+  double tCopy = bestParallel(threads, 5,
+                              [&](int t) { std::memcpy(dst + t * chunk, src + t * chunk, chunk); });
+  double tRead = bestParallel(threads, 5, [&](int t) {
+    const long *p = reinterpret_cast<const long *>(src + t * chunk);
+    long s = 0;
+    for (size_t i = 0; i < chunk / sizeof(long); i += 8)
+      s += p[i] + p[i + 1] + p[i + 2] + p[i + 3] + p[i + 4] + p[i + 5] + p[i + 6] + p[i + 7];
+    Sink = static_cast<float>(s);
+  });
+  std::printf("threads %d\n", threads);
+  std::printf("fma_peak_avx512_gflops %.1f\n", flopsPerRun / t512 / 1e9);
+  std::printf("fma_peak_avx2_gflops %.1f\n", flops256 / t256 / 1e9);
+  std::printf("copy_bandwidth_gbs %.2f\n", 2.0 * bytes / tCopy / 1e9);
+  std::printf("read_bandwidth_gbs %.2f\n", 1.0 * bytes / tRead / 1e9);
+  std::free(src);
+  std::free(dst);
+  return 0;
+}
