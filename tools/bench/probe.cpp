@@ -19,9 +19,12 @@ __attribute__((target("avx512f"))) float fmaLoop512(long iterations) {
   for (int i = 0; i < Accumulators; ++i)
     acc[i] = _mm512_set1_ps(static_cast<float>(i));
   const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-  for (long n = 0; n < iterations; ++n)
+  for (long n = 0; n < iterations; ++n) {
+    // Fully unrolled so that the accumulators live in registers, not on the stack.
+#pragma GCC unroll 16
     for (int i = 0; i < Accumulators; ++i)
       acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  }
   __m512 sum = acc[0];
   for (int i = 1; i < Accumulators; ++i)
     sum = _mm512_add_ps(sum, acc[i]);
@@ -33,9 +36,11 @@ __attribute__((target("avx2,fma"))) float fmaLoop256(long iterations) {
   for (int i = 0; i < Accumulators; ++i)
     acc[i] = _mm256_set1_ps(static_cast<float>(i));
   const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-  for (long n = 0; n < iterations; ++n)
+  for (long n = 0; n < iterations; ++n) {
+#pragma GCC unroll 16
     for (int i = 0; i < Accumulators; ++i)
       acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  }
   float out[8];
   __m256 sum = acc[0];
   for (int i = 1; i < Accumulators; ++i)
