@@ -8,7 +8,7 @@ packages=(
   llvm-19-dev liblld-19-dev llvm-19-tools
   clang-19 libclang-rt-19-dev
   libprotobuf-dev protobuf-compiler libzip-dev
-  libcli11-dev libfmt-dev libgtest-dev nlohmann-json3-dev
+  libcli11-dev libfmt-dev libgtest-dev nlohmann-json3-dev libcpp-httplib-dev
 )
 
 missing=()

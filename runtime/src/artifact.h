@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 #define AOTC_ARTIFACT_MAGIC 0x43544f41u /* "AOTC" little-endian */
-#define AOTC_ARTIFACT_FORMAT 1u
+#define AOTC_ARTIFACT_FORMAT 2u
 /* CPU code variants carried by every artifact; run[] below is indexed by these. */
 #define AOTC_VARIANT_X86_64_V3 0 /* AVX2 + FMA: the portable baseline */
 #define AOTC_VARIANT_X86_64_V4 1 /* AVX-512 F/BW/DQ/VL */
@@ -36,19 +36,22 @@ typedef struct aotc_exec {
   int32_t reserved;
 } aotc_exec;
 
-/* A root dim of an entry: bound from the first input dim that is exactly this symbol. */
+/* A root dim of an entry: bound from the first input dim that is `scale * symbol + offset`. */
 typedef struct aotc_sym_desc {
   const char *name;
   int64_t lo, hi, divisor;
 } aotc_sym_desc;
 
-/* One dim of an input or output. `sym` >= 0 when the dim is exactly a root symbol; otherwise the
- * dim is a constant or an expression over root symbols, and entry->shapes() computes its value.
- * `expr` is its text for messages ("784", "batch", "seq + 1"). */
+/* One dim of an input or output. `sym` >= 0 when the dim is `scale * syms[sym] + offset` with
+ * scale >= 1 (a plain root symbol: scale 1, offset 0); the runtime binds the symbol from an input
+ * dim of this form. Otherwise (sym < 0) the dim is a constant or an expression over several root
+ * symbols, and entry->shapes() computes its value. `expr` is its text for messages ("784",
+ * "batch", "seq + 1", "2*half"). */
 typedef struct aotc_dim_desc {
   int32_t sym;
   int32_t reserved;
   const char *expr;
+  int64_t scale, offset;
 } aotc_dim_desc;
 
 typedef struct aotc_tensor_desc {
@@ -63,7 +66,9 @@ typedef struct aotc_tensor_desc {
  * Returns 0, or k + 1 when guard k does not hold for these values. Pure; any thread. */
 typedef int32_t (*aotc_shapes_fn)(const int64_t *syms, int64_t *out);
 /* run(exec, inputs, outputs, syms): inputs and outputs are dense row-major buffers of the shapes
- * shapes() computed; returns 0 (the runtime has validated everything before). */
+ * shapes() computed (the runtime has validated everything before). Returns 0, or k > 0 when
+ * index check k failed: an index read from an input was out of range (entry->index_checks[k - 1]
+ * says where); the read was clamped into range, and the outputs are undefined. */
 typedef int32_t (*aotc_run_fn)(aotc_exec *exec, const void *const *inputs, void *const *outputs,
                                const int64_t *syms);
 
@@ -77,7 +82,9 @@ typedef struct aotc_entry_desc {
   aotc_shapes_fn shapes;
   aotc_run_fn run[AOTC_NUM_VARIANTS];
   int32_t num_kernels; /* kernels and library calls per run, for introspection */
-  int32_t reserved;
+  int32_t num_index_checks;
+  /* "aten.embedding (model.cpp:12:5): indices into dim 0 of weight must be in 0..50256" */
+  const char *const *index_checks;
 } aotc_entry_desc;
 
 typedef struct aotc_weight_desc {

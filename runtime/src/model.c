@@ -141,7 +141,7 @@ static aotc_status check_artifact(const aotc_artifact_desc *desc, int32_t varian
                          "this runtime cannot pass",
                          entry->name, t->name, (int)t->rank, (int)t->dtype);
       for (int32_t d = 0; d < t->rank; ++d)
-        if (t->dims[d].sym >= entry->num_syms)
+        if (t->dims[d].sym >= entry->num_syms || (t->dims[d].sym >= 0 && t->dims[d].scale < 1))
           return aotc_fail(AOTC_ERROR_INTERNAL,
                            "aotc_model_create: entry \"%s\": tensor \"%s\" dim %d names symbol "
                            "%d of %d",
@@ -332,10 +332,19 @@ static void fill_info(const aotc_entry_desc *entry, const aotc_tensor_desc *t,
     int64_t value;
     if (t->dims[d].sym >= 0) {
       const aotc_sym_desc *sym = &entry->syms[t->dims[d].sym];
+      const int64_t scale = t->dims[d].scale, offset = t->dims[d].offset;
       dim->value = -1;
-      dim->lo = sym->lo;
-      dim->hi = sym->hi;
-      dim->symbol = sym->name;
+      if (scale == 1 && offset == 0) {
+        dim->lo = sym->lo;
+        dim->hi = sym->hi;
+        dim->symbol = sym->name;
+      } else if (__builtin_mul_overflow(scale, sym->lo, &dim->lo) ||
+                 __builtin_add_overflow(dim->lo, offset, &dim->lo) ||
+                 __builtin_mul_overflow(scale, sym->hi, &dim->hi) ||
+                 __builtin_add_overflow(dim->hi, offset, &dim->hi)) {
+        dim->lo = 0;
+        dim->hi = INT64_MAX;
+      }
     } else if (aotc_parse_static(t->dims[d].expr, &value)) {
       dim->value = dim->lo = dim->hi = value;
     } else {

@@ -97,6 +97,57 @@ static aotc_status check_device(const char *entry, const char *kind, const char 
   return AOTC_OK;
 }
 
+/* An input dim `scale * sym + offset` (not a plain symbol): checks it against the symbol's value
+ * when an earlier dim bound it, else solves for the symbol and binds it. */
+static aotc_status check_scaled_dim(const aotc_entry_desc *e, int32_t index, int32_t k,
+                                    int64_t value, run_scratch *s) {
+  const aotc_tensor_desc *d = &e->inputs[index];
+  const aotc_dim_desc *dim = &d->dims[k];
+  const aotc_sym_desc *sym = &e->syms[dim->sym];
+  const char *en = e->name, *in = d->name;
+  if (s->bound_input[dim->sym] >= 0) {
+    int64_t want;
+    if (__builtin_mul_overflow(dim->scale, s->syms[dim->sym], &want) ||
+        __builtin_add_overflow(want, dim->offset, &want) || want != value)
+      return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                       "entry \"%s\": input \"%s\" dim %d = %lld, expected %s = %lld with %s = "
+                       "%lld from input \"%s\" dim %d",
+                       en, in, (int)k, (long long)value, dim->expr, (long long)want, sym->name,
+                       (long long)s->syms[dim->sym], e->inputs[s->bound_input[dim->sym]].name,
+                       (int)s->bound_dim[dim->sym]);
+    return AOTC_OK;
+  }
+  int64_t diff;
+  if (dim->scale < 1 || __builtin_sub_overflow(value, dim->offset, &diff) ||
+      diff % dim->scale != 0) {
+    char plus[64] = "";
+    if (dim->offset > 0)
+      snprintf(plus, sizeof plus, " plus %lld", (long long)dim->offset);
+    else if (dim->offset < 0)
+      snprintf(plus, sizeof plus, " minus %llu", 0ull - (unsigned long long)dim->offset);
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "entry \"%s\": input \"%s\" dim %d = %lld, expected %s (a multiple of %lld%s)",
+                     en, in, (int)k, (long long)value, dim->expr, (long long)dim->scale, plus);
+  }
+  const long long bound = (long long)(diff / dim->scale);
+  if (bound < sym->lo || bound > sym->hi)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "entry \"%s\": input \"%s\" dim %d (%s) = %lld gives %s = %lld, outside "
+                     "%lld..%lld",
+                     en, in, (int)k, dim->expr, (long long)value, sym->name, bound,
+                     (long long)sym->lo, (long long)sym->hi);
+  if (sym->divisor > 1 && bound % sym->divisor != 0)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "entry \"%s\": input \"%s\" dim %d (%s) = %lld gives %s = %lld, not a "
+                     "multiple of %lld",
+                     en, in, (int)k, dim->expr, (long long)value, sym->name, bound,
+                     (long long)sym->divisor);
+  s->syms[dim->sym] = bound;
+  s->bound_input[dim->sym] = index;
+  s->bound_dim[dim->sym] = k;
+  return AOTC_OK;
+}
+
 /* Everything about one input that needs no other input: dtype, rank, device, dims, layout,
  * buffer, static dims; then binds or checks the root symbols its dims name. */
 static aotc_status check_input(const aotc_entry_desc *e, int32_t index, const aotc_tensor *t,
@@ -155,6 +206,12 @@ static aotc_status check_input(const aotc_entry_desc *e, int32_t index, const ao
       continue;
     }
     const aotc_sym_desc *sym = &e->syms[dim->sym];
+    if (dim->scale != 1 || dim->offset != 0) {
+      status = check_scaled_dim(e, index, k, t->shape[k], s);
+      if (status != AOTC_OK)
+        return status;
+      continue;
+    }
     if (s->bound_input[dim->sym] >= 0) {
       if (s->syms[dim->sym] != t->shape[k])
         return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
@@ -342,6 +399,9 @@ static aotc_status run_checked(aotc_model *model, const aotc_entry_desc *e,
     if (!arena && arena_bytes)
       return aotc_fail(AOTC_ERROR_RESOURCE, "entry \"%s\": cannot allocate %lld bytes of scratch",
                        en, (long long)arena_bytes);
+    if (rc > 0 && rc <= e->num_index_checks)
+      return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT, "entry \"%s\": an index is out of range in %s",
+                       en, e->index_checks[rc - 1]);
     return aotc_fail(AOTC_ERROR_INTERNAL, "entry \"%s\": the generated code failed (%d)", en,
                      (int)rc);
   }

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -78,6 +79,28 @@ public:
   std::vector<Val> Reduced;
   double AccValue = 0;
   std::string Error;
+  uint32_t FailedCheck = 0; // the first CheckIndex that saw an index out of range
+
+  void runSteps(const std::vector<Step> &steps) {
+    for (const Step &step : steps) {
+      if (const auto *k = std::get_if<LoopKernel>(&step)) {
+        runKernel(*k);
+        if (!Error.empty())
+          Error = "kernel " + k->name + ": " + Error;
+      } else if (const auto *g = std::get_if<GemmCall>(&step)) {
+        runGemm(*g);
+        if (!Error.empty())
+          Error = "gemm " + g->name + ": " + Error;
+      } else {
+        const auto &c = std::get<CondStep>(step);
+        Val pred = loadElem(c.predicate, 0);
+        if (Error.empty())
+          runSteps(pred.i ? c.thenSteps : c.elseSteps);
+      }
+      if (!Error.empty())
+        return;
+    }
+  }
 
   int64_t sym(const SymExpr &s) {
     auto v = s.evaluate(Symbols);
@@ -282,6 +305,16 @@ public:
     case ExprKind::Acc:
       r.f = AccValue;
       break;
+    case ExprKind::CheckIndex: {
+      int64_t i = eval(e.operands[0]).i, size = sym(e.sym);
+      if (i < 0 || i >= size) {
+        if (FailedCheck == 0)
+          FailedCheck = e.index;
+        i = std::max<int64_t>(std::min(i, size - 1), 0);
+      }
+      r.i = i;
+      break;
+    }
     }
     Stamp[id] = Now;
     Cache[id] = r;
@@ -702,6 +735,11 @@ llvm::Expected<std::vector<HostTensor>> evaluate(const Program &program, unsigne
       if (auto name = sig.shape[d].symbolName())
         ev.Symbols.emplace(name->str(), inputs[i].shape()[d]);
   }
+  // Symbols only reachable as `scale * s + offset`; the check below rejects a remainder.
+  for (size_t i = 0; i < inputs.size(); ++i)
+    for (size_t d = 0; d < e.inputs[i].shape.size(); ++d)
+      if (auto lin = linearDim(e.inputs[i].shape[d]); lin && !ev.Symbols.count(lin->symbol))
+        ev.Symbols.emplace(lin->symbol, (inputs[i].shape()[d] - lin->offset) / lin->scale);
   for (size_t i = 0; i < inputs.size(); ++i)
     for (size_t d = 0; d < e.inputs[i].shape.size(); ++d) {
       auto v = e.inputs[i].shape[d].evaluate(ev.Symbols);
@@ -757,18 +795,14 @@ llvm::Expected<std::vector<HostTensor>> evaluate(const Program &program, unsigne
     }
     ev.Bufs.push_back(buf);
   }
-  for (const Step &step : e.steps) {
-    if (const auto *k = std::get_if<LoopKernel>(&step)) {
-      ev.runKernel(*k);
-      if (!ev.Error.empty())
-        return error("kernel " + k->name + ": " + ev.Error);
-    } else {
-      const auto &g = std::get<GemmCall>(step);
-      ev.runGemm(g);
-      if (!ev.Error.empty())
-        return error("gemm " + g.name + ": " + ev.Error);
-    }
-  }
+  ev.runSteps(e.steps);
+  if (!ev.Error.empty())
+    return error(ev.Error);
+  if (ev.FailedCheck)
+    return error(fmt::format("an index is out of range in {}",
+                             ev.FailedCheck <= e.indexChecks.size()
+                                 ? e.indexChecks[ev.FailedCheck - 1]
+                                 : fmt::format("check {}", ev.FailedCheck)));
   return outputs;
 }
 

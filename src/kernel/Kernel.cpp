@@ -113,6 +113,8 @@ public:
       return fmt::format("r{}", e.index);
     case ExprKind::Acc:
       return "acc";
+    case ExprKind::CheckIndex:
+      return fmt::format("check{}({}, {})", e.index, str(e.operands[0]), symStr(e.sym));
     }
     return "?";
   }
@@ -142,6 +144,44 @@ std::string operandText(const MatrixOperand &m) {
                      symStr(m.batchStride), symStr(m.rowStride), symStr(m.colStride));
 }
 
+void printSteps(const ExprPrinter &p, const std::vector<Step> &steps, const std::string &indent,
+                llvm::raw_ostream &os) {
+  for (const Step &step : steps) {
+    if (const auto *k = std::get_if<LoopKernel>(&step)) {
+      os << indent << "kernel " << k->name << " outer " << shapeText(k->outer) << " parallel "
+         << k->parallelLoops << "  # " << k->loc.str() << "\n";
+      for (size_t s = 0; s < k->stages.size(); ++s) {
+        const Stage &st = k->stages[s];
+        os << indent << "  ";
+        if (st.kind == Stage::Kind::Reduce)
+          os << "r" << s << " = reduce " << toString(st.reduce) << " " << toString(st.accType)
+             << " over " << shapeText(st.inner) << ": " << p.str(st.value) << "\n";
+        else
+          os << "store over " << shapeText(st.inner) << ": b" << st.buffer << "["
+             << p.str(st.offset) << "] = " << p.str(st.value) << "\n";
+      }
+    } else if (const auto *g = std::get_if<GemmCall>(&step)) {
+      os << indent << "gemm " << g->name << " " << toString(g->dtype) << " batch " << g->batch.str()
+         << " m " << g->m.str() << " n " << g->n.str() << " k " << g->k.str() << "  # "
+         << g->loc.str() << "\n";
+      os << indent << "  a = " << operandText(g->a) << "\n";
+      os << indent << "  b = " << operandText(g->b) << "\n";
+      os << indent << "  out = b" << g->out;
+      if (g->epilogue != NoExpr)
+        os << " epilogue " << p.str(g->epilogue);
+      os << "\n";
+    } else {
+      const auto &c = std::get<CondStep>(step);
+      os << indent << "cond b" << c.predicate << "  # " << c.loc.str() << "\n";
+      os << indent << "then\n";
+      printSteps(p, c.thenSteps, indent + "  ", os);
+      os << indent << "else\n";
+      printSteps(p, c.elseSteps, indent + "  ", os);
+      os << indent << "end\n";
+    }
+  }
+}
+
 void printEntry(const EntryKernels &e, llvm::raw_ostream &os) {
   ExprPrinter p(e);
   os << "entry @" << e.name << "(";
@@ -167,36 +207,21 @@ void printEntry(const EntryKernels &e, llvm::raw_ostream &os) {
     os << "\n";
   }
   os << "  arena " << e.arenaBytes.str() << " bytes\n";
-  for (const Step &step : e.steps) {
-    if (const auto *k = std::get_if<LoopKernel>(&step)) {
-      os << "  kernel " << k->name << " outer " << shapeText(k->outer) << " parallel "
-         << k->parallelLoops << "  # " << k->loc.str() << "\n";
-      for (size_t s = 0; s < k->stages.size(); ++s) {
-        const Stage &st = k->stages[s];
-        os << "    ";
-        if (st.kind == Stage::Kind::Reduce)
-          os << "r" << s << " = reduce " << toString(st.reduce) << " " << toString(st.accType)
-             << " over " << shapeText(st.inner) << ": " << p.str(st.value) << "\n";
-        else
-          os << "store over " << shapeText(st.inner) << ": b" << st.buffer << "["
-             << p.str(st.offset) << "] = " << p.str(st.value) << "\n";
-      }
-    } else {
-      const auto &g = std::get<GemmCall>(step);
-      os << "  gemm " << g.name << " " << toString(g.dtype) << " batch " << g.batch.str() << " m "
-         << g.m.str() << " n " << g.n.str() << " k " << g.k.str() << "  # " << g.loc.str() << "\n";
-      os << "    a = " << operandText(g.a) << "\n";
-      os << "    b = " << operandText(g.b) << "\n";
-      os << "    out = b" << g.out;
-      if (g.epilogue != NoExpr)
-        os << " epilogue " << p.str(g.epilogue);
-      os << "\n";
-    }
-  }
+  for (size_t i = 0; i < e.indexChecks.size(); ++i)
+    os << "  check" << i + 1 << " " << e.indexChecks[i] << "\n";
+  printSteps(p, e.steps, "  ", os);
   os << "}\n";
 }
 
 } // namespace
+
+std::optional<LinearDim> linearDim(const SymExpr &dim) {
+  llvm::ArrayRef<SymTerm> terms = dim.node().terms();
+  if (terms.size() != 1 || terms[0].coeff < 1 || terms[0].factors.size() != 1 ||
+      terms[0].factors[0].kind != SymAtom::Kind::Symbol)
+    return std::nullopt;
+  return LinearDim{terms[0].factors[0].name, terms[0].coeff, dim.node().constant()};
+}
 
 void layoutWeights(Program &program) {
   uint64_t offset = 0;

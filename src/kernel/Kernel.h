@@ -36,6 +36,8 @@ enum class ExprKind : uint8_t {
   Cast,        // operands[0] converted to `type` (float to int truncates toward zero)
   ReduceValue, // index: the stage whose result (for the current outer point) this reads
   Acc,         // a GEMM epilogue's accumulated value at the current point
+  CheckIndex,  // operands[0] (i64) clamped to [0, sym - 1]; when it was outside, the entry's
+               // run reports index check `index` (1-based, EntryKernels::indexChecks)
 };
 
 enum class UnaryOp : uint8_t {
@@ -59,10 +61,11 @@ struct Expr {
   DType type;
   UnaryOp unary = UnaryOp::Neg;
   BinaryOp binary = BinaryOp::Add;
-  uint32_t index = 0;  // LoopVar, ReduceValue: the loop or stage; Load: the buffer
+  uint32_t index = 0;  // LoopVar, ReduceValue: the loop or stage; Load: the buffer; CheckIndex
+                       // the check
   int64_t ival = 0;    // Const of integer/bool type
   double fval = 0;     // Const of floating type
-  SymExpr sym;         // Dim
+  SymExpr sym;         // Dim; CheckIndex: the size indexed
   llvm::SmallVector<ExprId, 3> operands;
 };
 
@@ -115,7 +118,17 @@ struct GemmCall {
   SourceLoc loc;
 };
 
-using Step = std::variant<LoopKernel, GemmCall>;
+struct CondStep;
+using Step = std::variant<LoopKernel, GemmCall, CondStep>;
+
+/// aten.cond: runs `thenSteps` when the one-element bool buffer `predicate` holds, else
+/// `elseSteps`. Both write the cond's results into the same buffers; the memory plan keeps every
+/// buffer a branch touches live across the whole step.
+struct CondStep {
+  uint32_t predicate = 0;
+  std::vector<Step> thenSteps, elseSteps;
+  SourceLoc loc;
+};
 
 struct Buffer {
   enum class Kind : uint8_t {
@@ -148,6 +161,9 @@ struct EntryKernels {
   std::vector<Expr> exprs; // the pool ExprIds index
   std::vector<Step> steps;
   SymExpr arenaBytes;
+  // What each CheckIndex guards, for the runtime's message: "aten.embedding (model.cpp:12:5):
+  // ...". Check k is indexChecks[k - 1].
+  std::vector<std::string> indexChecks;
 
   const Expr &expr(ExprId id) const { return exprs[id]; }
 };
@@ -170,6 +186,26 @@ struct Program {
   // [stateOffset, stateOffset + stateBytes).
   uint64_t weightBytes = 0, stateOffset = 0, stateBytes = 0;
 };
+
+/// A dim `scale * symbol + offset` with scale >= 1 over one root symbol: the runtime binds the
+/// symbol from an input dim of this form.
+struct LinearDim {
+  std::string symbol;
+  int64_t scale = 1, offset = 0;
+};
+std::optional<LinearDim> linearDim(const SymExpr &dim);
+
+/// Calls `fn` on every step of `steps` in order, conds before the steps of their branches.
+/// Inline: the code generators use it without linking the kernel library.
+template <typename Fn> void forEachStep(const std::vector<Step> &steps, Fn &&fn) {
+  for (const Step &step : steps) {
+    fn(step);
+    if (const auto *c = std::get_if<CondStep>(&step)) {
+      forEachStep(c->thenSteps, fn);
+      forEachStep(c->elseSteps, fn);
+    }
+  }
+}
 
 /// Assigns Weight::offset / nbytes and the program's blob sizes (the layout above).
 void layoutWeights(Program &program);

@@ -77,9 +77,50 @@ llvm::Error Lowerer::lowerNode(const Node &n) {
   case OpTrait::Scalars:
     return lowerCreation(n);
   case OpTrait::ControlFlow:
+    if (n.kind() == OpKind::Cond)
+      return lowerCond(n);
     return unsupported(n);
   }
   return unsupported(n);
+}
+
+void Lowerer::countUses(const Block &block, llvm::DenseMap<const Value *, unsigned> &uses) const {
+  for (const auto &node : block.nodes()) {
+    std::set<const Value *> distinct(node->operands().begin(), node->operands().end());
+    for (const Value *v : distinct)
+      if (v)
+        ++uses[v];
+  }
+}
+
+llvm::Error Lowerer::lowerNodes(const Block &block,
+                                const llvm::DenseMap<const Value *, unsigned> &uses,
+                                llvm::function_ref<llvm::Error(const Value *, LValue *)> output) {
+  const Node *outer = Current;
+  for (const auto &node : block.nodes()) {
+    Current = node.get();
+    if (llvm::Error err = lowerNode(*node))
+      return err;
+    for (unsigned r = 0; r < node->numResults(); ++r) {
+      const Value *res = node->result(r);
+      LValue *lv = get(res);
+      if (!lv)
+        return unsupported(*node);
+      lv->uses = uses.lookup(res);
+      if (lv->layout || lv->uses == 0)
+        continue;
+      if (llvm::Error err = output(res, lv))
+        return err;
+      if (lv->layout)
+        continue;
+      if (!Options.fuse || (lv->kind == LKind::Gemm && lv->uses != 1) ||
+          (lv->uses > 1 && lv->cost > 4))
+        if (llvm::Error err = realize(lv).takeError())
+          return err;
+    }
+  }
+  Current = outer;
+  return llvm::Error::success();
 }
 
 llvm::Error Lowerer::lowerEntry(const Entry &entry) {
@@ -166,36 +207,14 @@ llvm::Error Lowerer::lowerEntry(const Entry &entry) {
     firstOutput.try_emplace(v, o);
     ++uses[v];
   }
-  for (const auto &node : body.nodes()) {
-    std::set<const Value *> distinct(node->operands().begin(), node->operands().end());
-    for (const Value *v : distinct)
-      if (v)
-        ++uses[v];
-  }
-
-  for (const auto &node : body.nodes()) {
-    Current = node.get();
-    if (llvm::Error err = lowerNode(*node))
-      return err;
-    for (unsigned r = 0; r < node->numResults(); ++r) {
-      const Value *res = node->result(r);
-      LValue *lv = get(res);
-      if (!lv)
-        return unsupported(*node);
-      lv->uses = uses.lookup(res);
-      if (lv->layout || lv->uses == 0)
-        continue;
-      auto out = firstOutput.find(res);
-      llvm::Error err = llvm::Error::success();
-      if (out != firstOutput.end())
-        err = realizeInto(lv, outBuffers[out->second]);
-      else if (!Options.fuse || (lv->kind == LKind::Gemm && lv->uses != 1) ||
-               (lv->uses > 1 && lv->cost > 4))
-        err = realize(lv).takeError();
-      if (err)
-        return err;
-    }
-  }
+  countUses(body, uses);
+  if (llvm::Error err = lowerNodes(body, uses, [&](const Value *res, LValue *lv) -> llvm::Error {
+        auto out = firstOutput.find(res);
+        if (out == firstOutput.end())
+          return llvm::Error::success();
+        return realizeInto(lv, outBuffers[out->second]);
+      }))
+    return err;
   Current = nullptr;
 
   for (size_t o = 0; o < entry.outputs().size(); ++o) {

@@ -50,7 +50,7 @@ ExprId Lowerer::make(Expr e) {
   std::string key =
       fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|", static_cast<int>(e.kind), static_cast<int>(e.type),
                   static_cast<int>(e.unary), static_cast<int>(e.binary), e.index, e.ival, fbits,
-                  e.kind == ExprKind::Dim ? e.sym.str() : "");
+                  e.kind == ExprKind::Dim || e.kind == ExprKind::CheckIndex ? e.sym.str() : "");
   for (ExprId op : e.operands)
     key += std::to_string(op) + ",";
   auto [it, inserted] = Pool.try_emplace(key, static_cast<ExprId>(E->exprs.size()));
@@ -230,6 +230,23 @@ ExprId Lowerer::imax(ExprId a, ExprId b) {
   if (ca && cb)
     return cInt(std::max(*ca, *cb));
   return a == b ? a : binary(BinaryOp::Max, a, b);
+}
+
+ExprId Lowerer::checkIndex(ExprId i, const SymExpr &size, uint32_t check) {
+  Expr e = newExpr(ExprKind::CheckIndex, DType::I64);
+  e.index = check;
+  e.sym = size;
+  e.operands = {cast(DType::I64, i)};
+  return make(e);
+}
+
+uint32_t Lowerer::newIndexCheck(const Node &n, llvm::StringRef operand, int64_t dim,
+                                const SymExpr &size) {
+  std::string where = n.loc().isKnown() ? fmt::format("{} ({})", n.schema().name, n.loc().str())
+                                        : std::string(n.schema().name);
+  E->indexChecks.push_back(fmt::format("{}: indices into dim {} of {} must be in 0..{}", where, dim,
+                                       operand.str(), (size - 1).str()));
+  return static_cast<uint32_t>(E->indexChecks.size());
 }
 
 ExprId Lowerer::clampIndex(ExprId i, const SymExpr &size) {
@@ -541,7 +558,10 @@ llvm::Error Lowerer::emitGemm(LValue *root, LValue *g, uint32_t buffer) {
     idx = unflatten(b, spec.batchDims);
     idx.push_back(m);
   }
-  idx.push_back(n);
+  if (spec.nDims.empty())
+    idx.push_back(n);
+  else
+    idx.append(unflatten(n, spec.nDims));
   s.accIdx = idx;
   ExprId value = read(root, s, idx);
   GemmCall call;

@@ -9,6 +9,7 @@
 #include "kernel/Lower.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <deque>
 #include <functional>
@@ -50,6 +51,9 @@ struct GemmSpec {
   /// (batch == 1): the GEMM's dense output is the value's dense row-major layout either way.
   bool foldBatch = false;
   llvm::SmallVector<SymExpr, 4> batchDims;
+  /// When not empty, the value's trailing dims in place of N, with n = numel(nDims) their
+  /// row-major flattening (a convolution's output spatial dims).
+  llvm::SmallVector<SymExpr, 3> nDims;
 };
 
 struct LValue {
@@ -146,6 +150,11 @@ public:
   ExprId imin(ExprId a, ExprId b);
   ExprId imax(ExprId a, ExprId b);
   ExprId clampIndex(ExprId i, const SymExpr &size);
+  /// `i` clamped to [0, size - 1]; the run reports check `check` when it was outside.
+  ExprId checkIndex(ExprId i, const SymExpr &size, uint32_t check);
+  /// Registers an index check of node `n` reading dim `dim` of its operand `operand`; returns
+  /// its number for checkIndex.
+  uint32_t newIndexCheck(const Node &n, llvm::StringRef operand, int64_t dim, const SymExpr &size);
   /// Offset of element `idx` in `layout`.
   ExprId offsetOf(const Layout &layout, llvm::ArrayRef<ExprId> idx);
   /// The indices of the row-major linear position `linear` over `dims`.
@@ -192,6 +201,15 @@ public:
   llvm::Error lowerIndexing(const Node &n);
   llvm::Error lowerLinalg(const Node &n);
   llvm::Error lowerConvPool(const Node &n);
+  llvm::Error lowerCond(const Node &n);
+
+  /// Adds to `uses` how many nodes of `block` (not of nested regions) read each value.
+  void countUses(const Block &block, llvm::DenseMap<const Value *, unsigned> &uses) const;
+  /// Lowers the nodes of `block` in order; a result read by `uses` nodes is realized where
+  /// fusion must stop. `output(value, lowered)` runs first on every used result (realizing
+  /// those that are the block's outputs).
+  llvm::Error lowerNodes(const Block &block, const llvm::DenseMap<const Value *, unsigned> &uses,
+                         llvm::function_ref<llvm::Error(const Value *, LValue *)> output);
 
   // Shared op builders over lowered values.
   LValue *reduce(LValue *in, ReduceOp op, llvm::ArrayRef<int64_t> dims, bool keepdim, DType outType,
@@ -204,6 +222,7 @@ public:
   LValue *get(const Value *v) const { return Values.lookup(v); }
   void set(const Value *v, LValue *lv) { Values[v] = lv; }
   SymExpr expand(const SymExpr &s) const { return G.shapeEnv().expand(s); }
+  const ShapeEnv &shapeEnv() const { return G.shapeEnv(); }
   Shape shapeOf(const Value *v) const;
   /// Static and symbolic attribute helpers.
   SymExpr intAttr(const Node &n, llvm::StringRef name, SymExpr dflt = 0) const;

@@ -1,7 +1,8 @@
 // Lowering of contractions: mm / bmm / matmul / addmm / linear to GEMM calls whose epilogue
 // absorbs the bias and the following pointwise chain (f32), or to loop kernels with a Reduce
-// stage over k (other dtypes); attention as GEMM -> softmax kernel -> GEMM; convolution and
-// pooling as loop kernels with a Reduce stage over the window.
+// stage over k (other dtypes); attention as GEMM -> softmax kernel -> GEMM; f32 convolution as
+// (im2col ->) batched GEMM with the same epilogue fusion; other convolutions and pooling as loop
+// kernels with a Reduce stage over the window.
 #include "kernel/LowerImpl.h"
 
 #include <array>
@@ -64,6 +65,125 @@ LValue *transposeLast(Lowerer &L, LValue *v) {
         return sub;
       },
       l);
+}
+
+/// An f32 GEMM value of `shape` waiting for its epilogue: `epilogue` (maybe null) maps the sum
+/// at an output index to the value; consumers fuse more pointwise ops on top (emitGemm).
+LValue *gemmValue(Lowerer &L, Shape shape, GemmSpec spec, std::vector<LValue *> deps,
+                  std::string opName, Epilogue epilogue) {
+  LValue *v = L.newValue(DType::F32, std::move(shape), LKind::Gemm, std::move(opName));
+  v->gemm = std::move(spec);
+  v->deps = std::move(deps);
+  v->cost = 1;
+  v->point = [&L, v, epilogue](Scope &s, llvm::ArrayRef<ExprId> idx) -> ExprId {
+    if (s.accFor == v && llvm::ArrayRef<ExprId>(s.accIdx) == idx) {
+      ExprId sum = L.acc(DType::F32);
+      return epilogue ? epilogue(s, idx, sum) : sum;
+    }
+    if (auto l = L.realize(v); !l) {
+      llvm::consumeError(l.takeError());
+      return L.cFloat(0, DType::F32);
+    }
+    return L.read(v, s, idx);
+  };
+  return v;
+}
+
+// Direct loops beat packing for few output channels (the GEMM's m, below one register tile)
+// and tiny filters; past this many im2col elements (at the largest sizes the dims' ranges allow)
+// the arena would grow too much and the loops stay.
+constexpr int64_t ConvGemmMinChannels = 16, ConvGemmMinWeights = 64;
+constexpr int64_t Im2colMaxElements = int64_t(16) << 20;
+
+/// An f32 convolution (groups 1) as a batched GEMM over images: out[n] = W[Cout, Cin*K...] @
+/// cols[n], where cols is the input itself for a 1x1 stride-1 unpadded filter and otherwise an
+/// im2col copy [Cin, K..., O...] per image in the arena. Null when direct loops suit the shape
+/// better or the layouts do not fit.
+llvm::Expected<LValue *> convAsGemm(Lowerer &L, LValue *x, LValue *w, LValue *bias,
+                                    const Shape &shape, llvm::ArrayRef<SymExpr> stride,
+                                    llvm::ArrayRef<SymExpr> pad, llvm::ArrayRef<SymExpr> dil) {
+  size_t sd = shape.size() - 2;
+  if (x->dtype != DType::F32 || w->dtype != DType::F32 || (bias && bias->dtype != DType::F32))
+    return nullptr;
+  auto wl = L.realize(w);
+  if (!wl)
+    return wl.takeError();
+  auto xl = L.realize(x);
+  if (!xl)
+    return xl.takeError();
+  if (!L.isContiguous(*wl, w->shape))
+    return nullptr;
+  SymExpr cout = w->shape[0], K = numelOf(llvm::ArrayRef<SymExpr>(w->shape).drop_front());
+  auto weights = (cout * K).constant();
+  if (!weights || *weights < ConvGemmMinWeights ||
+      cout.constant().value_or(0) < ConvGemmMinChannels)
+    return nullptr;
+  Shape outSpatial(shape.begin() + 2, shape.end());
+  SymExpr N = shape[0], P = numelOf(outSpatial);
+
+  bool pointwiseFilter = true;
+  for (size_t j = 0; j < sd; ++j)
+    pointwiseFilter = pointwiseFilter && w->shape[2 + j] == SymExpr(1) && stride[j] == SymExpr(1) &&
+                      pad[j] == SymExpr(0);
+  MatrixOperand bop;
+  LValue *bsrc = x;
+  if (pointwiseFilter && L.isContiguous(*xl, x->shape)) {
+    SymExpr cin = x->shape[1];
+    bop = {xl->buffer, xl->offset, cin * P, P, 1};
+  } else {
+    Shape colShape = {N, w->shape[1]};
+    colShape.append(w->shape.begin() + 2, w->shape.end());
+    colShape.append(outSpatial.begin(), outSpatial.end());
+    if (L.shapeEnv().proveLE(L.expand(numelOf(colShape)), SymExpr(Im2colMaxElements)) !=
+        Truth::True)
+      return nullptr;
+    Shape xs = x->shape;
+    std::vector<SymExpr> st(stride.begin(), stride.end()), pd(pad.begin(), pad.end()),
+        dl(dil.begin(), dil.end());
+    LValue *cols = L.pointwise(
+        DType::F32, colShape, {x}, "im2col",
+        [&L, x, xs, st, pd, dl, sd](Scope &s, llvm::ArrayRef<ExprId> idx) {
+          IndexList xi = {idx[0], idx[1]};
+          ExprId ok = NoExpr;
+          for (size_t j = 0; j < sd; ++j) {
+            ExprId pos = L.iadd(L.isub(L.imul(idx[2 + sd + j], L.dim(st[j])), L.dim(pd[j])),
+                                L.imul(idx[2 + j], L.dim(dl[j])));
+            if (!(pd[j] == SymExpr(0))) {
+              ExprId inb = L.binary(BinaryOp::And, L.binary(BinaryOp::Ge, pos, L.cInt(0)),
+                                    L.binary(BinaryOp::Lt, pos, L.dim(xs[2 + j])));
+              ok = ok == NoExpr ? inb : L.binary(BinaryOp::And, ok, inb);
+              pos = L.clampIndex(pos, xs[2 + j]);
+            }
+            xi.push_back(pos);
+          }
+          ExprId v = L.read(x, s, xi);
+          return ok == NoExpr ? v : L.select(ok, v, L.cFloat(0, DType::F32));
+        });
+    cols->name = x->name + ".cols";
+    auto cl = L.realize(cols);
+    if (!cl)
+      return cl.takeError();
+    bop = {cl->buffer, cl->offset, K * P, P, 1};
+    bsrc = cols;
+  }
+  GemmSpec spec;
+  spec.batch = N;
+  spec.m = cout;
+  spec.n = P;
+  spec.k = K;
+  spec.a = {wl->buffer, wl->offset, 0, K, 1};
+  spec.b = bop;
+  spec.batchDims = {N};
+  spec.nDims.assign(outSpatial.begin(), outSpatial.end());
+  std::vector<LValue *> deps = {w, bsrc};
+  Epilogue epi;
+  if (bias) {
+    deps.push_back(bias);
+    epi = [&L, bias](Scope &s, llvm::ArrayRef<ExprId> idx, ExprId acc) {
+      return L.binary(BinaryOp::Add, acc, L.read(bias, s, {idx[1]}));
+    };
+  }
+  return gemmValue(L, shape, std::move(spec), std::move(deps), "conv", epi);
 }
 
 } // namespace
@@ -147,22 +267,7 @@ llvm::Expected<LValue *> Lowerer::gemm(LValue *a, LValue *b, std::string opName,
     spec.a = *oa;
     spec.b = *ob;
   }
-  LValue *v = newValue(DType::F32, shape, LKind::Gemm, std::move(opName));
-  v->gemm = spec;
-  v->deps = deps;
-  v->cost = 1;
-  v->point = [this, v, epilogue](Scope &s, llvm::ArrayRef<ExprId> idx) -> ExprId {
-    if (s.accFor == v && llvm::ArrayRef<ExprId>(s.accIdx) == idx) {
-      ExprId sum = acc(DType::F32);
-      return epilogue ? epilogue(s, idx, sum) : sum;
-    }
-    if (auto l = realize(v); !l) {
-      llvm::consumeError(l.takeError());
-      return cFloat(0, DType::F32);
-    }
-    return read(v, s, idx);
-  };
-  return v;
+  return gemmValue(*this, shape, std::move(spec), std::move(deps), std::move(opName), epilogue);
 }
 
 llvm::Error Lowerer::lowerLinalg(const Node &n) {
@@ -333,6 +438,16 @@ llvm::Error Lowerer::lowerConvPool(const Node &n) {
     auto stride = ints("stride", sd, 1), pad = ints("padding", sd, 0),
          dil = ints("dilation", sd, 1);
     SymExpr groups = intAttr(n, "groups", 1);
+    if (groups == SymExpr(1) && out == DType::F32) {
+      auto g = convAsGemm(*this, x, w, bias, shape, stride, pad, dil);
+      if (!g)
+        return g.takeError();
+      if (*g) {
+        (*g)->name = valueName(n.result());
+        set(n.result(), *g);
+        return llvm::Error::success();
+      }
+    }
     SymExpr cinG = w->shape[1];
     SymExpr coutG = SymExpr::floorDiv(w->shape[0], groups);
     spec.inner.push_back(cinG);

@@ -258,18 +258,20 @@ llvm::Error Lowerer::lowerIndexing(const Node &n) {
   DType ct = computeType(out);
   Shape shape = shapeOf(n.result());
   LValue *r = nullptr;
-  // The data operand is realized: an indirect load needs an address. Indices are not checked
-  // against the bounds (kernels cannot report errors).
+  // The data operand is realized: an indirect load needs an address. Every index is clamped into
+  // the data (no read out of bounds) and a clamped one makes the run fail: as in the
+  // interpreter, negative indices are errors too.
   auto realized = [&](LValue *v) -> llvm::Error { return realize(v).takeError(); };
   switch (n.kind()) {
   case OpKind::Embedding: {
     LValue *w = get(n.operand(0)), *ids = get(n.operand(1));
     if (llvm::Error err = realized(w))
       return err;
+    uint32_t check = newIndexCheck(n, "weight", 0, w->shape[0]);
     r = pointwise(out, shape, {w, ids}, "embedding",
-                  [this, w, ids, ct](Scope &s, llvm::ArrayRef<ExprId> idx) {
+                  [this, w, ids, ct, check](Scope &s, llvm::ArrayRef<ExprId> idx) {
                     IndexList outer(idx.begin(), idx.end() - 1);
-                    ExprId row = cast(DType::I64, read(ids, s, outer));
+                    ExprId row = checkIndex(read(ids, s, outer), w->shape[0], check);
                     return cast(ct, read(w, s, {row, idx.back()}));
                   });
     break;
@@ -280,19 +282,22 @@ llvm::Error Lowerer::lowerIndexing(const Node &n) {
       return err;
     int64_t d = normDim(intAttr(n, "dim").constant().value_or(0), self->shape.size());
     bool scalarIndex = index->shape.empty();
-    r = pointwise(out, shape, {self, index}, "index_select",
-                  [this, self, index, ct, d, scalarIndex](Scope &s, llvm::ArrayRef<ExprId> idx) {
-                    IndexList sub(idx.begin(), idx.end());
-                    IndexList at;
-                    if (!scalarIndex && !sub.empty())
-                      at.push_back(sub[d]);
-                    ExprId i = cast(DType::I64, read(index, s, at));
-                    if (sub.size() < self->shape.size())
-                      sub.insert(sub.begin() + d, i);
-                    else
-                      sub[d] = i;
-                    return cast(ct, read(self, s, sub));
-                  });
+    SymExpr size = self->shape.empty() ? SymExpr(1) : self->shape[d];
+    uint32_t check = newIndexCheck(n, "self", d, size);
+    r = pointwise(
+        out, shape, {self, index}, "index_select",
+        [this, self, index, ct, d, scalarIndex, size, check](Scope &s, llvm::ArrayRef<ExprId> idx) {
+          IndexList sub(idx.begin(), idx.end());
+          IndexList at;
+          if (!scalarIndex && !sub.empty())
+            at.push_back(sub[d]);
+          ExprId i = checkIndex(read(index, s, at), size, check);
+          if (sub.size() < self->shape.size())
+            sub.insert(sub.begin() + d, i);
+          else
+            sub[d] = i;
+          return cast(ct, read(self, s, sub));
+        });
     break;
   }
   case OpKind::Gather: {
@@ -300,10 +305,12 @@ llvm::Error Lowerer::lowerIndexing(const Node &n) {
     if (llvm::Error err = realized(self))
       return err;
     int64_t d = normDim(intAttr(n, "dim").constant().value_or(0), self->shape.size());
+    SymExpr size = self->shape.empty() ? SymExpr(1) : self->shape[d];
+    uint32_t check = newIndexCheck(n, "self", d, size);
     r = pointwise(out, shape, {self, index}, "gather",
-                  [this, self, index, ct, d](Scope &s, llvm::ArrayRef<ExprId> idx) {
+                  [this, self, index, ct, d, size, check](Scope &s, llvm::ArrayRef<ExprId> idx) {
                     IndexList sub(idx.begin(), idx.end());
-                    sub[d] = cast(DType::I64, read(index, s, idx));
+                    sub[d] = checkIndex(read(index, s, idx), size, check);
                     return cast(ct, read(self, s, sub));
                   });
     break;

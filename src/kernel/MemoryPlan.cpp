@@ -29,11 +29,8 @@ void collectLoads(const EntryKernels &entry, ExprId root, std::set<uint32_t> &ou
 
 SymExpr roundUp64(const SymExpr &x) { return SymExpr::floorDiv(x + 63, 64) * 64; }
 
-} // namespace
-
-std::vector<uint32_t> buffersOfStep(const EntryKernels &entry, const Step &step) {
-  std::set<uint32_t> out;
-  std::vector<char> seen(entry.exprs.size(), 0);
+void addBuffersOfStep(const EntryKernels &entry, const Step &step, std::set<uint32_t> &out,
+                      std::vector<char> &seen) {
   if (const auto *k = std::get_if<LoopKernel>(&step)) {
     for (const Stage &s : k->stages) {
       collectLoads(entry, s.value, out, seen);
@@ -42,13 +39,28 @@ std::vector<uint32_t> buffersOfStep(const EntryKernels &entry, const Step &step)
         collectLoads(entry, s.offset, out, seen);
       }
     }
+  } else if (const auto *g = std::get_if<GemmCall>(&step)) {
+    out.insert(g->a.buffer);
+    out.insert(g->b.buffer);
+    out.insert(g->out);
+    collectLoads(entry, g->epilogue, out, seen);
   } else {
-    const auto &g = std::get<GemmCall>(step);
-    out.insert(g.a.buffer);
-    out.insert(g.b.buffer);
-    out.insert(g.out);
-    collectLoads(entry, g.epilogue, out, seen);
+    // Every buffer of either branch is live across the whole cond: no branch temporary shares
+    // a slot with another one, whichever branch runs.
+    const auto &c = std::get<CondStep>(step);
+    out.insert(c.predicate);
+    for (const auto *branch : {&c.thenSteps, &c.elseSteps})
+      for (const Step &inner : *branch)
+        addBuffersOfStep(entry, inner, out, seen);
   }
+}
+
+} // namespace
+
+std::vector<uint32_t> buffersOfStep(const EntryKernels &entry, const Step &step) {
+  std::set<uint32_t> out;
+  std::vector<char> seen(entry.exprs.size(), 0);
+  addBuffersOfStep(entry, step, out, seen);
   return {out.begin(), out.end()};
 }
 

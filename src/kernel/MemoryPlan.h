@@ -7,7 +7,8 @@
 
 namespace aotc::kir {
 
-/// The buffers each step reads or writes (sorted, unique).
+/// The buffers each step reads or writes (sorted, unique); a cond's are its predicate and those of
+/// every step of both branches.
 std::vector<uint32_t> buffersOfStep(const EntryKernels &entry, const Step &step);
 
 /// Assigns Buffer::arenaOffset of every Arena buffer of `entry` and entry.arenaBytes. `facts`

@@ -15,7 +15,7 @@ namespace aotc {
 namespace {
 
 constexpr uint32_t ArtifactMagic = 0x43544f41u; // AOTC_ARTIFACT_MAGIC
-constexpr uint32_t ArtifactFormat = 1;          // AOTC_ARTIFACT_FORMAT
+constexpr uint32_t ArtifactFormat = 2;          // AOTC_ARTIFACT_FORMAT
 
 class DescriptorEmitter {
 public:
@@ -23,12 +23,12 @@ public:
       : M(m), Ctx(m.getContext()), Ptr(llvm::PointerType::get(Ctx, 0)),
         I32(llvm::Type::getInt32Ty(Ctx)), I64(llvm::Type::getInt64Ty(Ctx)) {
     SymTy = llvm::StructType::create(Ctx, {Ptr, I64, I64, I64}, "aotc_sym_desc");
-    DimTy = llvm::StructType::create(Ctx, {I32, I32, Ptr}, "aotc_dim_desc");
+    DimTy = llvm::StructType::create(Ctx, {I32, I32, Ptr, I64, I64}, "aotc_dim_desc");
     TensorTy = llvm::StructType::create(Ctx, {Ptr, I32, I32, Ptr}, "aotc_tensor_desc");
-    EntryTy = llvm::StructType::create(
-        Ctx,
-        {Ptr, I32, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr, llvm::ArrayType::get(Ptr, 2), I32, I32},
-        "aotc_entry_desc");
+    EntryTy = llvm::StructType::create(Ctx,
+                                       {Ptr, I32, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr,
+                                        llvm::ArrayType::get(Ptr, 2), I32, I32, Ptr},
+                                       "aotc_entry_desc");
     WeightTy = llvm::StructType::create(Ctx, {Ptr, I32, I32, Ptr, I64, I64}, "aotc_weight_desc");
     ArtifactTy = llvm::StructType::create(
         Ctx, {I32, I32, Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr, I64, Ptr, I64, I64, Ptr, I64},
@@ -85,13 +85,16 @@ private:
         std::vector<llvm::Constant *> dims;
         for (const SymExpr &d : t.shape) {
           int32_t sym = -1;
-          if (auto name = d.symbolName())
+          std::optional<kir::LinearDim> lin = kir::linearDim(d);
+          if (lin)
             for (size_t k = 0; k < e.symbols.size(); ++k)
-              if (e.symbols[k] == *name)
+              if (e.symbols[k] == lin->symbol)
                 sym = static_cast<int32_t>(k);
           if (sym >= 0 && markBound)
             bound[sym] = true;
-          dims.push_back(llvm::ConstantStruct::get(DimTy, {i32(sym), i32(0), str(d.str())}));
+          int64_t scale = sym >= 0 ? lin->scale : 0, offset = sym >= 0 ? lin->offset : 0;
+          dims.push_back(llvm::ConstantStruct::get(
+              DimTy, {i32(sym), i32(0), str(d.str()), i64(scale), i64(offset)}));
         }
         out.push_back(llvm::ConstantStruct::get(TensorTy, {str(t.name), i32(runtimeDType(t.dtype)),
                                                            i32(t.shape.size()),
@@ -105,9 +108,12 @@ private:
       if (!bound[k])
         return llvm::createStringError(
             llvm::inconvertibleErrorCode(),
-            fmt::format("entry \"{}\": dim {} is not the size of any input dim, so it cannot be "
-                        "bound when the entry is called",
+            fmt::format("entry \"{}\": dim {} is not the size of any input dim, nor a multiple of "
+                        "it plus a constant, so it cannot be bound when the entry is called",
                         e.name, e.symbols[k]));
+    std::vector<llvm::Constant *> checks;
+    for (const std::string &text : e.indexChecks)
+      checks.push_back(str(text));
     std::vector<llvm::Constant *> guards;
     for (const Guard &g : e.guards)
       guards.push_back(
@@ -121,12 +127,20 @@ private:
       runs[v] =
           c.variants[v] ? function(fmt::format("aotc_e{}_run_v{}", index, v + 3), runTy) : null();
     return llvm::ConstantStruct::get(
-        EntryTy, {str(e.name), i32(e.inputs.size()), i32(e.outputs.size()), i32(syms.size()),
-                  i32(guards.size()), array(TensorTy, inputs, "aotc_inputs"),
-                  array(TensorTy, outputs, "aotc_outputs"), array(SymTy, syms, "aotc_syms"),
-                  array(Ptr, guards, "aotc_guards"), shapes,
-                  llvm::ConstantArray::get(llvm::ArrayType::get(Ptr, 2), runs), i32(e.steps.size()),
-                  i32(0)});
+        EntryTy,
+        {str(e.name), i32(e.inputs.size()), i32(e.outputs.size()), i32(syms.size()),
+         i32(guards.size()), array(TensorTy, inputs, "aotc_inputs"),
+         array(TensorTy, outputs, "aotc_outputs"), array(SymTy, syms, "aotc_syms"),
+         array(Ptr, guards, "aotc_guards"), shapes,
+         llvm::ConstantArray::get(llvm::ArrayType::get(Ptr, 2), runs), i32(countKernels(e.steps)),
+         i32(checks.size()), array(Ptr, checks, "aotc_index_checks")});
+  }
+
+  static int32_t countKernels(const std::vector<kir::Step> &steps) {
+    int32_t n = 0;
+    kir::forEachStep(steps,
+                     [&](const kir::Step &s) { n += !std::holds_alternative<kir::CondStep>(s); });
+    return n;
   }
 
   llvm::Constant *function(const std::string &name, llvm::FunctionType *type) {

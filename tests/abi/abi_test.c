@@ -47,9 +47,9 @@ static void check_dim(const aotc_dim_info *d, const char *expr, int64_t value, i
 static void test_introspection(aotc_model *m) {
   int32_t n = 0;
   CHECK_OK(aotc_model_num_entries(m, &n));
-  CHECK(n == 4);
-  const char *expected[] = {"forward", "pair", "blocks", "cover"};
-  for (int32_t e = 0; e < 4; ++e) {
+  CHECK(n == 6);
+  const char *expected[] = {"forward", "pair", "blocks", "cover", "scaled", "lookup"};
+  for (int32_t e = 0; e < 6; ++e) {
     const char *name = NULL;
     int32_t found = -1;
     CHECK_OK(aotc_model_entry_name(m, e, &name));
@@ -78,6 +78,9 @@ static void test_introspection(aotc_model *m) {
   check_dim(&info.dims[0], "m // 8", -1, 0, INT64_MAX, NULL);
   CHECK_OK(aotc_model_input_info(m, 2, 1, &info));
   check_dim(&info.dims[0], "m", -1, 8, 64, "m");
+  /* A multiple of a root dim plus a constant has that root dim's range, scaled. */
+  CHECK_OK(aotc_model_input_info(m, 4, 0, &info));
+  check_dim(&info.dims[0], "2*half + 1", -1, 3, 101, NULL);
 
   int32_t num_weights = 0;
   uint64_t weight_bytes = 0;
@@ -222,6 +225,28 @@ static void test_cover(aotc_model *m, uint64_t *rng) {
   }
 }
 
+/* scaled binds half from h's size 2*half + 1; the result uses both inputs and half itself. */
+static void test_scaled(aotc_model *m, uint64_t *rng) {
+  static float h[101], g[50], y[50];
+  for (int64_t half = 2; half <= 50; half += 2 * rng_range(rng, 1, 8)) {
+    for (int64_t i = 0; i <= 2 * half; ++i)
+      h[i] = rng_float(rng);
+    for (int64_t i = 0; i < half; ++i)
+      g[i] = rng_float(rng);
+    const int64_t sh[] = {2 * half + 1}, sg[] = {half};
+    aotc_tensor in[2] = {make_tensor(h, AOTC_DTYPE_F32, 1, sh),
+                         make_tensor(g, AOTC_DTYPE_F32, 1, sg)};
+    aotc_tensor out = make_tensor(y, AOTC_DTYPE_F32, 0, NULL);
+    out.size_bytes = sizeof y;
+    CHECK_OK(aotc_model_run(m, 4, in, 2, &out, 1));
+    CHECK(out.rank == 1 && out.shape[0] == half);
+    int bad = 0;
+    for (int64_t i = 0; i < half; ++i)
+      bad += !close_enough(y[i], (double)g[i] + h[2 * i] + h[2 * i + 1] + h[2 * half]);
+    CHECK(bad == 0);
+  }
+}
+
 static aotc_model *create(int32_t threads, int32_t variant, const char *weights_path) {
   aotc_model_options o;
   aotc_model_options_init(&o);
@@ -314,6 +339,7 @@ int main(void) {
   test_pair(m, &rng, kAcc);
   test_blocks(m, &rng);
   test_cover(m, &rng);
+  test_scaled(m, &rng);
   aotc_model_destroy(m);
 
   aotc_model *single = create(1, AOTC_CPU_VARIANT_AUTO, NULL);

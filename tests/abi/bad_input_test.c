@@ -67,16 +67,17 @@ static void test_null_arguments(void) {
 
 static void test_entries(void) {
   aotc_tensor in = x_tensor(2, 4), out = out_tensor();
-  CHECK_RUN_ERROR(4, &in, 1, &out, 1, AOTC_ERROR_INVALID_ARGUMENT,
-                  "aotc_model_run: entry 4 is out of range (the model has 4 entries)");
+  CHECK_RUN_ERROR(6, &in, 1, &out, 1, AOTC_ERROR_INVALID_ARGUMENT,
+                  "aotc_model_run: entry 6 is out of range (the model has 6 entries)");
   CHECK_RUN_ERROR(-1, &in, 1, &out, 1, AOTC_ERROR_INVALID_ARGUMENT,
-                  "aotc_model_run: entry -1 is out of range (the model has 4 entries)");
+                  "aotc_model_run: entry -1 is out of range (the model has 6 entries)");
   const char *name = NULL;
   CHECK_ERROR(aotc_model_entry_name(model, 9, &name), AOTC_ERROR_INVALID_ARGUMENT,
-              "aotc_model_entry_name: entry 9 is out of range (the model has 4 entries)");
+              "aotc_model_entry_name: entry 9 is out of range (the model has 6 entries)");
   int32_t entry = 42;
   CHECK_ERROR(aotc_model_find_entry(model, "backward", &entry), AOTC_ERROR_NOT_FOUND,
-              "no entry \"backward\" in the model (entries: forward, pair, blocks, cover)");
+              "no entry \"backward\" in the model (entries: forward, pair, blocks, cover, scaled, "
+              "lookup)");
   CHECK(entry == 42);
   aotc_tensor_info info;
   CHECK_ERROR(aotc_model_input_info(model, 0, 1, &info), AOTC_ERROR_INVALID_ARGUMENT,
@@ -84,8 +85,8 @@ static void test_entries(void) {
   CHECK_ERROR(aotc_model_output_info(model, 1, -1, &info), AOTC_ERROR_INVALID_ARGUMENT,
               "aotc_model_output_info: output -1 is out of range (entry \"pair\" has 1 output)");
   int32_t count;
-  CHECK_ERROR(aotc_model_num_inputs(model, 4, &count), AOTC_ERROR_INVALID_ARGUMENT,
-              "aotc_model_num_inputs: entry 4 is out of range (the model has 4 entries)");
+  CHECK_ERROR(aotc_model_num_inputs(model, 6, &count), AOTC_ERROR_INVALID_ARGUMENT,
+              "aotc_model_num_inputs: entry 6 is out of range (the model has 6 entries)");
 }
 
 static void test_counts(void) {
@@ -186,6 +187,59 @@ static void test_symbols_and_guards(void) {
   ab[1] = make_tensor(b, AOTC_DTYPE_F32, 1, sb_big);
   CHECK_RUN_ERROR(1, ab, 2, &out, 1, AOTC_ERROR_INVALID_ARGUMENT,
                   "entry \"pair\": guard n <= 100 (fake_artifact.c:1:1) does not hold");
+}
+
+/* scaled: h [2*half + 1] binds half (in 1..50, a multiple of 2), g [half] must agree. */
+static void test_scaled_dims(void) {
+  aotc_tensor out = out_tensor();
+  const int64_t s9[] = {9}, s4[] = {4}, s8[] = {8}, s3[] = {3}, s1[] = {1}, s103[] = {103},
+                s0[] = {0};
+  aotc_tensor hg[2] = {make_tensor(x, AOTC_DTYPE_F32, 1, s8),
+                       make_tensor(a, AOTC_DTYPE_F32, 1, s4)};
+  CHECK_RUN_ERROR(4, hg, 2, &out, 1, AOTC_ERROR_INVALID_ARGUMENT,
+                  "entry \"scaled\": input \"h\" dim 0 = 8, expected 2*half + 1 (a multiple of 2 "
+                  "plus 1)");
+  hg[0] = make_tensor(x, AOTC_DTYPE_F32, 1, s1);
+  CHECK_RUN_ERROR(4, hg, 2, &out, 1, AOTC_ERROR_INVALID_ARGUMENT,
+                  "entry \"scaled\": input \"h\" dim 0 (2*half + 1) = 1 gives half = 0, outside "
+                  "1..50");
+  hg[0] = make_tensor(x, AOTC_DTYPE_F32, 1, s103);
+  CHECK_RUN_ERROR(4, hg, 2, &out, 1, AOTC_ERROR_INVALID_ARGUMENT,
+                  "entry \"scaled\": input \"h\" dim 0 (2*half + 1) = 103 gives half = 51, outside "
+                  "1..50");
+  hg[0] = make_tensor(x, AOTC_DTYPE_F32, 1, s3);
+  CHECK_RUN_ERROR(4, hg, 2, &out, 1, AOTC_ERROR_INVALID_ARGUMENT,
+                  "entry \"scaled\": input \"h\" dim 0 (2*half + 1) = 3 gives half = 1, not a "
+                  "multiple of 2");
+  hg[0] = make_tensor(x, AOTC_DTYPE_F32, 1, s9);
+  hg[1] = make_tensor(a, AOTC_DTYPE_F32, 1, s3);
+  CHECK_RUN_ERROR(4, hg, 2, &out, 1, AOTC_ERROR_INVALID_ARGUMENT,
+                  "entry \"scaled\": input \"g\" dim 0 (half) = 3 but half = 4 from input \"h\" "
+                  "dim 0");
+  hg[0] = make_tensor(x, AOTC_DTYPE_F32, 1, s0);
+  CHECK_RUN_ERROR(4, hg, 2, &out, 1, AOTC_ERROR_INVALID_ARGUMENT,
+                  "entry \"scaled\": input \"h\" dim 0 = 0, expected 2*half + 1 (a multiple of 2 "
+                  "plus 1)");
+}
+
+/* lookup: ids [t] index a table of 4; an id out of range fails the run, outputs untouched. */
+static void test_index_checks(void) {
+  static int64_t ids[3] = {0, 3, 4};
+  static float y[3] = {-7, -7, -7};
+  const int64_t s3[] = {3};
+  aotc_tensor in = make_tensor(ids, AOTC_DTYPE_I64, 1, s3), out = out_tensor();
+  CHECK_RUN_ERROR(5, &in, 1, &out, 1, AOTC_ERROR_INVALID_ARGUMENT,
+                  "entry \"lookup\": an index is out of range in aten.embedding "
+                  "(fake_artifact.c:2:1): indices into dim 0 of weight must be in 0..3");
+  ids[2] = -1;
+  aotc_tensor caller = make_tensor(y, AOTC_DTYPE_F32, 0, NULL);
+  caller.size_bytes = sizeof y;
+  CHECK_RUN_ERROR(5, &in, 1, &caller, 1, AOTC_ERROR_INVALID_ARGUMENT,
+                  "entry \"lookup\": an index is out of range in aten.embedding "
+                  "(fake_artifact.c:2:1): indices into dim 0 of weight must be in 0..3");
+  ids[2] = 2;
+  CHECK_OK(aotc_model_run(model, 5, &in, 1, &caller, 1));
+  CHECK(y[0] == 0.5f && y[1] == 3.5f && y[2] == 2.0f);
 }
 
 static void test_output_checks(void) {
@@ -297,8 +351,8 @@ static void test_other_artifacts(void) {
     last_error_fn last_error = (last_error_fn)dlsym(lib, "aotc_last_error");
     aotc_model *m = NULL;
     CHECK(create(NULL, &m) == AOTC_ERROR_UNSUPPORTED);
-    CHECK(strcmp(last_error(), "aotc_model_create: artifact format 2, this runtime reads format "
-                               "1 (re-export the model with a matching aotc)") == 0);
+    CHECK(strcmp(last_error(), "aotc_model_create: artifact format 3, this runtime reads format "
+                               "2 (re-export the model with a matching aotc)") == 0);
     dlclose(lib);
   }
 
@@ -343,6 +397,8 @@ int main(void) {
   test_counts();
   test_input_checks();
   test_symbols_and_guards();
+  test_scaled_dims();
+  test_index_checks();
   test_output_checks();
   test_options();
   test_other_artifacts();

@@ -1,5 +1,5 @@
 /* A hand-written artifact for the ABI tests: the descriptor and "generated" code aotc would
- * emit (or, by macro, with external weights or a newer format), for four small entries that
+ * emit (or, by macro, with external weights or a newer format), for six small entries that
  * exercise every check and service of the runtime. */
 #include "aotc/runtime.h"
 #include "artifact.h"
@@ -143,32 +143,88 @@ static int32_t cover_run(aotc_exec *exec, const void *const *in, void *const *ou
   return 0;
 }
 
+/* --- scaled: y[i] = g[i] + h[2 * i] + h[2 * i + 1] + h[2 * half]; h is [2*half + 1], g [half];
+ * half in 1..50, a multiple of 2 -------------------------------------------------------------- */
+static int32_t scaled_shapes(const int64_t *syms, int64_t *out) {
+  const int64_t half = syms[0];
+  out[0] = 2 * half + 1, out[1] = half, out[2] = half, out[3] = 0;
+  return 0;
+}
+
+static int32_t scaled_run(aotc_exec *exec, const void *const *in, void *const *out,
+                          const int64_t *syms) {
+  (void)exec;
+  const float *h = in[0], *g = in[1];
+  float *y = out[0];
+  for (int64_t i = 0; i < syms[0]; ++i)
+    y[i] = g[i] + h[2 * i] + h[2 * i + 1] + h[2 * syms[0]];
+  return 0;
+}
+
+/* --- lookup: y[i] = w[ids[i]] as generated code does it: an id outside 0..3 is clamped for the
+ * read and makes run return index check 1 ------------------------------------------------------ */
+static int32_t lookup_shapes(const int64_t *syms, int64_t *out) {
+  out[0] = syms[0], out[1] = syms[0], out[2] = 0;
+  return 0;
+}
+
+static int32_t lookup_run(aotc_exec *exec, const void *const *in, void *const *out,
+                          const int64_t *syms) {
+  const int64_t *ids = in[0];
+  const float *w = (const float *)exec->weights;
+  float *y = out[0];
+  int32_t failed = 0;
+  for (int64_t i = 0; i < syms[0]; ++i) {
+    int64_t id = ids[i];
+    if (id < 0 || id > 3) {
+      failed = 1;
+      id = id < 0 ? 0 : 3;
+    }
+    y[i] = w[id];
+  }
+  return failed;
+}
+
 /* --- descriptors --------------------------------------------------------------------------- */
-static const aotc_dim_desc dims_batch_4[] = {{0, 0, "batch"}, {-1, 0, "4"}};
+static const aotc_dim_desc dims_batch_4[] = {{0, 0, "batch", 1, 0}, {-1, 0, "4", 0, 0}};
 static const aotc_tensor_desc fwd_inputs[] = {{"x", AOTC_DTYPE_F32, 2, dims_batch_4}};
 static const aotc_tensor_desc fwd_outputs[] = {{"y", AOTC_DTYPE_F32, 2, dims_batch_4}};
 static const aotc_sym_desc fwd_syms[] = {{"batch", 1, 512, 1}};
 
-static const aotc_dim_desc dims_n_3[] = {{0, 0, "n"}, {-1, 0, "3"}};
-static const aotc_dim_desc dims_n1[] = {{-1, 0, "n + 1"}};
-static const aotc_dim_desc dims_n[] = {{0, 0, "n"}};
+static const aotc_dim_desc dims_n_3[] = {{0, 0, "n", 1, 0}, {-1, 0, "3", 0, 0}};
+static const aotc_dim_desc dims_n1[] = {{-1, 0, "n + 1", 0, 0}};
+static const aotc_dim_desc dims_n[] = {{0, 0, "n", 1, 0}};
 static const aotc_tensor_desc pair_inputs[] = {{"a", AOTC_DTYPE_F32, 2, dims_n_3},
                                                {"b", AOTC_DTYPE_F32, 1, dims_n1}};
 static const aotc_tensor_desc pair_outputs[] = {{"sum", AOTC_DTYPE_F32, 1, dims_n}};
 static const aotc_sym_desc pair_syms[] = {{"n", 1, 1000, 1}};
 static const char *const pair_guards[] = {"n <= 100 (fake_artifact.c:1:1)"};
 
-static const aotc_dim_desc dims_m[] = {{0, 0, "m"}};
-static const aotc_dim_desc dims_m8[] = {{-1, 0, "m // 8"}};
+static const aotc_dim_desc dims_m[] = {{0, 0, "m", 1, 0}};
+static const aotc_dim_desc dims_m8[] = {{-1, 0, "m // 8", 0, 0}};
 static const aotc_tensor_desc blocks_inputs[] = {{"u", AOTC_DTYPE_F32, 1, dims_m},
                                                  {"v", AOTC_DTYPE_F32, 1, dims_m}};
 static const aotc_tensor_desc blocks_outputs[] = {{"s", AOTC_DTYPE_F64, 1, dims_m8}};
 static const aotc_sym_desc blocks_syms[] = {{"m", 8, 64, 8}};
 
-static const aotc_dim_desc dims_k[] = {{0, 0, "k"}};
+static const aotc_dim_desc dims_k[] = {{0, 0, "k", 1, 0}};
 static const aotc_tensor_desc cover_inputs[] = {{"x", AOTC_DTYPE_I32, 1, dims_k}};
 static const aotc_tensor_desc cover_outputs[] = {{"hits", AOTC_DTYPE_I32, 1, dims_k}};
 static const aotc_sym_desc cover_syms[] = {{"k", 1, 100000, 1}};
+
+static const aotc_dim_desc dims_2half1[] = {{0, 0, "2*half + 1", 2, 1}};
+static const aotc_dim_desc dims_half[] = {{0, 0, "half", 1, 0}};
+static const aotc_tensor_desc scaled_inputs[] = {{"h", AOTC_DTYPE_F32, 1, dims_2half1},
+                                                 {"g", AOTC_DTYPE_F32, 1, dims_half}};
+static const aotc_tensor_desc scaled_outputs[] = {{"y", AOTC_DTYPE_F32, 1, dims_half}};
+static const aotc_sym_desc scaled_syms[] = {{"half", 1, 50, 2}};
+
+static const aotc_dim_desc dims_t[] = {{0, 0, "t", 1, 0}};
+static const aotc_tensor_desc lookup_inputs[] = {{"ids", AOTC_DTYPE_I64, 1, dims_t}};
+static const aotc_tensor_desc lookup_outputs[] = {{"y", AOTC_DTYPE_F32, 1, dims_t}};
+static const aotc_sym_desc lookup_syms[] = {{"t", 1, 64, 1}};
+static const char *const lookup_checks[] = {
+    "aten.embedding (fake_artifact.c:2:1): indices into dim 0 of weight must be in 0..3"};
 
 static const aotc_entry_desc entries[] = {
     {"forward",
@@ -183,6 +239,7 @@ static const aotc_entry_desc entries[] = {
      fwd_shapes,
      {fwd_run_v3, fwd_run_v4},
      2,
+     0,
      0},
     {"pair",
      2,
@@ -196,6 +253,7 @@ static const aotc_entry_desc entries[] = {
      pair_shapes,
      {pair_run, pair_run},
      1,
+     0,
      0},
     {"blocks",
      2,
@@ -209,6 +267,7 @@ static const aotc_entry_desc entries[] = {
      blocks_shapes,
      {blocks_run, blocks_run},
      1,
+     0,
      0},
     {"cover",
      1,
@@ -222,7 +281,36 @@ static const aotc_entry_desc entries[] = {
      cover_shapes,
      {cover_run, cover_run},
      1,
+     0,
      0},
+    {"scaled",
+     2,
+     1,
+     1,
+     0,
+     scaled_inputs,
+     scaled_outputs,
+     scaled_syms,
+     0,
+     scaled_shapes,
+     {scaled_run, scaled_run},
+     1,
+     0,
+     0},
+    {"lookup",
+     1,
+     1,
+     1,
+     0,
+     lookup_inputs,
+     lookup_outputs,
+     lookup_syms,
+     0,
+     lookup_shapes,
+     {lookup_run, lookup_run},
+     1,
+     1,
+     lookup_checks},
 };
 
 __attribute__((visibility("hidden"))) const aotc_artifact_desc aotc_artifact = {
@@ -234,7 +322,7 @@ __attribute__((visibility("hidden"))) const aotc_artifact_desc aotc_artifact = {
 #endif
     .model_name = "fake",
     .producer = "tests/abi",
-    .num_entries = 4,
+    .num_entries = 6,
     .num_weights = 2,
     .entries = entries,
     .weights = weights,

@@ -28,7 +28,8 @@ std::vector<float> randomInputs(size_t n, unsigned seed) {
 TEST(RuntimeWrapper, LoadsIntrospectsAndRuns) {
   Library library(AOTC_FAKE_MODEL);
   Model model(library);
-  EXPECT_EQ(model.entries(), (std::vector<std::string>{"forward", "pair", "blocks", "cover"}));
+  EXPECT_EQ(model.entries(),
+            (std::vector<std::string>{"forward", "pair", "blocks", "cover", "scaled", "lookup"}));
   const int32_t forward = model.entry("forward");
   EXPECT_EQ(forward, 0);
   auto inputs = model.inputs(forward);
@@ -107,7 +108,7 @@ TEST(RuntimeWrapper, OutputsOutliveModelAndLibrary) {
 // Programs that link the artifact directly use the linked symbols.
 TEST(RuntimeWrapper, LinkedApi) {
   Model model(aotc::rt::Api::linked());
-  EXPECT_EQ(model.entries().size(), 4u);
+  EXPECT_EQ(model.entries().size(), 6u);
   std::vector<float> u = randomInputs(16, 5), v = randomInputs(16, 6);
   std::vector<OwnedTensor> s =
       model.run("blocks", {aotc::rt::tensor(u.data(), AOTC_DTYPE_F32, {16}),

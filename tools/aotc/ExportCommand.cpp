@@ -1,5 +1,5 @@
-// `aotc export`: compiles a model file, traces its entries with symbolic shapes and writes the
-// exported program (.aotp) or prints its IR.
+// `aotc export`: compiles a model file, traces its entries with symbolic shapes and compiles them
+// into an artifact (.so), or writes the exported program (.aotp) or prints its IR.
 #include "CompileFlags.h"
 #include "ModelProgram.h"
 #include "Subcommand.h"
@@ -10,6 +10,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Signals.h"
 
 #include <fmt/format.h>
 
@@ -45,14 +46,17 @@ llvm::Error runExportCommand(ExportArgs &a) {
   // A .so is compiled from an exported program written to a temporary file first.
   llvm::SmallString<128> aotpPath;
   auto removeAotp = llvm::make_scope_exit([&] {
-    if (!aotpPath.empty())
+    if (!aotpPath.empty()) {
       llvm::sys::fs::remove(aotpPath);
+      llvm::sys::DontRemoveFileOnSignal(aotpPath);
+    }
   });
   if (emit == "so") {
     if (auto options = a.flags.options(); !options)
       return options.takeError(); // bad flags fail before the model is compiled
     if (std::error_code ec = llvm::sys::fs::createTemporaryFile("aotc-export", "aotp", aotpPath))
       return error(fmt::format("cannot create a temporary file: {}", ec.message()));
+    llvm::sys::RemoveFileOnSignal(aotpPath);
     if (llvm::sys::Process::StandardErrIsDisplayed())
       llvm::errs() << "aotc: trace " << a.model << "\n";
   }

@@ -74,6 +74,49 @@ def torch_modes(module, args, iters, repeats):
     return eager, script
 
 
+# Multiply-adds x 2 of tools/bench/models/convnet.cpp per image (convolutions and the head).
+CONVNET_FLOPS = 2 * (32 * 27 * 1024 + 2 * 32 * 288 * 256 + 64 * 288 * 64 + 64 * 576 * 64
+                     + 64 * 32 * 64 + 128 * 576 * 64 + 128 * 1152 * 64 + 128 * 64 * 64 + 128 * 10)
+
+
+def torch_convnet():
+    """tools/bench/models/convnet.cpp in PyTorch."""
+    import torch
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout)
+            self.down = None
+            if stride != 1 or cin != cout:
+                self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                          nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            y = torch.relu(self.bn1(self.conv1(x)))
+            y = self.bn2(self.conv2(y))
+            return torch.relu(y + (x if self.down is None else self.down(x)))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 32, 3, 1, 1, bias=False)
+            self.bn = nn.BatchNorm2d(32)
+            self.layers = nn.Sequential(Block(32, 32, 1), Block(32, 64, 2), Block(64, 128, 1))
+            self.fc = nn.Linear(128, 10)
+
+        def forward(self, x):
+            x = torch.max_pool2d(torch.relu(self.bn(self.stem(x))), 2, 2)
+            x = torch.flatten(torch.nn.functional.adaptive_avg_pool2d(self.layers(x), 1), 1)
+            return self.fc(x)
+
+    return Net()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -131,6 +174,22 @@ def main():
             if have_torch:
                 eager, script = torch_modes(mlp, (torch.randn(batch, 784),), iters, a.repeats)
                 row += [f"{eager:.4f} ms", f"{script:.4f} ms", f"{min(eager, script) / ms:.2f}x"]
+            rows.append(row)
+
+        convnet_so = os.path.join(tmp, "convnet.so")
+        export(aotc, "tools/bench/models/convnet.cpp", ["batch=1..64"], convnet_so)
+        if have_torch:
+            net = torch_convnet()
+        for batch in (1, 32):
+            iters = 50 if batch == 1 else 10
+            ms = aotc_ms(a.build, convnet_so, [f"x={batch}x3x32x32"], a.threads, iters, a.repeats)
+            gf = batch * CONVNET_FLOPS / ms / 1e6
+            row = [f"ConvNet 32x32 batch {batch}", f"{ms:.3f} ms",
+                   f"{gf:.1f} GF/s = {100 * gf / peak:.0f}% of peak"]
+            if have_torch:
+                eager, script = torch_modes(net, (torch.randn(batch, 3, 32, 32),), iters,
+                                            a.repeats)
+                row += [f"{eager:.3f} ms", f"{script:.3f} ms", f"{min(eager, script) / ms:.2f}x"]
             rows.append(row)
 
         n = 1 << 24

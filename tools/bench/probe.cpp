@@ -28,7 +28,10 @@ __attribute__((target("avx512f"))) float fmaLoop512(long iterations) {
   __m512 sum = acc[0];
   for (int i = 1; i < Accumulators; ++i)
     sum = _mm512_add_ps(sum, acc[i]);
-  return _mm512_reduce_add_ps(sum);
+  // Not _mm512_reduce_add_ps: g++ 12's header trips -Wuninitialized on it.
+  float out[16];
+  _mm512_storeu_ps(out, sum);
+  return out[0] + out[15];
 }
 
 __attribute__((target("avx2,fma"))) float fmaLoop256(long iterations) {
@@ -85,7 +88,7 @@ int main(int argc, char **argv) {
   char *src = static_cast<char *>(std::aligned_alloc(64, bytes));
   char *dst = static_cast<char *>(std::aligned_alloc(64, bytes));
   std::memset(src, 1, bytes);
-  std::memset(dst, 2, bytes);
+  std::memset(dst, 0, bytes);
   size_t chunk = bytes / threads;
   double tCopy = bestParallel(threads, 5,
                               [&](int t) { std::memcpy(dst + t * chunk, src + t * chunk, chunk); });

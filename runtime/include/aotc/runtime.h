@@ -120,7 +120,8 @@ AOTC_API aotc_status aotc_model_num_outputs(const aotc_model *model, int32_t ent
 typedef struct aotc_dim_info {
   const char *expr;   /* "784", "batch", "seq + 1" */
   int64_t value;      /* the size when static, else -1 */
-  int64_t lo, hi;     /* static: value..value; a root dim: its range; an expression: 0..INT64_MAX */
+  int64_t lo, hi;     /* static: value..value; a root dim, or a multiple of one plus a constant:
+                         its range; any other expression: 0..INT64_MAX */
   const char *symbol; /* the root dim's name when the dim is exactly one, else null */
 } aotc_dim_info;
 AOTC_STATIC_ASSERT(sizeof(aotc_dim_info) == 40, "aotc_dim_info layout");
@@ -198,8 +199,11 @@ AOTC_STATIC_ASSERT(sizeof(aotc_tensor) == 128, "aotc_tensor layout");
  * aotc_tensor_release (it stays valid after the model is destroyed). Every input is checked
  * (count, dtype, rank, device, strides, each dim against its range, divisor and relations, the
  * model's guards) before any computation; on error nothing is allocated and the outputs are left
- * untouched. Thread-safe: many threads may run one model at once. Mutable buffers of the model,
- * if it has any, are shared by those runs and their updates race. */
+ * untouched. Index values (the ids of an embedding, the indices of index_select and gather) are
+ * checked while the entry computes: one out of range is an INVALID_ARGUMENT error naming the op
+ * and its model line, never a read out of bounds; the contents of caller output buffers and of
+ * mutable buffers are then undefined. Thread-safe: many threads may run one model at once.
+ * Mutable buffers of the model, if it has any, are shared by those runs and their updates race. */
 AOTC_API aotc_status aotc_model_run(aotc_model *model, int32_t entry, const aotc_tensor *inputs,
                                     size_t num_inputs, aotc_tensor *outputs, size_t num_outputs);
 

@@ -289,7 +289,7 @@ void storeElement(Builder &b, Value *v, Value *base, Value *offset, DType t) {
 }
 
 ArrayType *closureType(LLVMContext &c, const kir::EntryKernels &entry) {
-  return ArrayType::get(PointerType::getUnqual(c), entry.buffers.size() + 1);
+  return ArrayType::get(PointerType::getUnqual(c), entry.buffers.size() + 2);
 }
 
 void loadClosure(Builder &b, const kir::EntryKernels &entry, Value *closure,
@@ -300,7 +300,7 @@ void loadClosure(Builder &b, const kir::EntryKernels &entry, Value *closure,
   for (unsigned i = 0; i < entry.symbols.size(); ++i)
     syms.push_back(
         b.CreateLoad(b.getInt64Ty(), b.CreateConstInBoundsGEP1_32(b.getInt64Ty(), symsPtr, i)));
-  for (unsigned i = 0; i < entry.buffers.size(); ++i)
+  for (unsigned i = 0; i <= entry.buffers.size(); ++i)
     buffers.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP2_32(ct, closure, 0, i + 1)));
 }
 

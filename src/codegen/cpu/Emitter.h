@@ -88,7 +88,11 @@ llvm::Value *emitTanhF32(Builder &b, llvm::Value *x);
 llvm::Value *emitSigmoidF32(Builder &b, llvm::Value *x);
 llvm::Value *emitErfF32(Builder &b, llvm::Value *x);
 
-/// Emits kernel expressions of one entry at one point of a loop nest.
+/// Stores check number `check` (i32) into the run's index-check flag `flag`, atomically.
+void storeCheckFlag(Builder &b, llvm::Value *flag, llvm::Value *check);
+
+/// Emits kernel expressions of one entry at one point of a loop nest. `buffers` has one pointer
+/// per buffer of the entry, then, inside generated entries, the run's index-check flag (i32).
 class ExprEmitter {
 public:
   ExprEmitter(ModuleEmitter &me, Builder &b, const kir::EntryKernels &entry,
@@ -100,6 +104,9 @@ public:
   std::vector<llvm::Value *> reduceValues; // by stage (in the stage's accType; i64 for Arg*)
   std::vector<DType> reduceTypes;
   llvm::Value *acc = nullptr; // GEMM epilogue: the f32 sum
+  /// An i32 local where CheckIndex records its number when an index is out of range, for the
+  /// kernel to flush into the run's flag; null: CheckIndex stores into the flag directly.
+  llvm::Value *failedCheck = nullptr;
 
   /// The value of `id` in its dtype's value type. Results are cached until clearCache().
   llvm::Value *emit(kir::ExprId id);
@@ -111,6 +118,7 @@ private:
   llvm::Value *emitUncached(const kir::Expr &e);
   llvm::Value *unary(kir::UnaryOp op, llvm::Value *x, DType t);
   llvm::Value *binary(kir::BinaryOp op, llvm::Value *x, llvm::Value *y, DType t);
+  llvm::Value *checkIndex(const kir::Expr &e);
 
   ModuleEmitter &ME;
   Builder &B;
@@ -122,7 +130,8 @@ private:
 };
 
 /// The closure the run function fills once per call and hands to every task: the syms pointer,
-/// then one pointer per buffer of the entry.
+/// one pointer per buffer of the entry, then the run's index-check flag (an i32, 0 until a
+/// CheckIndex fails).
 llvm::ArrayType *closureType(llvm::LLVMContext &c, const kir::EntryKernels &entry);
 
 /// Emits the task function of a loop kernel and, at the builder (inside the run function), the
@@ -137,7 +146,8 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
               llvm::Value *closure, llvm::ArrayRef<llvm::Value *> syms,
               llvm::ArrayRef<llvm::Value *> buffers);
 
-/// Loads the syms and buffer pointers from a closure (inside a task function).
+/// Loads the syms and buffer pointers from a closure (inside a task function); `buffers` ends
+/// with the index-check flag's pointer.
 void loadClosure(Builder &b, const kir::EntryKernels &entry, llvm::Value *closure,
                  llvm::SmallVectorImpl<llvm::Value *> &syms,
                  llvm::SmallVectorImpl<llvm::Value *> &buffers);

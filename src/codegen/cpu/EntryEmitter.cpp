@@ -29,24 +29,28 @@ static Error checkEntry(const kir::Program &program, const kir::EntryKernels &en
   }
   for (const kir::Expr &e : entry.exprs)
     e.sym.collectSymbols(used);
-  for (const kir::Step &step : entry.steps) {
+  std::string problem;
+  kir::forEachStep(entry.steps, [&](const kir::Step &step) {
     if (const auto *k = std::get_if<kir::LoopKernel>(&step)) {
       for (const SymExpr &x : k->outer)
         x.collectSymbols(used);
       for (const kir::Stage &s : k->stages)
         for (const SymExpr &x : s.inner)
           x.collectSymbols(used);
-    } else {
-      const auto &g = std::get<kir::GemmCall>(step);
-      if (g.dtype != DType::F32)
-        return createStringError("entry " + entry.name + ": GEMM " + g.name + " is " +
-                                 toString(g.dtype).str() + "; only f32 GEMMs are supported");
+    } else if (const auto *g = std::get_if<kir::GemmCall>(&step)) {
+      if (g->dtype != DType::F32 && problem.empty())
+        problem = "entry " + entry.name + ": GEMM " + g->name + " is " + toString(g->dtype).str() +
+                  "; only f32 GEMMs are supported";
       for (const SymExpr *x :
-           {&g.batch, &g.m, &g.n, &g.k, &g.a.offset, &g.a.batchStride, &g.a.rowStride,
-            &g.a.colStride, &g.b.offset, &g.b.batchStride, &g.b.rowStride, &g.b.colStride})
+           {&g->batch, &g->m, &g->n, &g->k, &g->a.offset, &g->a.batchStride, &g->a.rowStride,
+            &g->a.colStride, &g->b.offset, &g->b.batchStride, &g->b.rowStride, &g->b.colStride})
         x->collectSymbols(used);
+    } else if (std::get<kir::CondStep>(step).predicate >= entry.buffers.size()) {
+      problem = "entry " + entry.name + ": a cond's predicate names a missing buffer";
     }
-  }
+  });
+  if (!problem.empty())
+    return createStringError(problem);
   for (const auto &sig : {&entry.inputs, &entry.outputs})
     for (const kir::TensorSig &t : *sig)
       for (const SymExpr &d : t.shape)
@@ -61,6 +65,35 @@ static Error checkEntry(const kir::Program &program, const kir::EntryKernels &en
       return createStringError("entry " + entry.name + ": symbol " + s +
                                " is not one of the entry's root symbols");
   return Error::success();
+}
+
+static void emitSteps(ModuleEmitter &me, const kir::EntryKernels &entry,
+                      const std::vector<kir::Step> &steps, const StringMap<unsigned> &symIndex,
+                      Builder &b, Value *exec, Value *closure, ArrayRef<Value *> syms,
+                      ArrayRef<Value *> buffers) {
+  for (const kir::Step &step : steps) {
+    if (const auto *k = std::get_if<kir::LoopKernel>(&step)) {
+      emitLoopKernel(me, entry, *k, symIndex, b, exec, closure, syms);
+    } else if (const auto *g = std::get_if<kir::GemmCall>(&step)) {
+      emitGemm(me, entry, *g, symIndex, b, exec, closure, syms, buffers);
+    } else {
+      const auto &c = std::get<kir::CondStep>(step);
+      Function *f = b.GetInsertBlock()->getParent();
+      LLVMContext &ctx = f->getContext();
+      BasicBlock *thenBB = BasicBlock::Create(ctx, "cond.then", f);
+      BasicBlock *elseBB = BasicBlock::Create(ctx, "cond.else", f);
+      BasicBlock *done = BasicBlock::Create(ctx, "cond.end", f);
+      Value *pred = b.CreateLoad(b.getInt8Ty(), buffers[c.predicate], "pred");
+      b.CreateCondBr(b.CreateICmpNE(pred, b.getInt8(0)), thenBB, elseBB);
+      b.SetInsertPoint(thenBB);
+      emitSteps(me, entry, c.thenSteps, symIndex, b, exec, closure, syms, buffers);
+      b.CreateBr(done);
+      b.SetInsertPoint(elseBB);
+      emitSteps(me, entry, c.elseSteps, symIndex, b, exec, closure, syms, buffers);
+      b.CreateBr(done);
+      b.SetInsertPoint(done);
+    }
+  }
 }
 
 static void emitRun(ModuleEmitter &me, const kir::Program &program, unsigned index,
@@ -112,13 +145,16 @@ static void emitRun(ModuleEmitter &me, const kir::Program &program, unsigned ind
     buffers.push_back(p);
     b.CreateStore(p, b.CreateConstInBoundsGEP2_32(ct, closure, 0, i + 1));
   }
-  for (const kir::Step &step : entry.steps) {
-    if (const auto *k = std::get_if<kir::LoopKernel>(&step))
-      emitLoopKernel(me, entry, *k, symIndex, b, exec, closure, syms);
-    else
-      emitGemm(me, entry, std::get<kir::GemmCall>(step), symIndex, b, exec, closure, syms, buffers);
-  }
-  b.CreateRet(b.getInt32(0));
+  // The index-check flag: tasks store a failed check's number into it; the run returns it.
+  Value *flag = b.CreateAlloca(b.getInt32Ty(), nullptr, "index.check");
+  b.CreateStore(b.getInt32(0), flag);
+  b.CreateStore(flag, b.CreateConstInBoundsGEP2_32(ct, closure, 0, entry.buffers.size() + 1));
+  buffers.push_back(flag);
+  emitSteps(me, entry, entry.steps, symIndex, b, exec, closure, syms, buffers);
+  LoadInst *failed = b.CreateLoad(b.getInt32Ty(), flag, "failed.check");
+  failed->setAtomic(AtomicOrdering::Monotonic);
+  failed->setAlignment(Align(4));
+  b.CreateRet(failed);
 }
 
 static void emitShapes(ModuleEmitter &me, unsigned index, const kir::EntryKernels &entry,

@@ -80,8 +80,43 @@ Value *ExprEmitter::emitUncached(const kir::Expr &e) {
   case kir::ExprKind::Acc:
     assert(acc && "Acc outside a GEMM epilogue");
     return convert(B, acc, DType::F32, e.type);
+  case kir::ExprKind::CheckIndex:
+    return checkIndex(e);
   }
   llvm_unreachable("unknown expression kind");
+}
+
+Value *ExprEmitter::checkIndex(const kir::Expr &e) {
+  Value *i = convert(B, emit(e.operands[0]), typeOf(Entry, e.operands[0]), DType::I64);
+  Value *size = sym(e.sym);
+  // One unsigned compare also catches negative indices.
+  Value *ok = B.CreateICmpULT(i, size, "index.ok");
+  Value *clamped = B.CreateBinaryIntrinsic(
+      Intrinsic::smax,
+      B.CreateBinaryIntrinsic(Intrinsic::smin, i, B.CreateSub(size, B.getInt64(1))), B.getInt64(0));
+  Constant *check = B.getInt32(e.index);
+  if (failedCheck) {
+    // A select on a local keeps the loop branch-free; the kernel flushes it once at its end.
+    Value *cur = B.CreateLoad(B.getInt32Ty(), failedCheck);
+    B.CreateStore(B.CreateSelect(ok, cur, check), failedCheck);
+  } else if (Buffers.size() > Entry.buffers.size()) {
+    Function *f = B.GetInsertBlock()->getParent();
+    BasicBlock *bad = BasicBlock::Create(B.getContext(), "index.bad", f);
+    BasicBlock *cont = BasicBlock::Create(B.getContext(), "index.cont", f);
+    B.CreateCondBr(ok, cont, bad);
+    B.SetInsertPoint(bad);
+    storeCheckFlag(B, Buffers[Entry.buffers.size()], check);
+    B.CreateBr(cont);
+    B.SetInsertPoint(cont);
+  }
+  return clamped;
+}
+
+void storeCheckFlag(Builder &b, Value *flag, Value *check) {
+  // Every writer stores a nonzero check number: racing stores are benign, any one is reported.
+  StoreInst *st = b.CreateStore(check, flag);
+  st->setAtomic(AtomicOrdering::Monotonic);
+  st->setAlignment(Align(4));
 }
 
 static bool isUnsignedType(DType t) { return t == DType::U8 || t == DType::Bool; }

@@ -1,7 +1,8 @@
 // f32 GEMM library kernels: a BLIS-style blocked GEMM (B packed into NR-column panels per KC x NC
 // block, A packed into MR-row micro-panels, an MR x NR register tile of LLVM vectors updated with
-// llvm.fma) and a GEMV-like path for m <= 8 that streams B without packing. Both apply the
-// epilogue after the full k sum. Pack buffers live on the task's stack (gemmStackBytes), so no
+// llvm.fma; whole tiles accumulate across k blocks in C itself, edge tiles through a stack tile)
+// and a GEMV-like path for m <= 8 that streams B without packing. Both apply the epilogue after
+// the full k sum. Pack buffers live on the task's stack (gemmStackBytes), so no
 // allocation happens per call; tasks are (batch, m-chunk, n-block) triples run by parallel_for.
 #include "codegen/cpu/Emitter.h"
 
@@ -134,7 +135,8 @@ private:
              Value *bp);
   void packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
              Value *kc, Value *ap);
-  void microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value *tile);
+  void microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value *c, Value *ldc, Value *loadC,
+                   Value *storeC, Value *tile);
 
   ModuleEmitter &ME;
   const kir::EntryKernels &Entry;
@@ -248,15 +250,41 @@ void GemmEmitter::packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, V
       "pzi");
 }
 
-void GemmEmitter::microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value *tile) {
-  LLVMContext &c = b.getContext();
+// The accumulators start at zero, or from the MR x NR block of C at `c` (rows `ldc` apart) when
+// `loadC`; they end in that block when `storeC`, else in `tile` (MR rows of NR).
+void GemmEmitter::microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value *c, Value *ldc,
+                              Value *loadC, Value *storeC, Value *tile) {
+  LLVMContext &ctx = b.getContext();
   Function *f = b.GetInsertBlock()->getParent();
   Type *f32 = b.getFloatTy();
   auto *vt = FixedVectorType::get(f32, T.vecWidth);
   unsigned nacc = T.mr * T.nrVecs;
-  BasicBlock *pre = b.GetInsertBlock();
-  BasicBlock *loop = BasicBlock::Create(c, "uk.loop", f);
-  BasicBlock *exit = BasicBlock::Create(c, "uk.exit", f);
+  auto cVec = [&](unsigned i, unsigned j) {
+    return b.CreateInBoundsGEP(
+        f32, c, b.CreateAdd(b.CreateMul(b.getInt64(i), ldc), b.getInt64(j * T.vecWidth)));
+  };
+  SmallVector<Value *, 32> init(nacc);
+  BasicBlock *load = BasicBlock::Create(ctx, "uk.loadc", f);
+  BasicBlock *zero = BasicBlock::Create(ctx, "uk.zero", f);
+  BasicBlock *pre = BasicBlock::Create(ctx, "uk.pre", f);
+  b.CreateCondBr(loadC, load, zero);
+  b.SetInsertPoint(load);
+  for (unsigned i = 0; i < T.mr; ++i)
+    for (unsigned j = 0; j < T.nrVecs; ++j)
+      init[i * T.nrVecs + j] = b.CreateAlignedLoad(vt, cVec(i, j), Align(4));
+  b.CreateBr(pre);
+  b.SetInsertPoint(zero);
+  b.CreateBr(pre);
+  b.SetInsertPoint(pre);
+  SmallVector<Value *, 32> start(nacc);
+  for (unsigned i = 0; i < nacc; ++i) {
+    PHINode *phi = b.CreatePHI(vt, 2, "acc.init");
+    phi->addIncoming(init[i], load);
+    phi->addIncoming(ConstantAggregateZero::get(vt), zero);
+    start[i] = phi;
+  }
+  BasicBlock *loop = BasicBlock::Create(ctx, "uk.loop", f);
+  BasicBlock *exit = BasicBlock::Create(ctx, "uk.exit", f);
   // kc >= 1 always: the loop is bottom-tested.
   b.CreateBr(loop);
   b.SetInsertPoint(loop);
@@ -265,7 +293,7 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value
   SmallVector<PHINode *, 32> accs;
   for (unsigned i = 0; i < nacc; ++i) {
     PHINode *phi = b.CreatePHI(vt, 2, "acc");
-    phi->addIncoming(ConstantAggregateZero::get(vt), pre);
+    phi->addIncoming(start[i], pre);
     accs.push_back(phi);
   }
   SmallVector<Value *, 4> bv;
@@ -289,9 +317,18 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value
     accs[i]->addIncoming(next[i], loop);
   b.CreateCondBr(b.CreateICmpSLT(pn, kc), loop, exit);
   b.SetInsertPoint(exit);
-  for (unsigned i = 0; i < nacc; ++i)
-    b.CreateAlignedStore(next[i], b.CreateConstInBoundsGEP1_32(f32, tile, i * T.vecWidth),
-                         Align(4 * T.vecWidth));
+  emitIf(
+      b, storeC,
+      [&] {
+        for (unsigned i = 0; i < T.mr; ++i)
+          for (unsigned j = 0; j < T.nrVecs; ++j)
+            b.CreateAlignedStore(next[i * T.nrVecs + j], cVec(i, j), Align(4));
+      },
+      [&] {
+        for (unsigned i = 0; i < nacc; ++i)
+          b.CreateAlignedStore(next[i], b.CreateConstInBoundsGEP1_32(f32, tile, i * T.vecWidth),
+                               Align(4 * T.vecWidth));
+      });
 }
 
 Function *GemmEmitter::blockedTask() {
@@ -352,7 +389,19 @@ Function *GemmEmitter::blockedTask() {
                           Value *nrEff = smin(b, nr, b.CreateSub(n1, col0));
                           Value *panel =
                               b.CreateInBoundsGEP(f32, bp, b.CreateMul(b.CreateMul(jp, kc), nr));
-                          microKernel(b, ap, panel, kc, tile);
+                          // Whole tiles accumulate in C itself; edge tiles and the epilogue
+                          // go through the tile buffer.
+                          Value *full =
+                              b.CreateAnd(b.CreateICmpEQ(mrEff, mr), b.CreateICmpEQ(nrEff, nr));
+                          Value *cBlock =
+                              b.CreateInBoundsGEP(f32, v.out, outOffset(b, v, bi, i0, col0));
+                          Value *epiNow = b.getInt1(false);
+                          if (G.epilogue != kir::NoExpr)
+                            epiNow = last;
+                          Value *storeC = b.CreateAnd(full, b.CreateNot(epiNow));
+                          microKernel(b, ap, panel, kc, cBlock, v.n,
+                                      b.CreateAnd(full, b.CreateNot(first)), storeC, tile);
+                          Value *addPrev = b.CreateAnd(b.CreateNot(full), b.CreateNot(first));
                           auto writeBack = [&](bool withEpilogue) {
                             emitLoop(
                                 b, b.getInt64(0), mrEff,
@@ -369,7 +418,7 @@ Function *GemmEmitter::blockedTask() {
                                         Value *prev = b.CreateLoad(
                                             f32, b.CreateInBoundsGEP(
                                                      f32, v.out, outOffset(b, v, bi, row, col)));
-                                        s = b.CreateSelect(first, s, b.CreateFAdd(prev, s));
+                                        s = b.CreateSelect(addPrev, b.CreateFAdd(prev, s), s);
                                         storeOut(b, ex, G, v, bi, row, col, s, withEpilogue);
                                       },
                                       "wj");
@@ -377,7 +426,11 @@ Function *GemmEmitter::blockedTask() {
                                 "wi");
                           };
                           emitIf(
-                              b, last, [&] { writeBack(true); }, [&] { writeBack(false); });
+                              b, storeC, [] {},
+                              [&] {
+                                emitIf(
+                                    b, last, [&] { writeBack(true); }, [&] { writeBack(false); });
+                              });
                         },
                         "jp");
                   },

@@ -251,6 +251,7 @@ void emitLoopKernel(ModuleEmitter &me, const kir::EntryKernels &entry,
   // overlap: distinct buffers, except two arena buffers (the memory plan may reuse a slot).
   SmallVector<Type *, 16> params(usedList.size(), PointerType::getUnqual(c));
   params.append(entry.symbols.size(), Type::getInt64Ty(c));
+  params.push_back(PointerType::getUnqual(c)); // the run's index-check flag
   params.append(2, Type::getInt64Ty(c));
   FunctionType *bodyType = FunctionType::get(Type::getVoidTy(c), params, false);
   std::string name = me.prefix() + kernel.name;
@@ -275,10 +276,21 @@ void emitLoopKernel(ModuleEmitter &me, const kir::EntryKernels &entry,
     for (unsigned i = 0; i < usedList.size(); ++i)
       buffers[usedList[i]] = body->getArg(i);
     ExprEmitter ex(me, b, entry, symIndex, syms, buffers);
+    ex.failedCheck = entryAlloca(b, b.getInt32Ty(), "failed.check");
+    b.CreateStore(b.getInt32(0), ex.failedCheck);
     KernelBody kb(b, entry, kernel, ex);
     kb.BufferPtrs.assign(buffers.begin(), buffers.end());
     unsigned nargs = body->arg_size();
     kb.emit(body->getArg(nargs - 2), body->getArg(nargs - 1));
+    // Kernels without checks fold this away.
+    Value *failed = b.CreateLoad(b.getInt32Ty(), ex.failedCheck);
+    BasicBlock *flush = BasicBlock::Create(c, "check.flush", body);
+    BasicBlock *done = BasicBlock::Create(c, "check.done", body);
+    b.CreateCondBr(b.CreateICmpNE(failed, b.getInt32(0)), flush, done);
+    b.SetInsertPoint(flush);
+    storeCheckFlag(b, body->getArg(nargs - 3), failed);
+    b.CreateBr(done);
+    b.SetInsertPoint(done);
     b.CreateRetVoid();
   }
 
@@ -291,6 +303,7 @@ void emitLoopKernel(ModuleEmitter &me, const kir::EntryKernels &entry,
     for (unsigned id : usedList)
       args.push_back(buffers[id]);
     args.append(syms.begin(), syms.end());
+    args.push_back(buffers[entry.buffers.size()]);
     args.push_back(task->getArg(1));
     args.push_back(task->getArg(2));
     b.CreateCall(body, args);

@@ -445,6 +445,84 @@ TEST_P(VariantTest, ShapesAndGuards) {
 
 } // namespace
 
+// A cond picks one branch by a bool buffer; each branch gathers table[ids[i]] through an index
+// check. In-range ids run clean; an id outside 0..4 (or negative) makes run return the failing
+// check's number, from a serial or a parallel task, with the read clamped into the table.
+TEST_P(VariantTest, CondAndIndexChecks) {
+  kir::Program p;
+  p.name = "cond_checks";
+  kir::EntryKernels e;
+  e.name = "forward";
+  e.symbols = {"n"};
+  SymExpr n = SymExpr::symbol("n");
+  e.inputs = {{"p", DType::Bool, {1}}, {"ids", DType::I64, {n}}, {"table", DType::F32, {5}}};
+  e.outputs.push_back({"y", DType::F32, {n}});
+  e.buffers = {buffer(kir::Buffer::Kind::Input, DType::Bool, 0, 1),
+               buffer(kir::Buffer::Kind::Input, DType::I64, 1, n),
+               buffer(kir::Buffer::Kind::Input, DType::F32, 2, 5),
+               buffer(kir::Buffer::Kind::Output, DType::F32, 0, n)};
+  e.arenaBytes = 0;
+  e.indexChecks = {"then (t.cpp:1:1): ids", "else (t.cpp:2:1): ids"};
+  ExprBuilder eb{e};
+  kir::ExprId i = eb.loopVar(0);
+  auto gather = [&](uint32_t check) {
+    kir::Expr c;
+    c.kind = kir::ExprKind::CheckIndex;
+    c.type = DType::I64;
+    c.index = check;
+    c.sym = 5;
+    c.operands = {eb.load(1, i, DType::I64)};
+    return eb.load(2, eb.add(c), DType::F32);
+  };
+  auto kernel = [&](const char *name, kir::ExprId value) {
+    kir::LoopKernel k;
+    k.name = name;
+    k.outer = {n};
+    k.parallelLoops = 1;
+    kir::Stage st;
+    st.buffer = 3;
+    st.offset = i;
+    st.value = value;
+    k.stages.push_back(st);
+    return k;
+  };
+  kir::CondStep cond;
+  cond.predicate = 0;
+  cond.thenSteps.push_back(kernel("then_gather", gather(1)));
+  cond.elseSteps.push_back(kernel("else_gather", eb.unary(UnaryOp::Neg, gather(2), DType::F32)));
+  e.steps.push_back(std::move(cond));
+  p.entries.push_back(e);
+  auto c = compile(p);
+  ASSERT_TRUE(c);
+  std::vector<float> table = randomFloats(5, 1, 2, 11);
+  std::mt19937 g(5);
+  for (int threads : {1, 2}) {
+    for (int64_t count : {1, 7, 200000}) {
+      std::vector<int64_t> ids(count);
+      for (int64_t &id : ids)
+        id = std::uniform_int_distribution<int64_t>(0, 4)(g);
+      for (uint8_t pred : {1, 0}) {
+        TestExec ex(threads);
+        std::vector<float> y(count, NAN);
+        const void *in[] = {&pred, ids.data(), table.data()};
+        void *out[] = {y.data()};
+        int64_t syms[] = {count};
+        ASSERT_EQ(c->run(0)(&ex.exec, in, out, syms), 0);
+        for (int64_t k = 0; k < count; ++k)
+          ASSERT_EQ(y[k], pred ? table[ids[k]] : -table[ids[k]]) << k;
+        // One bad id anywhere fails the branch that ran, whatever thread read it.
+        for (int64_t bad : {int64_t(5), int64_t(-1), int64_t(1) << 40}) {
+          std::vector<int64_t> wrong = ids;
+          wrong[count / 2] = bad;
+          in[1] = wrong.data();
+          EXPECT_EQ(c->run(0)(&ex.exec, in, out, syms), pred ? 1 : 2) << bad;
+          in[1] = ids.data();
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cpu, VariantTest,
                          ::testing::Values(Variant::X86_64_V3, Variant::X86_64_V4),
                          [](const auto &info) {

@@ -278,5 +278,132 @@ entry @f(%0 : f32[12, 10] = input "t", %1 : i64[batch] = input "i", %2 : i64[12,
                 {{{"batch", 1}}, {{"batch", 4}}}, 1e-5, /*decompose=*/false);
 }
 
+// Both branches run in every call (one cond on p, one on !p); the then-branch nests a cond and
+// both have temporaries that must not share arena bytes with anything live.
+TEST(Lower, CondBranchesAndNesting) {
+  expectMatches(R"(graph @t opset 1.0
+dim batch in 1..8
+entry @f(%0 : f32[batch, 4] = input "x", %1 : f32[4, 4] = input "w") {
+  %2 = aten.sum.dim_IntList(%0) : f32[]
+  %3 = aten.gt.Scalar(%2) {other = 0} : bool[]
+  %4 = aten.logical_not(%3) : bool[]
+  %5 = aten.lt.Scalar(%2) {other = 1} : bool[]
+  %6 = aten.cond(%3, %0, %1, %5) : f32[batch, 4] {
+    region(%7 : f32[batch, 4], %8 : f32[4, 4], %9 : bool[]) {
+      %10 = aten.mm(%7, %8) : f32[batch, 4]
+      %11 = aten.cond(%9, %10) : f32[batch, 4] {
+        region(%12 : f32[batch, 4]) {
+          %13 = aten.exp(%12) : f32[batch, 4]
+          return %13
+        }
+        region(%14 : f32[batch, 4]) {
+          %15 = aten.softmax.int(%14) {dim = 1} : f32[batch, 4]
+          return %15
+        }
+      }
+      %16 = aten.mm(%11, %8) : f32[batch, 4]
+      %17 = aten.add.Tensor(%16, %10) : f32[batch, 4]
+      return %17
+    }
+    region(%18 : f32[batch, 4], %19 : f32[4, 4], %20 : bool[]) {
+      %21 = aten.neg(%18) : f32[batch, 4]
+      return %21
+    }
+  }
+  %22 = aten.cond(%4, %0, %1, %5) : f32[batch, 4] {
+    region(%23 : f32[batch, 4], %24 : f32[4, 4], %25 : bool[]) {
+      %26 = aten.mm(%23, %24) : f32[batch, 4]
+      %27 = aten.cond(%25, %26) : f32[batch, 4] {
+        region(%28 : f32[batch, 4]) {
+          %29 = aten.exp(%28) : f32[batch, 4]
+          return %29
+        }
+        region(%30 : f32[batch, 4]) {
+          %31 = aten.softmax.int(%30) {dim = 1} : f32[batch, 4]
+          return %31
+        }
+      }
+      %32 = aten.mm(%27, %24) : f32[batch, 4]
+      %33 = aten.add.Tensor(%32, %26) : f32[batch, 4]
+      return %33
+    }
+    region(%34 : f32[batch, 4], %35 : f32[4, 4], %36 : bool[]) {
+      %37 = aten.neg(%34) : f32[batch, 4]
+      return %37
+    }
+  }
+  %38 = aten.add.Tensor(%6, %22) : f32[batch, 4]
+  return %6 as output "a", %22 as output "b", %38 as output "sum"
+}
+)",
+                {{{"batch", 1}}, {{"batch", 3}}, {{"batch", 8}}, {{"batch", 5}}});
+}
+
+// An input sized by a derived dim `2*half` binds half in the evaluator as in the runtime.
+TEST(Lower, DerivedDimBindsItsRoot) {
+  expectMatches(R"(graph @t opset 1.0
+dim half in 1..16
+derived twice_half = 2*half
+entry @f(%0 : f32[twice_half] = input "c") {
+  %1 = aten.view(%0) {size = [half, 2]} : f32[half, 2]
+  %2 = aten.sum.dim_IntList(%1) {dim = [1]} : f32[half]
+  return %2 as output "y"
+}
+)",
+                {{{"half", 1}}, {{"half", 7}}, {{"half", 16}}});
+}
+
+// An index out of range is an error naming the op, its line and the size, never a wild read:
+// too large and negative ids for embedding, index_select and gather.
+TEST(Lower, IndicesOutOfRangeAreErrors) {
+  auto g = test::prepare(R"(graph @t opset 1.0
+entry @f(%0 : i64[3] = input "ids", %1 : f32[5, 2] = input "w", %2 : i64[5, 2] = input "g") {
+  %3 = aten.embedding(%1, %0) : f32[3, 2]  # model.cpp:4:5
+  %4 = aten.index_select(%1, %0) {dim = 0} : f32[3, 2]  # model.cpp:5:5
+  %5 = aten.gather(%1, %2) {dim = 1} : f32[5, 2]  # model.cpp:6:5
+  return %3 as output "e", %4 as output "s", %5 as output "t"
+}
+)",
+                         /*decompose=*/false);
+  ASSERT_TRUE(g);
+  for (bool fuse : {true, false}) {
+    auto program = test::lower(*g, fuse);
+    ASSERT_TRUE(program);
+    HostTensor w(DType::F32, {5, 2}), gi(DType::I64, {5, 2}), ids(DType::I64, {3});
+    for (int64_t i = 0; i < 10; ++i) {
+      w.setDouble(i, 0.5 + i);
+      gi.setInt(i, i % 2);
+    }
+    auto run = [&](std::vector<int64_t> idv, std::vector<int64_t> gv) {
+      for (int64_t i = 0; i < 3; ++i)
+        ids.setInt(i, idv[i]);
+      for (int64_t i = 0; i < 10; ++i)
+        gi.setInt(i, gv[i]);
+      return kir::evaluate(*program, 0, {ids, w, gi}, {});
+    };
+    std::vector<int64_t> goodG = {0, 1, 1, 0, 0, 0, 1, 1, 0, 1};
+    auto ok = run({0, 4, 2}, goodG);
+    ASSERT_TRUE(static_cast<bool>(ok)) << llvm::toString(ok.takeError());
+    EXPECT_EQ((*ok)[0].getDouble(2), 8.5); // w[4][0]
+    auto tooLarge = run({0, 5, 2}, goodG);
+    ASSERT_FALSE(static_cast<bool>(tooLarge));
+    EXPECT_EQ(llvm::toString(tooLarge.takeError()),
+              "an index is out of range in aten.embedding (model.cpp:4:5): indices into dim 0 "
+              "of weight must be in 0..4");
+    auto negative = run({0, -1, 2}, goodG);
+    ASSERT_FALSE(static_cast<bool>(negative));
+    EXPECT_EQ(llvm::toString(negative.takeError()),
+              "an index is out of range in aten.embedding (model.cpp:4:5): indices into dim 0 "
+              "of weight must be in 0..4");
+    std::vector<int64_t> badG = goodG;
+    badG[7] = 2;
+    auto gather = run({0, 1, 2}, badG);
+    ASSERT_FALSE(static_cast<bool>(gather));
+    EXPECT_EQ(llvm::toString(gather.takeError()),
+              "an index is out of range in aten.gather (model.cpp:6:5): indices into dim 1 of "
+              "self must be in 0..1");
+  }
+}
+
 } // namespace
 } // namespace aotc

@@ -147,23 +147,54 @@ entry @f(%0 : f32[batch, 3, 8, 8] = input "x", %1 : f32[4, 3, 3, 3] = input "w",
 
 TEST(Structure, UnsupportedOpNamesTheLine) {
   auto g = prepare(R"(graph @t opset 1.0
-entry @f(%0 : bool[] = input "p", %1 : f32[4] = input "x") {
-  %2 = aten.cond(%0, %1) : f32[4] {  # model.cpp:7:3
-    region(%3 : f32[4]) {
-      return %3
-    }
-    region(%4 : f32[4]) {
-      return %4
-    }
-  }
-  return %2 as output "y"
+entry @f(%0 : f32[2, 4] = input "x") {
+  %1 = aten.layer_norm(%0, none, none) {normalized_shape = [4]} : f32[2, 4]  # model.cpp:7:3
+  return %1 as output "y"
 }
-)");
+)",
+                   /*decompose=*/false);
   ASSERT_TRUE(g);
   auto p = lowerToKernels(*g, {});
   ASSERT_FALSE(static_cast<bool>(p));
   EXPECT_EQ(llvm::toString(p.takeError()),
-            "model.cpp:7:3: aten.cond is not supported by the CPU backend yet");
+            "model.cpp:7:3: aten.layer_norm is not supported by the CPU backend yet");
+}
+
+// A cond is one step: the predicate kernel comes before it, each branch holds its own steps, and
+// the results are written by both branches into the same buffers.
+TEST(Structure, CondIsOneStepWithTwoBranches) {
+  auto p = lowered(R"(graph @t opset 1.0
+dim batch in 1..8
+entry @f(%0 : f32[batch, 4] = input "x") {
+  %1 = aten.sum.dim_IntList(%0) : f32[]
+  %2 = aten.gt.Scalar(%1) {other = 0} : bool[]
+  %3 = aten.cond(%2, %0) : f32[batch, 4] {  # model.cpp:9:3
+    region(%4 : f32[batch, 4]) {
+      %5 = aten.exp(%4) : f32[batch, 4]
+      return %5
+    }
+    region(%6 : f32[batch, 4]) {
+      %7 = aten.neg(%6) : f32[batch, 4]
+      return %7
+    }
+  }
+  return %3 as output "y"
+}
+)");
+  ASSERT_TRUE(p);
+  const kir::EntryKernels &e = p->entries[0];
+  const kir::CondStep *cond = nullptr;
+  for (const kir::Step &s : e.steps)
+    if (const auto *c = std::get_if<kir::CondStep>(&s))
+      cond = c;
+  ASSERT_TRUE(cond) << printed(*p);
+  EXPECT_EQ(e.buffers[cond->predicate].dtype, DType::Bool);
+  ASSERT_EQ(cond->thenSteps.size(), 1u) << printed(*p);
+  ASSERT_EQ(cond->elseSteps.size(), 1u) << printed(*p);
+  const auto &then = std::get<kir::LoopKernel>(cond->thenSteps[0]);
+  const auto &other = std::get<kir::LoopKernel>(cond->elseSteps[0]);
+  EXPECT_EQ(then.stages.back().buffer, other.stages.back().buffer);
+  EXPECT_NE(printed(*p).find("cond b"), std::string::npos);
 }
 
 /// Checks that no two Arena buffers whose live ranges (first..last step touching them) overlap
@@ -229,6 +260,36 @@ entry @f(%0 : f32[batch, 16] = input "x", %1 : f32[16, 16] = input "w", %2 : f32
 
 // Many temporaries of different sizes (a reduction over a middle dim, a softmax over dim 0,
 // GEMMs): whatever the plan, live buffers never share bytes.
+// Temporaries of both branches of a cond (GEMMs, a softmax) are live across the whole cond:
+// none shares bytes with another, nor with the operands and results around the cond.
+TEST(Structure, CondBranchTemporariesNeverOverlap) {
+  auto p = lowered(R"(graph @t opset 1.0
+dim batch in 1..32
+entry @f(%0 : f32[batch, 8] = input "x", %1 : f32[8, 8] = input "w", %2 : bool[] = input "p") {
+  %3 = aten.mm(%0, %1) : f32[batch, 8]
+  %4 = aten.cond(%2, %3, %1) : f32[batch, 8] {
+    region(%5 : f32[batch, 8], %6 : f32[8, 8]) {
+      %7 = aten.mm(%5, %6) : f32[batch, 8]
+      %8 = aten.softmax.int(%7) {dim = 0} : f32[batch, 8]
+      %9 = aten.mm(%8, %6) : f32[batch, 8]
+      %10 = aten.add.Tensor(%9, %7) : f32[batch, 8]
+      return %10
+    }
+    region(%11 : f32[batch, 8], %12 : f32[8, 8]) {
+      %13 = aten.mm(%11, %12) : f32[batch, 8]
+      %14 = aten.mm(%13, %12) : f32[batch, 8]
+      %15 = aten.mul.Tensor(%14, %13) : f32[batch, 8]
+      return %15
+    }
+  }
+  %16 = aten.mm(%4, %1) : f32[batch, 8]
+  return %16 as output "y"
+}
+)");
+  ASSERT_TRUE(p);
+  expectNoOverlap(p->entries[0], "batch", {1, 5, 32});
+}
+
 TEST(Structure, MemoryPlanNeverOverlapsLiveBuffers) {
   auto p = lowered(R"(graph @t opset 1.0
 dim batch in 1..32

@@ -1,0 +1,494 @@
+// aotc_server: serves aotc artifacts over the Open Inference Protocol (KServe v2 REST), loading
+// each .so through the runtime header alone (aotc/runtime.hpp, dlopen):
+//   aotc_server --model NAME=PATH.so [--model ...] [--port 8000] [--host 127.0.0.1] [--threads N]
+//               [--model-threads N] [--max-body-bytes N]
+#include "Protocol.h"
+
+#include <aotc/runtime.hpp>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using aotc::server::HttpError;
+using nlohmann::json;
+
+constexpr const char *kVersion = "0.1.0";
+
+struct Options {
+  std::vector<std::pair<std::string, std::string>> models; // name, path
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  int threads = 0;      // 0: httplib's default pool size
+  int modelThreads = 0; // 0: one per online CPU
+  size_t maxBodyBytes = size_t{64} << 20;
+};
+
+[[noreturn]] void usage(const std::string &message) {
+  std::fprintf(stderr,
+               "aotc_server: %s\nusage: aotc_server --model NAME=PATH.so [--model ...] "
+               "[--port 8000] [--host 127.0.0.1] [--threads N] [--model-threads N] "
+               "[--max-body-bytes N]\n",
+               message.c_str());
+  std::exit(2);
+}
+
+long long parseCount(const std::string &option, const std::string &text, long long lo) {
+  char *end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end || value < lo || value > (1ll << 40))
+    usage(option + " expects an integer >= " + std::to_string(lo) + ", got \"" + text + "\"");
+  return value;
+}
+
+Options parseOptions(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        usage(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--model") {
+      std::string spec = value();
+      size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+        usage("--model expects NAME=PATH.so, got \"" + spec + "\"");
+      std::string name = spec.substr(0, eq);
+      if (name.find('/') != std::string::npos || name.find('.') != std::string::npos)
+        usage("model name \"" + name + "\" may not contain '/' or '.' (NAME.ENTRY names entries)");
+      o.models.emplace_back(name, spec.substr(eq + 1));
+    } else if (arg == "--port") {
+      o.port = static_cast<int>(parseCount(arg, value(), 0));
+      if (o.port > 65535)
+        usage("--port must be at most 65535");
+    } else if (arg == "--host") {
+      o.host = value();
+    } else if (arg == "--threads") {
+      o.threads = static_cast<int>(parseCount(arg, value(), 1));
+    } else if (arg == "--model-threads") {
+      o.modelThreads = static_cast<int>(parseCount(arg, value(), 0));
+    } else if (arg == "--max-body-bytes") {
+      o.maxBodyBytes = static_cast<size_t>(parseCount(arg, value(), 1));
+    } else if (arg == "--help" || arg == "-h") {
+      usage("serves aotc artifacts over KServe v2 REST");
+    } else {
+      usage("unknown argument " + arg);
+    }
+  }
+  if (o.models.empty())
+    usage("no --model given");
+  return o;
+}
+
+/// One servable name: an entry of a loaded model, with its metadata computed once.
+struct Endpoint {
+  std::shared_ptr<aotc::rt::Model> model;
+  int32_t entry = 0;
+  std::vector<aotc_tensor_info> inputs, outputs;
+  json metadata;
+};
+
+json tensorMetadata(const aotc_tensor_info &info) {
+  json shape = json::array();
+  for (int32_t d = 0; d < info.rank; ++d)
+    shape.push_back(info.dims[d].value >= 0 ? info.dims[d].value : -1);
+  const char *datatype = aotc::server::kserveDatatype(info.dtype);
+  return {{"name", info.name}, {"datatype", datatype ? datatype : "UNKNOWN"}, {"shape", shape}};
+}
+
+/// Every endpoint, built before the server starts and read-only afterwards, so request threads
+/// share it without locks. The models are shared by their endpoints and by all threads.
+class Registry {
+public:
+  void add(const std::string &name, const std::string &path, int modelThreads) {
+    aotc::rt::Library library(path.find('/') == std::string::npos ? "./" + path : path);
+    aotc_model_options options;
+    library.api().model_options_init(&options);
+    options.num_threads = modelThreads;
+    auto model = std::make_shared<aotc::rt::Model>(library, &options);
+    std::vector<std::string> entries = model->entries();
+    for (int32_t e = 0; e < static_cast<int32_t>(entries.size()); ++e) {
+      Endpoint endpoint;
+      endpoint.model = model;
+      endpoint.entry = e;
+      endpoint.inputs = model->inputs(e);
+      endpoint.outputs = model->outputs(e);
+      json inputs = json::array(), outputs = json::array();
+      for (const aotc_tensor_info &info : endpoint.inputs)
+        inputs.push_back(tensorMetadata(info));
+      for (const aotc_tensor_info &info : endpoint.outputs)
+        outputs.push_back(tensorMetadata(info));
+      endpoint.metadata = {{"platform", "aotc"}, {"inputs", inputs}, {"outputs", outputs}};
+      if (e == 0)
+        insert(name, endpoint);
+      insert(name + "." + entries[static_cast<size_t>(e)], endpoint);
+    }
+  }
+
+  const Endpoint &find(const std::string &name) const {
+    auto it = endpoints_.find(name);
+    if (it == endpoints_.end()) {
+      std::string served;
+      for (const auto &[known, endpoint] : endpoints_)
+        served += (served.empty() ? "" : ", ") + known;
+      throw HttpError(404, "unknown model \"" + name + "\" (served: " + served + ")");
+    }
+    return it->second;
+  }
+
+  std::vector<std::string> names() const {
+    std::vector<std::string> result;
+    for (const auto &[name, endpoint] : endpoints_)
+      result.push_back(name);
+    return result;
+  }
+
+private:
+  void insert(const std::string &name, Endpoint endpoint) {
+    endpoint.metadata["name"] = name;
+    if (!endpoints_.emplace(name, std::move(endpoint)).second)
+      throw std::runtime_error("model name \"" + name + "\" is given twice");
+  }
+
+  std::map<std::string, Endpoint> endpoints_;
+};
+
+std::string quoteJoin(const std::vector<aotc_tensor_info> &infos) {
+  std::string names;
+  for (const aotc_tensor_info &info : infos)
+    names += (names.empty() ? "\"" : ", \"") + std::string(info.name) + "\"";
+  return names;
+}
+
+const json &member(const json &object, const char *key, const std::string &where) {
+  auto it = object.find(key);
+  if (it == object.end())
+    throw HttpError(400, where + " has no \"" + key + "\"");
+  return *it;
+}
+
+std::vector<int64_t> parseShape(const json &shape, const std::string &input, int64_t &numel) {
+  if (!shape.is_array())
+    throw HttpError(400, "input \"" + input + "\": \"shape\" must be an array of integers");
+  std::vector<int64_t> dims;
+  numel = 1;
+  for (const json &dim : shape) {
+    if (!dim.is_number_integer() || (dim.is_number_integer() && dim.get<int64_t>() < 0) ||
+        (dim.is_number_unsigned() && dim.get<uint64_t>() > INT64_MAX))
+      throw HttpError(400, "input \"" + input + "\": shape " + shape.dump() +
+                               " is not a list of non-negative integers");
+    dims.push_back(dim.get<int64_t>());
+    if (__builtin_mul_overflow(numel, dims.back(), &numel))
+      throw HttpError(400, "input \"" + input + "\": shape " + shape.dump() +
+                               " has more elements than 64-bit integers count");
+  }
+  return dims;
+}
+
+/// POST /v2/models/{name}/infer: decodes the inputs, runs the entry, encodes the outputs.
+json infer(const Endpoint &endpoint, const std::string &name, const std::string &body) {
+  json request;
+  try {
+    request = json::parse(body);
+  } catch (const json::exception &e) { // a syntax error, or a number beyond double's range
+    throw HttpError(400, std::string("malformed JSON in the request body: ") + e.what());
+  }
+  if (!request.is_object())
+    throw HttpError(400, "the request body must be a JSON object");
+  const json &inputs = member(request, "inputs", "the request");
+  if (!inputs.is_array())
+    throw HttpError(400, "\"inputs\" must be an array");
+
+  std::vector<const json *> byPosition(endpoint.inputs.size(), nullptr);
+  for (const json &input : inputs) {
+    if (!input.is_object())
+      throw HttpError(400, "each element of \"inputs\" must be an object");
+    const json &inputName = member(input, "name", "an input");
+    if (!inputName.is_string())
+      throw HttpError(400, "an input's \"name\" must be a string");
+    size_t position = 0;
+    while (position < endpoint.inputs.size() &&
+           inputName.get_ref<const std::string &>() != endpoint.inputs[position].name)
+      ++position;
+    if (position == endpoint.inputs.size())
+      throw HttpError(400, "unknown input " + inputName.dump() + " (model \"" + name + "\" takes " +
+                               quoteJoin(endpoint.inputs) + ")");
+    if (byPosition[position])
+      throw HttpError(400, "input " + inputName.dump() + " is given twice");
+    byPosition[position] = &input;
+  }
+
+  std::vector<std::vector<unsigned char>> storage(endpoint.inputs.size());
+  std::vector<aotc_tensor> tensors;
+  for (size_t i = 0; i < endpoint.inputs.size(); ++i) {
+    std::string inputName = endpoint.inputs[i].name;
+    if (!byPosition[i])
+      throw HttpError(400, "missing input \"" + inputName + "\" (model \"" + name + "\" takes " +
+                               quoteJoin(endpoint.inputs) + ")");
+    const json &input = *byPosition[i];
+    const json &datatype = member(input, "datatype", "input \"" + inputName + "\"");
+    if (!datatype.is_string())
+      throw HttpError(400, "input \"" + inputName + "\": \"datatype\" must be a string");
+    int32_t dtype = aotc::server::dtypeOfDatatype(datatype.get_ref<const std::string &>());
+    if (dtype == 0)
+      throw HttpError(400, "input \"" + inputName + "\": datatype " + datatype.dump() +
+                               " is not one aotc supports (FP32, FP64, FP16, BF16, INT64, "
+                               "INT32, INT16, INT8, UINT8, BOOL)");
+    int64_t numel = 0;
+    std::vector<int64_t> shape =
+        parseShape(member(input, "shape", "input \"" + inputName + "\""), inputName, numel);
+    storage[i] = aotc::server::decodeData(member(input, "data", "input \"" + inputName + "\""),
+                                          dtype, numel, inputName);
+    // The runtime checks dtype, rank and every dim against the entry: its message is the answer.
+    aotc_tensor tensor = aotc::rt::tensor(storage[i].data(), dtype, shape);
+    tensor.size_bytes = storage[i].size();
+    tensors.push_back(tensor);
+  }
+
+  std::vector<bool> wanted(endpoint.outputs.size(), true);
+  if (auto requested = request.find("outputs"); requested != request.end()) {
+    if (!requested->is_array())
+      throw HttpError(400, "\"outputs\" must be an array");
+    if (!requested->empty())
+      wanted.assign(endpoint.outputs.size(), false);
+    for (const json &output : *requested) {
+      const json *outputName =
+          output.is_object() && output.contains("name") ? &output["name"] : nullptr;
+      size_t position = 0;
+      while (outputName && outputName->is_string() && position < endpoint.outputs.size() &&
+             outputName->get_ref<const std::string &>() != endpoint.outputs[position].name)
+        ++position;
+      if (!outputName || !outputName->is_string() || position == endpoint.outputs.size())
+        throw HttpError(400, "unknown requested output " + output.dump() + " (model \"" + name +
+                                 "\" gives " + quoteJoin(endpoint.outputs) + ")");
+      wanted[position] = true;
+    }
+  }
+
+  std::vector<aotc::rt::OwnedTensor> results = endpoint.model->run(endpoint.entry, tensors);
+  json outputs = json::array();
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!wanted[i])
+      continue;
+    const aotc::rt::OwnedTensor &result = results[i];
+    const char *datatype = aotc::server::kserveDatatype(result.dtype());
+    outputs.push_back(
+        {{"name", endpoint.outputs[i].name},
+         {"datatype", datatype ? datatype : "UNKNOWN"},
+         {"shape", result.shape()},
+         {"data", aotc::server::encodeData(result.raw().data, result.dtype(), result.numel())}});
+  }
+  json response = {{"model_name", name}, {"outputs", std::move(outputs)}};
+  auto id = request.find("id");
+  response["id"] = id != request.end() && id->is_string() ? *id : json("");
+  return response;
+}
+
+void reply(httplib::Response &res, int status, const json &body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void replyError(httplib::Response &res, int status, const std::string &message) {
+  reply(res, status, {{"error", message}});
+}
+
+int statusOf(const aotc::rt::Error &e) {
+  switch (e.status()) {
+  case AOTC_ERROR_INVALID_ARGUMENT:
+    return 400;
+  case AOTC_ERROR_NOT_FOUND:
+    return 404;
+  case AOTC_ERROR_RESOURCE:
+    return 503;
+  default:
+    return 500;
+  }
+}
+
+/// Runs a handler, turning every failure into a JSON error with its status.
+template <typename Fn> void guarded(httplib::Response &res, Fn &&fn) {
+  try {
+    fn();
+  } catch (const HttpError &e) {
+    replyError(res, e.status(), e.what());
+  } catch (const aotc::rt::Error &e) {
+    replyError(res, statusOf(e), e.what());
+  } catch (const json::exception &e) { // a value of the request of another JSON type than read
+    replyError(res, 400, e.what());
+  } catch (const std::bad_alloc &) {
+    replyError(res, 503, "out of memory");
+  } catch (const std::exception &e) {
+    replyError(res, 500, e.what());
+  }
+}
+
+/// The methods a path of the protocol accepts, or "" when the path is none of its.
+std::string allowedMethods(const std::string &path) {
+  static const std::regex get(R"(/v2|/v2/health/(live|ready)|/v2/models/[^/]+(/ready)?)");
+  static const std::regex post(R"(/v2/models/[^/]+/infer)");
+  if (std::regex_match(path, get))
+    return "GET, HEAD";
+  if (std::regex_match(path, post))
+    return "POST";
+  return "";
+}
+
+void routes(httplib::Server &server, const Registry &registry, size_t maxBodyBytes) {
+  server.Get("/v2/health/live", [](const httplib::Request &, httplib::Response &res) {
+    reply(res, 200, {{"live", true}});
+  });
+  server.Get("/v2/health/ready", [](const httplib::Request &, httplib::Response &res) {
+    reply(res, 200, {{"ready", true}});
+  });
+  server.Get("/v2", [](const httplib::Request &, httplib::Response &res) {
+    reply(res, 200,
+          {{"name", "aotc_server"}, {"version", kVersion}, {"extensions", json::array()}});
+  });
+  server.Get(R"(/v2/models/([^/]+))", [&](const httplib::Request &req, httplib::Response &res) {
+    guarded(res, [&] { reply(res, 200, registry.find(req.matches[1]).metadata); });
+  });
+  server.Get(R"(/v2/models/([^/]+)/ready)",
+             [&](const httplib::Request &req, httplib::Response &res) {
+               guarded(res, [&] {
+                 std::string name = req.matches[1];
+                 registry.find(name);
+                 reply(res, 200, {{"name", name}, {"ready", true}});
+               });
+             });
+  server.Post(R"(/v2/models/([^/]+)/infer)",
+              [&](const httplib::Request &req, httplib::Response &res) {
+                guarded(res, [&] {
+                  std::string name = req.matches[1];
+                  reply(res, 200, infer(registry.find(name), name, req.body));
+                });
+              });
+
+  // Anything else: 405 on a path of the protocol, 404 elsewhere.
+  auto fallback = [](const httplib::Request &req, httplib::Response &res) {
+    std::string allowed = allowedMethods(req.path);
+    if (allowed.empty())
+      return replyError(res, 404, "no such endpoint: " + req.path);
+    res.set_header("Allow", allowed);
+    replyError(res, 405,
+               "method " + req.method + " is not allowed on " + req.path + " (allowed: " + allowed +
+                   ")");
+  };
+  server.Get(".*", fallback);
+  server.Post(".*", fallback);
+  server.Put(".*", fallback);
+  server.Patch(".*", fallback);
+  server.Delete(".*", fallback);
+  server.Options(".*", fallback);
+
+  // httplib's own refusals (413 beyond --max-body-bytes, 400 for an unparsable request) get a
+  // JSON body too; ours already have one.
+  server.set_error_handler(httplib::Server::HandlerWithResponse(
+      [maxBodyBytes](const httplib::Request &req, httplib::Response &res) {
+        if (!res.body.empty())
+          return httplib::Server::HandlerResponse::Unhandled;
+        switch (res.status) {
+        case 413:
+          // httplib caps form-encoded bodies (curl -d's default type) at 8192 bytes.
+          if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) ==
+                  0 &&
+              std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) <=
+                  maxBodyBytes) {
+            replyError(res, 413,
+                       "form-encoded request bodies are limited to 8192 bytes: send the JSON "
+                       "with Content-Type: application/json");
+            break;
+          }
+          replyError(res, 413,
+                     "request body larger than " + std::to_string(maxBodyBytes) +
+                         " bytes (the limit "
+                         "set by --max-body-bytes)");
+          break;
+        case 414:
+          replyError(res, 414, "request URI too long");
+          break;
+        default:
+          replyError(res, res.status, "HTTP error " + std::to_string(res.status));
+        }
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  server.set_exception_handler([](const httplib::Request &, httplib::Response &res,
+                                  std::exception_ptr) { replyError(res, 500, "internal error"); });
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options = parseOptions(argc, argv);
+
+  // SIGINT and SIGTERM stop the server from a thread of their own, so that listen() returns and
+  // everything is torn down in order; blocked here, before any thread exists, so all inherit it.
+  // A shell starts background jobs with SIGINT ignored, which sigwait would never see.
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  sigset_t stopSignals;
+  sigemptyset(&stopSignals);
+  sigaddset(&stopSignals, SIGINT);
+  sigaddset(&stopSignals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  Registry registry;
+  try {
+    for (const auto &[name, path] : options.models)
+      registry.add(name, path, options.modelThreads);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "aotc_server: %s\n", e.what());
+    return 1;
+  }
+
+  httplib::Server server;
+  server.set_payload_max_length(options.maxBodyBytes);
+  if (options.threads > 0) {
+    int threads = options.threads;
+    server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  }
+  routes(server, registry, options.maxBodyBytes);
+
+  int port = options.port;
+  bool bound = port == 0 ? (port = server.bind_to_any_port(options.host)) > 0
+                         : server.bind_to_port(options.host, port);
+  if (!bound) {
+    std::fprintf(stderr, "aotc_server: cannot listen on %s:%d\n", options.host.c_str(),
+                 options.port);
+    return 1;
+  }
+  std::string served;
+  for (const std::string &name : registry.names())
+    served += (served.empty() ? "" : ", ") + name;
+  // The one line on stdout: scripts and tests read the port from it (--port 0 picks one).
+  std::printf("aotc_server: listening on http://%s:%d (models: %s)\n", options.host.c_str(), port,
+              served.c_str());
+  std::fflush(stdout);
+
+  std::thread stopper([&] {
+    int signal = 0;
+    sigwait(&stopSignals, &signal);
+    server.stop();
+  });
+  bool ok = server.listen_after_bind();
+  // Wakes the stopper when listen ended for another reason than a signal; harmless otherwise.
+  pthread_kill(stopper.native_handle(), SIGTERM);
+  stopper.join();
+  return ok ? 0 : 1;
+}
