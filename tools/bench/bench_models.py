@@ -1,0 +1,175 @@
+#!/usr/bin/python3
+"""The model benchmark: ResNet-18 and ResNet-50 (examples/resnet) at 224x224, batch 1 and 8, aotc
+(through examples/run_model) against torchvision in PyTorch eager and TorchScript (trace + freeze +
+optimize_for_inference), as medians of several runs; then export times and start-up: a fresh
+process that loads the ResNet-50 artifact and runs it, against a fresh Python process that imports
+torch, loads the saved TorchScript module and runs it.
+
+    LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 \\
+        tools/bench/bench_models.py [--build build] [--threads 2] [--repeats 3]
+
+Needs Debian's python3-torch and python3-torchvision. Weights are random (aotc's defaults and
+torchvision's); times do not depend on them."""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torchvision
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODELS = {"ResNet-18": ("resnet18", torchvision.models.resnet18),
+          "ResNet-50": ("resnet50", torchvision.models.resnet50)}
+BATCHES = (1, 8)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
+
+
+def probe(build, threads):
+    out = run([os.path.join(build, "tools", "bench", "aotc_probe"), str(threads)])
+    return {k: float(v) for k, v in (line.split() for line in out.splitlines())}
+
+
+def flops(module, x):
+    """Multiply-adds of the convolutions and linear layers, times 2, for input x."""
+    total = [0]
+
+    def conv(m, _, out):
+        k = m.kernel_size[0] * m.kernel_size[1] * m.in_channels // m.groups
+        total[0] += 2 * out.numel() * k
+
+    def linear(m, _, out):
+        total[0] += 2 * out.numel() * m.in_features
+
+    hooks = [m.register_forward_hook(conv if isinstance(m, torch.nn.Conv2d) else linear)
+             for m in module.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+    with torch.no_grad():
+        module(x)
+    for h in hooks:
+        h.remove()
+    return total[0]
+
+
+def aotc_ms(run_model, so, batch, threads, iters, repeats):
+    """Median over `repeats` processes of run_model's median over `iters` calls, in ms."""
+    cmd = [run_model, so, "--input", f"x={batch}x3x224x224", "--threads", str(threads), "--iters",
+           str(iters), "--median-only"]
+    return statistics.median(float(run(cmd).split()[0]) for _ in range(repeats))
+
+
+def torch_ms(fn, x, iters, repeats):
+    with torch.no_grad():
+        fn(x)
+        fn(x)
+        medians = []
+        for _ in range(repeats):
+            times = []
+            for _ in range(iters):
+                start = time.perf_counter()
+                fn(x)
+                times.append((time.perf_counter() - start) * 1e3)
+            medians.append(statistics.median(times))
+    return statistics.median(medians)
+
+
+def wall_s(cmd, repeats, env=None):
+    """Median wall time of a whole process, in s."""
+    times = []
+    for _ in range(repeats):
+        start = time.monotonic()
+        done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env=env)
+        if done.returncode:
+            sys.exit(f"{' '.join(cmd)} failed:\n{done.stderr}")
+        times.append(time.monotonic() - start)
+    return statistics.median(times)
+
+
+def table(header, rows):
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    print(" | ".join(h.ljust(w) for h, w in zip(header, widths)))
+    print("-+-".join("-" * w for w in widths))
+    for r in rows:
+        print(" | ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=3)
+    a = p.parse_args()
+    aotc = os.path.join(a.build, "tools", "aotc", "aotc")
+    run_model = os.path.join(a.build, "examples", "run_model", "run_model")
+    torch.set_num_threads(a.threads)
+
+    limits = probe(a.build, a.threads)
+    peak = limits["fma_peak_avx512_gflops"]
+    load = os.getloadavg()[0]
+    print(f"machine: {os.cpu_count()} CPUs, {a.threads} threads, load average {load:.1f} at "
+          f"the start; FMA peak {peak:.1f} GF/s (AVX-512), {limits['fma_peak_avx2_gflops']:.1f} "
+          f"GF/s (AVX2); torch {torch.__version__}, torchvision {torchvision.__version__}")
+
+    rows, export_rows = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        sos = {}
+        for name, (stem, make) in MODELS.items():
+            so = os.path.join(tmp, stem + ".so")
+            cmd = [aotc, "export", os.path.join(ROOT, "examples", "resnet", stem + ".cpp"),
+                   "--entry", "forward", "-o", so]
+            seconds = wall_s(cmd, 1)
+            sos[name] = so
+            export_rows.append([f"export {name} (--entry forward, batch 1..64)", f"{seconds:.1f} s",
+                                f"{os.path.getsize(so) / 2**20:.1f} MiB"])
+
+        for name, (stem, make) in MODELS.items():
+            module = make().eval()
+            for batch in BATCHES:
+                x = torch.randn(batch, 3, 224, 224)
+                work = flops(module, x)
+                iters = max(3, 24 // batch) if stem == "resnet18" else max(3, 12 // batch)
+                ms = aotc_ms(run_model, sos[name], batch, a.threads, iters, a.repeats)
+                eager = torch_ms(module, x, iters, a.repeats)
+                with torch.no_grad():
+                    script = torch.jit.optimize_for_inference(
+                        torch.jit.freeze(torch.jit.trace(module, x)))
+                scripted = torch_ms(script, x, iters, a.repeats)
+                gf = work / ms / 1e6
+                rows.append([f"{name} batch {batch} ({work / 1e9:.2f} GFLOP)", f"{ms:.1f} ms",
+                             f"{gf:.1f} GF/s = {100 * gf / peak:.0f}% of peak",
+                             f"{eager:.1f} ms", f"{scripted:.1f} ms",
+                             f"{min(eager, scripted) / ms:.2f}x"])
+                print("measured:", " | ".join(rows[-1]), flush=True)
+
+        # Start-up: everything a fresh process pays before its first answer. The module is saved
+        # frozen: torch 1.13 cannot load what optimize_for_inference returns.
+        module = MODELS["ResNet-50"][1]().eval()
+        x = torch.randn(1, 3, 224, 224)
+        with torch.no_grad():
+            script = torch.jit.freeze(torch.jit.trace(module, x))
+        pt = os.path.join(tmp, "resnet50.pt")
+        torch.jit.save(script, pt)
+        aotc_start = wall_s([run_model, sos["ResNet-50"], "--input", "x=1x3x224x224", "--threads",
+                             str(a.threads), "--iters", "1"], a.repeats)
+        snippet = (f"import torch; torch.set_num_threads({a.threads}); m = torch.jit.load({pt!r});"
+                   " torch.no_grad().__enter__(); m(torch.randn(1, 3, 224, 224))")
+        torch_start = wall_s([sys.executable, "-c", snippet], a.repeats, env=os.environ.copy())
+        start_row = ["start-up ResNet-50, batch 1 (fresh process to first output)",
+                     f"{aotc_start:.2f} s", "load the .so + 2 runs (run_model --iters 1)",
+                     "", f"{torch_start:.2f} s", f"{torch_start / aotc_start:.2f}x"]
+
+    table(["case", "aotc", "aotc throughput", "torch eager", "torch script", "torch best / aotc"],
+          rows + [start_row])
+    print()
+    table(["export", "time", "artifact"], export_rows)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end (the machine is shared)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
