@@ -116,6 +116,13 @@ static aotc_status check_options(const aotc_model_options *o) {
   return AOTC_OK;
 }
 
+static int has_variant(const aotc_artifact_desc *desc, int32_t variant) {
+  for (int32_t e = 0; e < desc->num_entries; ++e)
+    if (!desc->entries[e].run[variant])
+      return 0;
+  return 1;
+}
+
 static aotc_status check_artifact(const aotc_artifact_desc *desc, int32_t variant) {
   if (desc->magic != AOTC_ARTIFACT_MAGIC)
     return aotc_fail(AOTC_ERROR_UNSUPPORTED,
@@ -168,6 +175,12 @@ AOTC_API aotc_status aotc_model_create(const aotc_model_options *options, aotc_m
   status = aotc_cpu_choose_variant(options->cpu_variant, &variant);
   if (status != AOTC_OK)
     return status;
+  /* Chosen automatically, the best variant the CPU runs may be absent (an artifact built with
+   * --cpu x86-64-v3): older code runs on newer CPUs, so step down to what the artifact has. */
+  if (options->cpu_variant == AOTC_CPU_VARIANT_AUTO && !getenv("AOTC_CPU_VARIANT") &&
+      desc->magic == AOTC_ARTIFACT_MAGIC && desc->format == AOTC_ARTIFACT_FORMAT)
+    while (variant > 0 && desc->num_entries > 0 && !has_variant(desc, variant))
+      --variant;
   status = check_artifact(desc, variant);
   if (status != AOTC_OK)
     return status;

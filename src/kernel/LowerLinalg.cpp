@@ -127,36 +127,9 @@ llvm::Expected<LValue *> convAsGemm(Lowerer &L, LValue *x, LValue *w, LValue *bi
                       pad[j] == SymExpr(0);
   MatrixOperand bop;
   LValue *bsrc = x;
-  std::optional<ConvWindow> window;
-  if (!pointwiseFilter && sd <= 2) {
-    // The packing gathers through the window with 32-bit offsets within one channel's plane.
-    size_t h = sd == 2 ? 2 : 0, wd = sd + 1;
-    ConvWindow cw;
-    cw.channelStride = xl->strides[1];
-    cw.heightStride = sd == 2 ? xl->strides[2] : SymExpr(0);
-    cw.widthStride = xl->strides[wd];
-    cw.height = sd == 2 ? x->shape[2] : SymExpr(1);
-    cw.width = x->shape[wd];
-    cw.kernelH = sd == 2 ? w->shape[2] : SymExpr(1);
-    cw.kernelW = w->shape[wd];
-    cw.strideH = sd == 2 ? stride[0] : SymExpr(1);
-    cw.strideW = stride[sd - 1];
-    cw.padH = sd == 2 ? pad[0] : SymExpr(0);
-    cw.padW = pad[sd - 1];
-    cw.dilH = sd == 2 ? dil[0] : SymExpr(1);
-    cw.dilW = dil[sd - 1];
-    cw.outWidth = shape[wd];
-    (void)h;
-    SymExpr reach = (cw.height + cw.kernelH * cw.dilH) * cw.heightStride +
-                    (cw.width + cw.kernelW * cw.dilW) * cw.widthStride;
-    if (L.shapeEnv().proveLE(L.expand(reach), SymExpr(int64_t(1) << 30)) == Truth::True)
-      window = cw;
-  }
   if (pointwiseFilter && L.isContiguous(*xl, x->shape)) {
     SymExpr cin = x->shape[1];
     bop = {xl->buffer, xl->offset, cin * P, P, 1};
-  } else if (window) {
-    bop = {xl->buffer, xl->offset, xl->strides[0], 0, 0, window};
   } else {
     Shape colShape = {N, w->shape[1]};
     colShape.append(w->shape.begin() + 2, w->shape.end());

@@ -1,9 +1,11 @@
 #!/usr/bin/python3
-"""The model benchmark: ResNet-18 and ResNet-50 (examples/resnet) at 224x224, batch 1 and 8, aotc
-(through examples/run_model) against torchvision in PyTorch eager and TorchScript (trace + freeze +
-optimize_for_inference), as medians of several runs; then export times and start-up: a fresh
-process that loads the ResNet-50 artifact and runs it, against a fresh Python process that imports
-torch, loads the saved TorchScript module and runs it.
+"""The model benchmark: ResNet-18 and ResNet-50 (examples/resnet) at 224x224, batch 1 and 8, and
+GPT-2 small (examples/gpt2) at seq 128, batch 1 and 8, aotc (through examples/run_model) against
+PyTorch eager and TorchScript (trace + freeze + optimize_for_inference), as medians of several
+runs; then export times and start-up: a fresh process that loads the ResNet-50 artifact and runs
+it once, against a fresh Python process that imports torch, loads the saved TorchScript module
+and runs it. The PyTorch GPT-2 is written here with the same math as Hugging Face's
+GPT2LMHeadModel (transformers is not a Debian package); torch 1.13 has no fused attention.
 
     LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 \\
         tools/bench/bench_models.py [--build build] [--threads 2] [--repeats 3]
@@ -56,10 +58,10 @@ def flops(module, x):
     return total[0]
 
 
-def aotc_ms(run_model, so, batch, threads, iters, repeats):
+def aotc_ms(run_model, so, batch, threads, iters, repeats, input_spec=None):
     """Median over `repeats` processes of run_model's median over `iters` calls, in ms."""
-    cmd = [run_model, so, "--input", f"x={batch}x3x224x224", "--threads", str(threads), "--iters",
-           str(iters), "--median-only"]
+    cmd = [run_model, so, "--input", input_spec or f"x={batch}x3x224x224", "--threads",
+           str(threads), "--iters", str(iters), "--median-only"]
     return statistics.median(float(run(cmd).split()[0]) for _ in range(repeats))
 
 
@@ -89,6 +91,43 @@ def wall_s(cmd, repeats, env=None):
             sys.exit(f"{' '.join(cmd)} failed:\n{done.stderr}")
         times.append(time.monotonic() - start)
     return statistics.median(times)
+
+
+class GPT2(torch.nn.Module):
+    """GPT-2 small as Hugging Face computes it: learned positions, pre-norm blocks, causal
+    attention, gelu (tanh), tied output embedding."""
+
+    def __init__(self, layers=12, embd=768, heads=12, vocab=50257, positions=1024):
+        super().__init__()
+        self.heads = heads
+        self.wte = torch.nn.Embedding(vocab, embd)
+        self.wpe = torch.nn.Embedding(positions, embd)
+        self.blocks = torch.nn.ModuleList()
+        for _ in range(layers):
+            self.blocks.append(torch.nn.ModuleDict({
+                "ln_1": torch.nn.LayerNorm(embd), "c_attn": torch.nn.Linear(embd, 3 * embd),
+                "c_proj": torch.nn.Linear(embd, embd), "ln_2": torch.nn.LayerNorm(embd),
+                "c_fc": torch.nn.Linear(embd, 4 * embd), "mlp_proj": torch.nn.Linear(4 * embd, embd)}))
+        self.ln_f = torch.nn.LayerNorm(embd)
+
+    def forward(self, ids):
+        b, t = ids.shape
+        h = self.wte(ids) + self.wpe(torch.arange(t).unsqueeze(0))
+        mask = torch.full((t, t), float("-inf")).triu(1)
+        for blk in self.blocks:
+            q, k, v = blk["c_attn"](blk["ln_1"](h)).split(h.shape[-1], dim=-1)
+            q, k, v = (z.view(b, t, self.heads, -1).transpose(1, 2) for z in (q, k, v))
+            att = torch.softmax(q @ k.transpose(-1, -2) / (q.shape[-1] ** 0.5) + mask, dim=-1)
+            y = (att @ v).transpose(1, 2).reshape(b, t, -1)
+            h = h + blk["c_proj"](y)
+            h = h + blk["mlp_proj"](torch.nn.functional.gelu(blk["c_fc"](blk["ln_2"](h)),
+                                                             approximate="tanh"))
+        return self.ln_f(h) @ self.wte.weight.t()
+
+
+def gpt2_flops(batch, seq, layers=12, embd=768, vocab=50257):
+    per_token = layers * (2 * 12 * embd * embd + 2 * 2 * seq * embd) + 2 * embd * vocab
+    return batch * seq * per_token
 
 
 def table(header, rows):
@@ -147,6 +186,32 @@ def main():
                              f"{min(eager, scripted) / ms:.2f}x"])
                 print("measured:", " | ".join(rows[-1]), flush=True)
 
+        # GPT-2 small: ids of random tokens in [0, 10) from run_model, random weights.
+        gpt2_so = os.path.join(tmp, "gpt2.so")
+        seconds = wall_s([aotc, "export", os.path.join(ROOT, "examples", "gpt2", "gpt2.cpp"),
+                          "--dyn", "batch=1..8", "--dyn", "seq=1..128", "-o", gpt2_so], 1)
+        export_rows.append(["export GPT-2 small (batch 1..8, seq 1..128)", f"{seconds:.1f} s",
+                            f"{os.path.getsize(gpt2_so) / 2**20:.1f} MiB"])
+        gpt2 = GPT2().eval()
+        for batch in BATCHES:
+            seq = 128
+            ids = torch.randint(0, 10, (batch, seq))
+            work = gpt2_flops(batch, seq)
+            iters = 5 if batch == 1 else 3
+            ms = aotc_ms(run_model, gpt2_so, batch, a.threads, iters, a.repeats,
+                         f"input_ids={batch}x{seq}")
+            eager = torch_ms(gpt2, ids, iters, a.repeats)
+            with torch.no_grad():
+                script = torch.jit.optimize_for_inference(
+                    torch.jit.freeze(torch.jit.trace(gpt2, ids)))
+            scripted = torch_ms(script, ids, iters, a.repeats)
+            gf = work / ms / 1e6
+            rows.append([f"GPT-2 small batch {batch} seq {seq} ({work / 1e9:.1f} GFLOP)",
+                         f"{ms:.1f} ms", f"{gf:.1f} GF/s = {100 * gf / peak:.0f}% of peak",
+                         f"{eager:.1f} ms", f"{scripted:.1f} ms",
+                         f"{min(eager, scripted) / ms:.2f}x"])
+            print("measured:", " | ".join(rows[-1]), flush=True)
+
         # Start-up: everything a fresh process pays before its first answer. The module is saved
         # frozen: torch 1.13 cannot load what optimize_for_inference returns.
         module = MODELS["ResNet-50"][1]().eval()
@@ -156,12 +221,12 @@ def main():
         pt = os.path.join(tmp, "resnet50.pt")
         torch.jit.save(script, pt)
         aotc_start = wall_s([run_model, sos["ResNet-50"], "--input", "x=1x3x224x224", "--threads",
-                             str(a.threads), "--iters", "1"], a.repeats)
+                             str(a.threads), "--iters", "0"], a.repeats)
         snippet = (f"import torch; torch.set_num_threads({a.threads}); m = torch.jit.load({pt!r});"
                    " torch.no_grad().__enter__(); m(torch.randn(1, 3, 224, 224))")
         torch_start = wall_s([sys.executable, "-c", snippet], a.repeats, env=os.environ.copy())
         start_row = ["start-up ResNet-50, batch 1 (fresh process to first output)",
-                     f"{aotc_start:.2f} s", "load the .so + 2 runs (run_model --iters 1)",
+                     f"{aotc_start:.2f} s", "load the .so + first run (run_model --iters 0)",
                      "", f"{torch_start:.2f} s", f"{torch_start / aotc_start:.2f}x"]
 
     table(["case", "aotc", "aotc throughput", "torch eager", "torch script", "torch best / aotc"],
