@@ -682,16 +682,56 @@ public:
 
   void runGemm(const GemmCall &g) {
     int64_t B = sym(g.batch), M = sym(g.m), N = sym(g.n), K = sym(g.k);
-    auto off = [&](const MatrixOperand &o, int64_t b, int64_t r, int64_t c) {
-      return sym(o.offset) + b * sym(o.batchStride) + r * sym(o.rowStride) + c * sym(o.colStride);
+    // The operands' addressing, evaluated once.
+    struct Addressing {
+      int64_t off = 0, bs = 0, rs = 0, cs = 0;
+      bool conv = false;
+      int64_t chs = 0, hs = 0, ws = 0, h = 0, w = 0, kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0,
+              dh = 1, dw = 1, ow = 1;
+    };
+    auto addressing = [&](const MatrixOperand &o) {
+      Addressing a;
+      a.off = sym(o.offset);
+      a.bs = sym(o.batchStride);
+      a.rs = sym(o.rowStride);
+      a.cs = sym(o.colStride);
+      if (const ConvWindow *w = o.conv ? &*o.conv : nullptr) {
+        a.conv = true;
+        a.chs = sym(w->channelStride);
+        a.hs = sym(w->heightStride);
+        a.ws = sym(w->widthStride);
+        a.h = sym(w->height);
+        a.w = sym(w->width);
+        a.kh = sym(w->kernelH);
+        a.kw = sym(w->kernelW);
+        a.sh = sym(w->strideH);
+        a.sw = sym(w->strideW);
+        a.ph = sym(w->padH);
+        a.pw = sym(w->padW);
+        a.dh = sym(w->dilH);
+        a.dw = sym(w->dilW);
+        a.ow = sym(w->outWidth);
+      }
+      return a;
+    };
+    Addressing aa = addressing(g.a), ba = addressing(g.b);
+    auto element = [&](uint32_t buffer, const Addressing &a, int64_t b, int64_t r,
+                       int64_t c) -> float {
+      int64_t base = a.off + b * a.bs;
+      if (!a.conv)
+        return static_cast<float>(loadElem(buffer, base + r * a.rs + c * a.cs).f);
+      int64_t ci = r / (a.kh * a.kw), fh = r / a.kw % a.kh, fw = r % a.kw;
+      int64_t ih = c / a.ow * a.sh - a.ph + fh * a.dh, iw = c % a.ow * a.sw - a.pw + fw * a.dw;
+      if (ih < 0 || ih >= a.h || iw < 0 || iw >= a.w)
+        return 0;
+      return static_cast<float>(loadElem(buffer, base + ci * a.chs + ih * a.hs + iw * a.ws).f);
     };
     for (int64_t b = 0; b < B && Error.empty(); ++b)
       for (int64_t m = 0; m < M; ++m)
         for (int64_t n = 0; n < N; ++n) {
           float sum = 0;
           for (int64_t k = 0; k < K; ++k)
-            sum += static_cast<float>(loadElem(g.a.buffer, off(g.a, b, m, k)).f) *
-                   static_cast<float>(loadElem(g.b.buffer, off(g.b, b, k, n)).f);
+            sum += element(g.a.buffer, aa, b, m, k) * element(g.b.buffer, ba, b, k, n);
           Val v;
           v.f = sum;
           DType vt = DType::F32;

@@ -140,6 +140,14 @@ llvm::StringRef kindName(Buffer::Kind k) {
 }
 
 std::string operandText(const MatrixOperand &m) {
+  if (const ConvWindow *w = m.conv ? &*m.conv : nullptr)
+    return fmt::format("b{}[{} + batch*{} + channel*{} + h*{} + w*{}] im2col in {}x{} kernel {}x{} "
+                       "stride {}x{} pad {}x{} dilation {}x{} out width {}",
+                       m.buffer, symStr(m.offset), symStr(m.batchStride), symStr(w->channelStride),
+                       symStr(w->heightStride), symStr(w->widthStride), symStr(w->height),
+                       symStr(w->width), symStr(w->kernelH), symStr(w->kernelW), symStr(w->strideH),
+                       symStr(w->strideW), symStr(w->padH), symStr(w->padW), symStr(w->dilH),
+                       symStr(w->dilW), symStr(w->outWidth));
   return fmt::format("b{}[{} + batch*{} + row*{} + col*{}]", m.buffer, symStr(m.offset),
                      symStr(m.batchStride), symStr(m.rowStride), symStr(m.colStride));
 }

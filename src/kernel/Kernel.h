@@ -98,11 +98,35 @@ struct LoopKernel {
   SourceLoc loc;                // the model line the kernel's root op came from
 };
 
+/// The im2col view of a convolution's input read in place (a 1-d input has height 1, kernelH 1):
+/// GEMM row k = (ci, kh, kw) with k = (ci * kernelH + kh) * kernelW + kw, column n = (oh, ow) with
+/// n = oh * outWidth + ow, reads input element (b, ci, ih, iw) with ih = oh * strideH - padH +
+/// kh * dilH (iw likewise), at offset + b * batchStride + ci * channelStride + ih * heightStride +
+/// iw * widthStride, and 0 where (ih, iw) is outside height x width.
+struct ConvWindow {
+  SymExpr channelStride, heightStride, widthStride;
+  SymExpr height, width, kernelH, kernelW;
+  SymExpr strideH, strideW, padH, padW, dilH, dilW;
+  SymExpr outWidth;
+};
+
 /// A strided matrix operand of a GEMM: element (b, r, c) is at
-/// offset + b * batchStride + r * rowStride + c * colStride of `buffer`.
+/// offset + b * batchStride + r * rowStride + c * colStride of `buffer`; with `conv` (a B operand
+/// only), the element is read through that window instead and rowStride / colStride are unused.
 struct MatrixOperand {
   uint32_t buffer = 0;
   SymExpr offset, batchStride, rowStride, colStride;
+  std::optional<ConvWindow> conv = std::nullopt;
+
+  /// Every symbolic field, the window's included.
+  llvm::SmallVector<const SymExpr *, 20> syms() const {
+    llvm::SmallVector<const SymExpr *, 20> out = {&offset, &batchStride, &rowStride, &colStride};
+    if (conv)
+      out.append({&conv->channelStride, &conv->heightStride, &conv->widthStride, &conv->height,
+                  &conv->width, &conv->kernelH, &conv->kernelW, &conv->strideH, &conv->strideW,
+                  &conv->padH, &conv->padW, &conv->dilH, &conv->dilW, &conv->outWidth});
+    return out;
+  }
 };
 
 /// out[b, m, n] = epilogue(sum_k a[b, m, k] * b[b, k, n]) over a batch of GEMMs; `out` is a dense

@@ -1,8 +1,8 @@
 // Lowering of contractions: mm / bmm / matmul / addmm / linear to GEMM calls whose epilogue
 // absorbs the bias and the following pointwise chain (f32), or to loop kernels with a Reduce
 // stage over k (other dtypes); attention as GEMM -> softmax kernel -> GEMM; f32 convolution as
-// (im2col ->) batched GEMM with the same epilogue fusion; other convolutions and pooling as loop
-// kernels with a Reduce stage over the window.
+// batched implicit GEMM (B an im2col view of the input) with the same epilogue fusion; other
+// convolutions and pooling as loop kernels with a Reduce stage over the window.
 #include "kernel/LowerImpl.h"
 
 #include <array>
@@ -90,14 +90,15 @@ LValue *gemmValue(Lowerer &L, Shape shape, GemmSpec spec, std::vector<LValue *> 
 }
 
 // Direct loops beat packing for few output channels (the GEMM's m, below one register tile)
-// and tiny filters; past this many im2col elements (at the largest sizes the dims' ranges allow)
-// the arena would grow too much and the loops stay.
+// and tiny filters; past this many im2col elements (at the largest sizes the dims' ranges allow,
+// for the 3-d convolutions that still copy) the arena would grow too much and the loops stay.
 constexpr int64_t ConvGemmMinChannels = 16, ConvGemmMinWeights = 64;
 constexpr int64_t Im2colMaxElements = int64_t(16) << 20;
 
 /// An f32 convolution (groups 1) as a batched GEMM over images: out[n] = W[Cout, Cin*K...] @
-/// cols[n], where cols is the input itself for a 1x1 stride-1 unpadded filter and otherwise an
-/// im2col copy [Cin, K..., O...] per image in the arena. Null when direct loops suit the shape
+/// cols[n], where cols is the input itself for a 1x1 stride-1 unpadded filter, an im2col view of
+/// it (ConvWindow, gathered while the GEMM packs B) for other 1-d and 2-d filters, and otherwise
+/// an im2col copy [Cin, K..., O...] per image in the arena. Null when direct loops suit the shape
 /// better or the layouts do not fit.
 llvm::Expected<LValue *> convAsGemm(Lowerer &L, LValue *x, LValue *w, LValue *bias,
                                     const Shape &shape, llvm::ArrayRef<SymExpr> stride,
@@ -127,9 +128,39 @@ llvm::Expected<LValue *> convAsGemm(Lowerer &L, LValue *x, LValue *w, LValue *bi
                       pad[j] == SymExpr(0);
   MatrixOperand bop;
   LValue *bsrc = x;
+  std::optional<ConvWindow> window;
+  if (!pointwiseFilter && sd <= 2) {
+    // The packing gathers through the window with 32-bit offsets within one channel's plane.
+    size_t wd = sd + 1;
+    ConvWindow cw;
+    cw.channelStride = xl->strides[1];
+    cw.heightStride = sd == 2 ? xl->strides[2] : SymExpr(0);
+    cw.widthStride = xl->strides[wd];
+    cw.height = sd == 2 ? x->shape[2] : SymExpr(1);
+    cw.width = x->shape[wd];
+    cw.kernelH = sd == 2 ? w->shape[2] : SymExpr(1);
+    cw.kernelW = w->shape[wd];
+    cw.strideH = sd == 2 ? stride[0] : SymExpr(1);
+    cw.strideW = stride[sd - 1];
+    cw.padH = sd == 2 ? pad[0] : SymExpr(0);
+    cw.padW = pad[sd - 1];
+    cw.dilH = sd == 2 ? dil[0] : SymExpr(1);
+    cw.dilW = dil[sd - 1];
+    cw.outWidth = shape[wd];
+    SymExpr reach = (cw.height + cw.kernelH * cw.dilH) * cw.heightStride +
+                    (cw.width + cw.kernelW * cw.dilW) * cw.widthStride;
+    auto provedLE = [&L](const SymExpr &a, const SymExpr &b) {
+      return L.shapeEnv().proveLE(L.expand(a), L.expand(b)) == Truth::True;
+    };
+    if (provedLE(0, cw.heightStride) && provedLE(0, cw.widthStride) &&
+        provedLE(reach, int64_t(1) << 30))
+      window = cw;
+  }
   if (pointwiseFilter && L.isContiguous(*xl, x->shape)) {
     SymExpr cin = x->shape[1];
     bop = {xl->buffer, xl->offset, cin * P, P, 1};
+  } else if (window) {
+    bop = {xl->buffer, xl->offset, xl->strides[0], 0, 0, window};
   } else {
     Shape colShape = {N, w->shape[1]};
     colShape.append(w->shape.begin() + 2, w->shape.end());

@@ -41,10 +41,11 @@ static Error checkEntry(const kir::Program &program, const kir::EntryKernels &en
       if (g->dtype != DType::F32 && problem.empty())
         problem = "entry " + entry.name + ": GEMM " + g->name + " is " + toString(g->dtype).str() +
                   "; only f32 GEMMs are supported";
-      for (const SymExpr *x :
-           {&g->batch, &g->m, &g->n, &g->k, &g->a.offset, &g->a.batchStride, &g->a.rowStride,
-            &g->a.colStride, &g->b.offset, &g->b.batchStride, &g->b.rowStride, &g->b.colStride})
+      for (const SymExpr *x : {&g->batch, &g->m, &g->n, &g->k})
         x->collectSymbols(used);
+      for (const kir::MatrixOperand *o : {&g->a, &g->b})
+        for (const SymExpr *x : o->syms())
+          x->collectSymbols(used);
     } else if (std::get<kir::CondStep>(step).predicate >= entry.buffers.size()) {
       problem = "entry " + entry.name + ": a cond's predicate names a missing buffer";
     }

@@ -1,12 +1,17 @@
 // f32 GEMM library kernels: a BLIS-style blocked GEMM (B packed into NR-column panels per KC x NC
 // block, A packed into MR-row micro-panels, an MR x NR register tile of LLVM vectors updated with
-// llvm.fma; whole tiles accumulate across k blocks in C itself, edge tiles through a stack tile)
-// and a GEMV-like path for m <= 8 that streams B without packing. Both apply the epilogue after
-// the full k sum. Pack buffers live on the task's stack (gemmStackBytes), so no
-// allocation happens per call; tasks are (batch, m-chunk, n-block) triples run by parallel_for.
+// llvm.fma; whole tiles accumulate across k blocks in C itself, edge tiles through a stack tile),
+// a GEMV-like path for m <= 8 that streams B without packing, and a dot-product path for small m
+// when A and B both run contiguously along k (no packing at all). B may be an im2col view of a
+// convolution's input (kir::ConvWindow), gathered while packing. All apply the epilogue after the
+// full k sum. Pack buffers live on the task's stack (gemmStackBytes), so no allocation happens
+// per call; blocked tasks are (batch, m-chunk, n-block) triples run by parallel_for.
 #include "codegen/cpu/Emitter.h"
 
 #include "llvm/IR/Intrinsics.h"
+
+#include <limits>
+#include <optional>
 
 namespace aotc::cpu {
 
@@ -14,49 +19,77 @@ using namespace llvm;
 
 GemmTiling gemmTiling(Variant v) {
   // 12 x 32 on zmm: 24 accumulators, 2 B vectors and a broadcast fill the 32 registers; a KC x NC
-  // B block (256 KiB) stays in L2 while A micro-panels (12 KiB) stay in L1.
+  // B block (512 KiB: AVX-512 parts have L2s of 1 MiB and more) stays in L2 while A micro-panels
+  // (12 KiB) stay in L1. The wider the block, the fewer times each A micro-panel is packed.
   if (v == Variant::X86_64_V4)
-    return {16, 12, 2, 256, 256};
+    return {16, 12, 2, 256, 512};
   return {8, 6, 2, 256, 256};
 }
 
 static constexpr int64_t SmallM = 8, SmallNChunk = 256;
+// The dot path: A and B both contiguous along k (nn.Linear's weight as B) and m up to DotMaxM,
+// where packing B would cost about as much as the product; tasks are DotNChunk columns wide.
+static constexpr int64_t DotMaxM = 64, DotNChunk = 64;
+
+namespace {
+// Rows x columns of dot products kept in vector accumulators: 16 of 32 zmm registers, or 9 of 16
+// ymm registers, with room for the operand vectors.
+struct DotTile {
+  unsigned rows, cols;
+};
+DotTile dotTile(Variant v) { return v == Variant::X86_64_V4 ? DotTile{4, 4} : DotTile{3, 3}; }
+} // namespace
 
 uint64_t gemmStackBytes(Variant v) {
   GemmTiling t = gemmTiling(v);
-  uint64_t blocked =
-      4ull * (uint64_t(t.kc) * t.paddedNc() + uint64_t(t.mr) * t.kc + t.mr * t.nr()) + 256;
+  // The B block, an A micro-panel, the edge tile and a conv view's three column tables.
+  uint64_t blocked = 4ull * (uint64_t(t.kc) * t.paddedNc() + uint64_t(t.mr) * t.kc + t.mr * t.nr() +
+                             3ull * t.paddedNc()) +
+                     320;
   uint64_t small = 4ull * SmallM * SmallNChunk + 64;
   return std::max(blocked, small);
 }
 
 namespace {
 
+// A conv-view B operand's window (kir::ConvWindow), as values.
+struct WindowValues {
+  Value *chs, *hs, *ws, *h, *w, *kh, *kw, *sh, *sw, *ph, *pw, *dh, *dw, *ow;
+};
+
 // The GEMM's sizes and operand addressing, as values inside one function.
 struct GemmValues {
   Value *batch, *m, *n, *k;
   Value *aOff, *aBs, *aRs, *aCs, *bOff, *bBs, *bRs, *bCs;
   Value *a, *b, *out;
+  std::optional<WindowValues> win;
 };
 
 GemmValues gemmValues(Builder &b, const kir::GemmCall &g, const StringMap<unsigned> &symIndex,
                       ArrayRef<Value *> syms, ArrayRef<Value *> buffers) {
   auto s = [&](const SymExpr &e) { return emitSym(b, e, symIndex, syms); };
-  return {s(g.batch),
-          s(g.m),
-          s(g.n),
-          s(g.k),
-          s(g.a.offset),
-          s(g.a.batchStride),
-          s(g.a.rowStride),
-          s(g.a.colStride),
-          s(g.b.offset),
-          s(g.b.batchStride),
-          s(g.b.rowStride),
-          s(g.b.colStride),
-          buffers[g.a.buffer],
-          buffers[g.b.buffer],
-          buffers[g.out]};
+  GemmValues v = {s(g.batch),
+                  s(g.m),
+                  s(g.n),
+                  s(g.k),
+                  s(g.a.offset),
+                  s(g.a.batchStride),
+                  s(g.a.rowStride),
+                  s(g.a.colStride),
+                  s(g.b.offset),
+                  s(g.b.batchStride),
+                  s(g.b.rowStride),
+                  s(g.b.colStride),
+                  buffers[g.a.buffer],
+                  buffers[g.b.buffer],
+                  buffers[g.out],
+                  std::nullopt};
+  if (const kir::ConvWindow *w = g.b.conv ? &*g.b.conv : nullptr)
+    v.win = WindowValues{s(w->channelStride), s(w->heightStride), s(w->widthStride), s(w->height),
+                         s(w->width),         s(w->kernelH),      s(w->kernelW),     s(w->strideH),
+                         s(w->strideW),       s(w->padH),         s(w->padW),        s(w->dilH),
+                         s(w->dilW),          s(w->outWidth)};
+  return v;
 }
 
 Value *ptrA(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) {
@@ -69,6 +102,27 @@ Value *ptrB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) 
   off = b.CreateAdd(off, b.CreateAdd(b.CreateMul(row, v.bRs), b.CreateMul(col, v.bCs)));
   return b.CreateInBoundsGEP(b.getFloatTy(), v.b, off);
 }
+// B[bi, row, col], through the window of a conv view (0 outside the input).
+Value *loadB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) {
+  Type *f32 = b.getFloatTy();
+  if (!v.win)
+    return b.CreateLoad(f32, ptrB(b, v, bi, row, col));
+  const WindowValues &w = *v.win;
+  Value *taps = b.CreateMul(w.kh, w.kw);
+  Value *ci = b.CreateUDiv(row, taps), *tap = b.CreateURem(row, taps);
+  Value *fh = b.CreateUDiv(tap, w.kw), *fw = b.CreateURem(tap, w.kw);
+  Value *ih = b.CreateAdd(b.CreateSub(b.CreateMul(b.CreateUDiv(col, w.ow), w.sh), w.ph),
+                          b.CreateMul(fh, w.dh));
+  Value *iw = b.CreateAdd(b.CreateSub(b.CreateMul(b.CreateURem(col, w.ow), w.sw), w.pw),
+                          b.CreateMul(fw, w.dw));
+  Value *ok = b.CreateAnd(b.CreateICmpULT(ih, w.h), b.CreateICmpULT(iw, w.w));
+  Value *plane = b.CreateAdd(b.CreateMul(ih, w.hs), b.CreateMul(iw, w.ws));
+  Value *off = b.CreateAdd(b.CreateAdd(v.bOff, b.CreateMul(bi, v.bBs)), b.CreateMul(ci, w.chs));
+  off = b.CreateAdd(off, b.CreateSelect(ok, plane, b.getInt64(0)));
+  Value *x = b.CreateLoad(f32, b.CreateInBoundsGEP(f32, v.b, off));
+  return b.CreateSelect(ok, x, ConstantFP::get(f32, 0.0));
+}
+
 Value *outOffset(Builder &b, const GemmValues &v, Value *bi, Value *i, Value *j) {
   return b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(bi, v.m), i), v.n), j);
 }
@@ -114,10 +168,10 @@ struct TaskSetup {
   Value *begin, *end, *gclosure;
 };
 
-// GEMM task closure: { ptr entryClosure, i64 mChunk, i64 mChunks, i64 nBlocks }.
+// GEMM task closure: { ptr entryClosure, i64 mChunk, i64 mChunks, i64 nBlocks, i64 nBlock }.
 StructType *gemmClosureType(LLVMContext &c) {
   Type *i64 = Type::getInt64Ty(c);
-  return StructType::get(c, {PointerType::getUnqual(c), i64, i64, i64});
+  return StructType::get(c, {PointerType::getUnqual(c), i64, i64, i64, i64});
 }
 
 class GemmEmitter {
@@ -128,11 +182,15 @@ public:
 
   Function *blockedTask();
   Function *smallTask();
+  Function *dotTask();
 
 private:
   Function *startTask(const Twine &suffix, Builder &b, TaskSetup &ts);
   void packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0, Value *n1,
              Value *bp);
+  void convColumns(Builder &b, const GemmValues &v, Value *n0, Value *n1, Value *cols);
+  void packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0,
+                 Value *n1, Value *bp, Value *cols);
   void packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
              Value *kc, Value *ap);
   void microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value *c, Value *ldc, Value *loadC,
@@ -217,6 +275,87 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
             "pzj");
       },
       "pb");
+}
+
+// A conv view's column tables for the n-block [n0, n1): three i32 arrays of paddedNc entries at
+// `cols`: the input row and column of each output column's window origin, and its offset in the
+// input plane. Columns past n1 get an origin far outside the input, so that they pack as zeros.
+void GemmEmitter::convColumns(Builder &b, const GemmValues &v, Value *n0, Value *n1, Value *cols) {
+  const WindowValues &w = *v.win;
+  Type *i32 = b.getInt32Ty();
+  unsigned pnc = T.paddedNc();
+  Value *outside = b.getInt32(std::numeric_limits<int32_t>::min() / 2);
+  emitLoop(
+      b, b.getInt64(0), b.getInt64(pnc),
+      [&](Value *j) {
+        Value *col = b.CreateAdd(n0, j);
+        Value *in = b.CreateICmpSLT(col, n1);
+        Value *ih = b.CreateSub(b.CreateMul(b.CreateUDiv(col, w.ow), w.sh), w.ph);
+        Value *iw = b.CreateSub(b.CreateMul(b.CreateURem(col, w.ow), w.sw), w.pw);
+        Value *off = b.CreateAdd(b.CreateMul(ih, w.hs), b.CreateMul(iw, w.ws));
+        auto put = [&](unsigned table, Value *x, Value *dflt) {
+          b.CreateStore(b.CreateSelect(in, b.CreateTrunc(x, i32), dflt),
+                        b.CreateInBoundsGEP(i32, cols, b.CreateAdd(b.getInt64(table * pnc), j)));
+        };
+        put(0, ih, outside);
+        put(1, iw, outside);
+        put(2, off, b.getInt32(0));
+      },
+      "cc");
+}
+
+// packB through the im2col window: per k row the (channel, tap) and so the base address are
+// fixed; each vector of NR-panel columns is one masked gather with 32-bit plane offsets.
+void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc,
+                            Value *n0, Value *n1, Value *bp, Value *cols) {
+  const WindowValues &w = *v.win;
+  Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
+  unsigned vw = T.vecWidth, pnc = T.paddedNc();
+  auto *fv = FixedVectorType::get(f32, vw);
+  auto *iv = FixedVectorType::get(i32, vw);
+  Value *nr = b.getInt64(T.nr());
+  Value *panels = b.CreateUDiv(b.CreateAdd(b.CreateSub(n1, n0), b.getInt64(T.nr() - 1)), nr);
+  Value *taps = b.CreateMul(w.kh, w.kw);
+  Value *hv = b.CreateVectorSplat(vw, b.CreateTrunc(w.h, i32));
+  Value *wv = b.CreateVectorSplat(vw, b.CreateTrunc(w.w, i32));
+  Value *image = b.CreateGEP(f32, v.b, b.CreateAdd(v.bOff, b.CreateMul(bi, v.bBs)));
+  Value *zero = ConstantAggregateZero::get(fv);
+  emitLoop(
+      b, b.getInt64(0), kc,
+      [&](Value *p) {
+        Value *kk = b.CreateAdd(k0, p);
+        Value *ci = b.CreateUDiv(kk, taps), *tap = b.CreateURem(kk, taps);
+        Value *fh = b.CreateMul(b.CreateUDiv(tap, w.kw), w.dh);
+        Value *fw = b.CreateMul(b.CreateURem(tap, w.kw), w.dw);
+        Value *rowOff = b.CreateAdd(b.CreateMul(ci, w.chs),
+                                    b.CreateAdd(b.CreateMul(fh, w.hs), b.CreateMul(fw, w.ws)));
+        // May point before the input (padding): only in-window lanes are read.
+        Value *base = b.CreateGEP(f32, image, rowOff);
+        Value *fhv = b.CreateVectorSplat(vw, b.CreateTrunc(fh, i32));
+        Value *fwv = b.CreateVectorSplat(vw, b.CreateTrunc(fw, i32));
+        emitLoop(
+            b, b.getInt64(0), panels,
+            [&](Value *jp) {
+              Value *dstRow = b.CreateInBoundsGEP(
+                  f32, bp, b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), nr));
+              for (unsigned q = 0; q < T.nrVecs; ++q) {
+                Value *j0 = b.CreateAdd(b.CreateMul(jp, nr), b.getInt64(q * vw));
+                auto table = [&](unsigned t) {
+                  Value *at = b.CreateInBoundsGEP(i32, cols, b.CreateAdd(b.getInt64(t * pnc), j0));
+                  return b.CreateAlignedLoad(iv, at, Align(4 * vw));
+                };
+                Value *ih = b.CreateAdd(table(0), fhv), *iw = b.CreateAdd(table(1), fwv);
+                Value *mask =
+                    b.CreateAnd(b.CreateICmpULT(ih, hv), b.CreateICmpULT(iw, wv), "inwindow");
+                Value *ptrs = b.CreateGEP(f32, base, table(2));
+                Value *x = b.CreateMaskedGather(fv, ptrs, Align(4), mask, zero);
+                b.CreateAlignedStore(x, b.CreateConstInBoundsGEP1_32(f32, dstRow, q * vw),
+                                     Align(4 * vw));
+              }
+            },
+            "pcj");
+      },
+      "pcp");
 }
 
 void GemmEmitter::packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff,
@@ -341,6 +480,7 @@ Function *GemmEmitter::blockedTask() {
   Value *mChunk = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 1));
   Value *mChunks = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 2));
   Value *nBlocks = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 3));
+  Value *nBlock = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 4));
   Type *f32 = b.getFloatTy();
   auto stackBuf = [&](unsigned n, const Twine &name) {
     AllocaInst *a = entryAlloca(b, ArrayType::get(f32, n), name);
@@ -350,6 +490,12 @@ Function *GemmEmitter::blockedTask() {
   Value *bp = stackBuf(T.kc * T.paddedNc(), "bpack");
   Value *ap = stackBuf(T.mr * T.kc, "apack");
   Value *tile = stackBuf(T.mr * T.nr(), "tile");
+  Value *cols = nullptr;
+  if (v.win) {
+    AllocaInst *a = entryAlloca(b, ArrayType::get(b.getInt32Ty(), 3 * T.paddedNc()), "convcols");
+    a->setAlignment(Align(64));
+    cols = a;
+  }
   ExprEmitter ex(ME, b, Entry, SymIndex, ts.syms, ts.buffers);
   Value *nr = b.getInt64(T.nr()), *mr = b.getInt64(T.mr), *kcMax = b.getInt64(T.kc);
   emitLoop(
@@ -361,9 +507,11 @@ Function *GemmEmitter::blockedTask() {
         Value *bi = b.CreateUDiv(rest, mChunks);
         Value *m0 = b.CreateMul(mc, mChunk);
         Value *m1 = smin(b, v.m, b.CreateAdd(m0, mChunk));
-        Value *n0 = b.CreateMul(nb, b.getInt64(T.nc));
-        Value *n1 = smin(b, v.n, b.CreateAdd(n0, b.getInt64(T.nc)));
+        Value *n0 = b.CreateMul(nb, nBlock);
+        Value *n1 = smin(b, v.n, b.CreateAdd(n0, nBlock));
         Value *kBlocks = b.CreateUDiv(b.CreateAdd(v.k, b.getInt64(T.kc - 1)), kcMax);
+        if (v.win)
+          convColumns(b, v, n0, n1, cols);
         emitLoop(
             b, b.getInt64(0), kBlocks,
             [&](Value *kb) {
@@ -371,7 +519,10 @@ Function *GemmEmitter::blockedTask() {
               Value *kc = smin(b, kcMax, b.CreateSub(v.k, k0));
               Value *first = b.CreateICmpEQ(kb, b.getInt64(0));
               Value *last = b.CreateICmpEQ(b.CreateAdd(kb, b.getInt64(1)), kBlocks);
-              packB(b, v, bi, k0, kc, n0, n1, bp);
+              if (v.win)
+                packBConv(b, v, bi, k0, kc, n0, n1, bp, cols);
+              else
+                packB(b, v, bi, k0, kc, n0, n1, bp);
               Value *rowPanels =
                   b.CreateUDiv(b.CreateAdd(b.CreateSub(m1, m0), b.getInt64(T.mr - 1)), mr);
               Value *colPanels =
@@ -481,7 +632,7 @@ Function *GemmEmitter::smallTask() {
                               b, b.getInt64(0), v.k,
                               [&](Value *kk) {
                                 Value *x = b.CreateLoad(f32, ptrA(b, v, bi, i, kk));
-                                Value *y = b.CreateLoad(f32, ptrB(b, v, bi, kk, col));
+                                Value *y = loadB(b, v, bi, kk, col);
                                 b.CreateStore(
                                     reassocAdd(b, b.CreateLoad(f32, s), reassocMul(b, x, y)), s);
                               },
@@ -517,8 +668,7 @@ Function *GemmEmitter::smallTask() {
                           emitLoop(
                               b, b.getInt64(0), jn,
                               [&](Value *j) {
-                                Value *y =
-                                    b.CreateLoad(f32, ptrB(b, v, bi, kk, b.CreateAdd(n0, j)));
+                                Value *y = loadB(b, v, bi, kk, b.CreateAdd(n0, j));
                                 Value *dst = b.CreateInBoundsGEP(
                                     f32, accBuf, b.CreateAdd(b.CreateMul(i, chunk), j));
                                 Value *acc = b.CreateLoad(f32, dst);
@@ -551,6 +701,128 @@ Function *GemmEmitter::smallTask() {
   return fn;
 }
 
+Function *GemmEmitter::dotTask() {
+  LLVMContext &c = ME.ctx();
+  Builder b(c);
+  TaskSetup ts;
+  Function *fn = startTask(".dot", b, ts);
+  GemmValues v = gemmValues(b, G, SymIndex, ts.syms, ts.buffers);
+  Type *f32 = b.getFloatTy();
+  unsigned vw = T.vecWidth;
+  auto *vt = FixedVectorType::get(f32, vw);
+  DotTile dt = dotTile(ME.variant());
+  ExprEmitter ex(ME, b, Entry, SymIndex, ts.syms, ts.buffers);
+  Value *chunk = b.getInt64(DotNChunk);
+  Value *nChunks = b.CreateUDiv(b.CreateAdd(v.n, b.getInt64(DotNChunk - 1)), chunk);
+  Value *kFull = b.CreateUDiv(v.k, b.getInt64(vw));
+  Value *tailAt = b.CreateMul(kFull, b.getInt64(vw));
+  SmallVector<Constant *, 16> lanes;
+  for (unsigned l = 0; l < vw; ++l)
+    lanes.push_back(b.getInt32(l));
+  Value *tailMask = b.CreateICmpULT(
+      ConstantVector::get(lanes),
+      b.CreateVectorSplat(vw, b.CreateTrunc(b.CreateSub(v.k, tailAt), b.getInt32Ty())));
+  Value *zero = ConstantAggregateZero::get(vt);
+  Value *rowTiles = b.CreateUDiv(b.CreateAdd(v.m, b.getInt64(dt.rows - 1)), b.getInt64(dt.rows));
+  Value *mLast = b.CreateSub(v.m, b.getInt64(1)), *nLast = b.CreateSub(v.n, b.getInt64(1));
+  emitLoop(
+      b, ts.begin, ts.end,
+      [&](Value *t) {
+        Value *bi = b.CreateUDiv(t, nChunks);
+        Value *n0 = b.CreateMul(b.CreateURem(t, nChunks), chunk);
+        Value *n1 = smin(b, v.n, b.CreateAdd(n0, chunk));
+        Value *colTiles = b.CreateUDiv(b.CreateAdd(b.CreateSub(n1, n0), b.getInt64(dt.cols - 1)),
+                                       b.getInt64(dt.cols));
+        // Column tiles outside, so that the tile's B rows stay in L1 across all of A.
+        emitLoop(
+            b, b.getInt64(0), colTiles,
+            [&](Value *jt) {
+              Value *j0 = b.CreateAdd(n0, b.CreateMul(jt, b.getInt64(dt.cols)));
+              // Edge tiles recompute the last row / column: every address stays valid and the
+              // extra results are not stored.
+              SmallVector<Value *, 4> cols, bPtr;
+              for (unsigned q = 0; q < dt.cols; ++q) {
+                cols.push_back(smin(b, b.CreateAdd(j0, b.getInt64(q)), nLast));
+                bPtr.push_back(ptrB(b, v, bi, b.getInt64(0), cols.back()));
+              }
+              emitLoop(
+                  b, b.getInt64(0), rowTiles,
+                  [&](Value *it) {
+                    Value *i0 = b.CreateMul(it, b.getInt64(dt.rows));
+                    SmallVector<Value *, 4> rows, aPtr;
+                    for (unsigned r = 0; r < dt.rows; ++r) {
+                      rows.push_back(smin(b, b.CreateAdd(i0, b.getInt64(r)), mLast));
+                      aPtr.push_back(ptrA(b, v, bi, rows.back(), b.getInt64(0)));
+                    }
+                    unsigned nacc = dt.rows * dt.cols;
+                    auto update = [&](ArrayRef<Value *> accs, Value *off, Value *mask) {
+                      SmallVector<Value *, 4> av, bv;
+                      auto load = [&](Value *base) -> Value * {
+                        Value *at = b.CreateInBoundsGEP(f32, base, off);
+                        if (mask)
+                          return b.CreateMaskedLoad(vt, at, Align(4), mask, zero);
+                        return b.CreateAlignedLoad(vt, at, Align(4));
+                      };
+                      for (Value *p : aPtr)
+                        av.push_back(load(p));
+                      for (Value *p : bPtr)
+                        bv.push_back(load(p));
+                      SmallVector<Value *, 16> out;
+                      for (unsigned r = 0; r < dt.rows; ++r)
+                        for (unsigned q = 0; q < dt.cols; ++q)
+                          out.push_back(b.CreateIntrinsic(Intrinsic::fma, {vt},
+                                                          {av[r], bv[q], accs[r * dt.cols + q]}));
+                      return out;
+                    };
+                    // The k loop over whole vectors, accumulators in phis; then the masked tail.
+                    Function *f = b.GetInsertBlock()->getParent();
+                    BasicBlock *pre = b.GetInsertBlock();
+                    BasicBlock *head = BasicBlock::Create(c, "dk.head", f);
+                    BasicBlock *body = BasicBlock::Create(c, "dk.body", f);
+                    BasicBlock *exit = BasicBlock::Create(c, "dk.exit", f);
+                    b.CreateBr(head);
+                    b.SetInsertPoint(head);
+                    PHINode *p = b.CreatePHI(b.getInt64Ty(), 2, "dp");
+                    p->addIncoming(b.getInt64(0), pre);
+                    SmallVector<PHINode *, 16> accs;
+                    SmallVector<Value *, 16> accVals;
+                    for (unsigned i = 0; i < nacc; ++i) {
+                      accs.push_back(b.CreatePHI(vt, 2, "dacc"));
+                      accs.back()->addIncoming(zero, pre);
+                      accVals.push_back(accs.back());
+                    }
+                    b.CreateCondBr(b.CreateICmpSLT(p, kFull), body, exit);
+                    b.SetInsertPoint(body);
+                    SmallVector<Value *, 16> next =
+                        update(accVals, b.CreateMul(p, b.getInt64(vw)), nullptr);
+                    p->addIncoming(b.CreateAdd(p, b.getInt64(1), "dp.next", true, true),
+                                   b.GetInsertBlock());
+                    for (unsigned i = 0; i < nacc; ++i)
+                      accs[i]->addIncoming(next[i], b.GetInsertBlock());
+                    b.CreateBr(head);
+                    b.SetInsertPoint(exit);
+                    SmallVector<Value *, 16> sums = update(accVals, tailAt, tailMask);
+                    for (unsigned r = 0; r < dt.rows; ++r)
+                      for (unsigned q = 0; q < dt.cols; ++q) {
+                        Value *s = b.CreateFAddReduce(ConstantFP::getNegativeZero(f32),
+                                                      sums[r * dt.cols + q]);
+                        cast<Instruction>(s)->setHasAllowReassoc(true);
+                        Value *row = b.CreateAdd(i0, b.getInt64(r));
+                        Value *col = b.CreateAdd(j0, b.getInt64(q));
+                        emitIf(
+                            b, b.CreateAnd(b.CreateICmpSLT(row, v.m), b.CreateICmpSLT(col, n1)),
+                            [&] { storeOut(b, ex, G, v, bi, row, col, s, true); }, [] {});
+                      }
+                  },
+                  "dit");
+            },
+            "djt");
+      },
+      "task");
+  b.CreateRetVoid();
+  return fn;
+}
+
 } // namespace
 
 void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::GemmCall &g,
@@ -561,6 +833,7 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
   GemmTiling t = gemmTiling(me.variant());
   Function *blocked = ge.blockedTask();
   Function *small = ge.smallTask();
+  Function *dot = g.b.conv ? nullptr : ge.dotTask();
 
   Builder &b = run;
   GemmValues v = gemmValues(b, g, symIndex, syms, buffers);
@@ -578,6 +851,23 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
   BasicBlock *work = BasicBlock::Create(c, "gemm.work", f);
   b.CreateCondBr(empty, doneBB, work);
   b.SetInsertPoint(work);
+  Value *useDot = b.getInt1(false);
+  if (dot)
+    useDot = b.CreateAnd(
+        b.CreateAnd(b.CreateICmpEQ(v.aCs, b.getInt64(1)), b.CreateICmpEQ(v.bRs, b.getInt64(1))),
+        b.CreateAnd(b.CreateICmpSLE(v.m, b.getInt64(DotMaxM)), b.CreateNot(kZero)));
+  BasicBlock *dotBB = BasicBlock::Create(c, "gemm.dot", f);
+  BasicBlock *packBB = BasicBlock::Create(c, "gemm.pack", f);
+  b.CreateCondBr(useDot, dotBB, packBB);
+  b.SetInsertPoint(dotBB);
+  if (dot) {
+    Value *nChunks =
+        b.CreateUDiv(b.CreateAdd(v.n, b.getInt64(DotNChunk - 1)), b.getInt64(DotNChunk));
+    Value *per = b.CreateMul(b.CreateMul(v.m, b.getInt64(DotNChunk)), v.k);
+    emitDispatch(me, b, exec, dot, gclosure, b.CreateMul(v.batch, nChunks), per);
+  }
+  b.CreateBr(doneBB);
+  b.SetInsertPoint(packBB);
   emitIf(
       b, useSmall,
       [&] {
@@ -589,7 +879,14 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
         emitDispatch(me, b, exec, small, gclosure, total, per);
       },
       [&] {
+        // n-blocks of equal width (whole NR panels, at most NC), so that none idles a thread.
         Value *nBlocks = b.CreateUDiv(b.CreateAdd(v.n, b.getInt64(t.nc - 1)), b.getInt64(t.nc));
+        Value *nBlock =
+            b.CreateUDiv(b.CreateAdd(v.n, b.CreateSub(nBlocks, b.getInt64(1))), nBlocks);
+        nBlock = b.CreateMul(
+            b.CreateUDiv(b.CreateAdd(nBlock, b.getInt64(t.nr() - 1)), b.getInt64(t.nr())),
+            b.getInt64(t.nr()));
+        nBlocks = b.CreateUDiv(b.CreateAdd(v.n, b.CreateSub(nBlock, b.getInt64(1))), nBlock);
         Value *threads =
             b.CreateSExt(b.CreateLoad(b.getInt32Ty(), b.CreateStructGEP(me.execType(), exec, 5)),
                          b.getInt64Ty());
@@ -606,8 +903,9 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
         b.CreateStore(mChunk, b.CreateStructGEP(gct, gclosure, 1));
         b.CreateStore(mChunks, b.CreateStructGEP(gct, gclosure, 2));
         b.CreateStore(nBlocks, b.CreateStructGEP(gct, gclosure, 3));
+        b.CreateStore(nBlock, b.CreateStructGEP(gct, gclosure, 4));
         Value *total = b.CreateMul(have, mChunks);
-        Value *per = b.CreateMul(b.CreateMul(mChunk, b.getInt64(t.nc)), v.k);
+        Value *per = b.CreateMul(b.CreateMul(mChunk, nBlock), v.k);
         emitDispatch(me, b, exec, blocked, gclosure, total, per);
       });
   b.CreateBr(doneBB);

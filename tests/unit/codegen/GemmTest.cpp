@@ -1,8 +1,10 @@
-// GEMM library calls at odd sizes, batched, with transposed and strided operands, with and
-// without a bias + relu epilogue, against a double reference. Tolerance per element:
+// GEMM library calls at odd sizes, batched, with transposed and strided operands and with B an
+// im2col view of a convolution's input, with and without a bias + relu epilogue, against a double
+// reference. Tolerance per element:
 // |got - want| <= 1e-5 * max(1, sum_k |a_ik * b_kj|) (the usual GEMM error bound, scaled).
 #include "CodegenTestUtil.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -139,14 +141,197 @@ TEST_P(GemmTest, MatchesDoubleReference) {
 }
 
 const GemmCase Cases[] = {
-    {1, 1, 1, 1, false, false},      {1, 7, 13, 5, false, false},
-    {1, 1, 1024, 784, true, false},  {1, 1, 1024, 784, false, false},
-    {1, 65, 33, 129, false, false},  {1, 65, 33, 129, true, true},
-    {3, 256, 256, 256, true, false}, {3, 256, 256, 256, false, false},
-    {1, 9, 300, 600, true, false},   {2, 100, 515, 1000, false, true},
-    {1, 1000, 17, 3, false, false},  {1, 8, 7, 0, false, false},
+    {1, 1, 1, 1, false, false},
+    {1, 7, 13, 5, false, false},
+    {1, 1, 1024, 784, true, false},
+    {1, 1, 1024, 784, false, false},
+    {1, 65, 33, 129, false, false},
+    {1, 65, 33, 129, true, true},
+    {3, 256, 256, 256, true, false},
+    {3, 256, 256, 256, false, false},
+    {1, 9, 300, 600, true, false},
+    {2, 100, 515, 1000, false, true},
+    {1, 1000, 17, 3, false, false},
+    {1, 8, 7, 0, false, false},
     {1, 37, 23, 0, true, false},
+    // The dot path (A and B contiguous along k, m <= 64): MLP-sized, k tails, edge tiles.
+    {1, 32, 1024, 784, true, false},
+    {2, 5, 33, 17, true, false},
+    {1, 3, 5, 1, true, false},
+    {2, 64, 65, 23, true, false},
 };
+
+// B as an im2col view of an NCHW input (kir::ConvWindow), read in place with padded strides
+// and an offset: the blocked path's gathering B packing (and the small path for m <= 8).
+struct ConvCase {
+  int64_t batch, cin, h, w, cout, kh, kw, sh, sw, ph, pw, dh, dw;
+  int64_t oh() const { return (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1; }
+  int64_t ow() const { return (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1; }
+  int64_t k() const { return cin * kh * kw; }
+  // The input's layout: channels and images further apart than dense, after an offset.
+  int64_t cs() const { return h * w + 3; }
+  int64_t bs() const { return cin * cs() + 5; }
+  int64_t offset() const { return 7; }
+};
+
+std::string name(const ConvCase &c) {
+  return fmt::format("{}x{}x{}x{}_o{}_k{}x{}_s{}x{}_p{}x{}_d{}x{}", c.batch, c.cin, c.h, c.w,
+                     c.cout, c.kh, c.kw, c.sh, c.sw, c.ph, c.pw, c.dh, c.dw);
+}
+
+class ConvViewTest : public ::testing::TestWithParam<std::tuple<Variant, ConvCase, bool>> {
+protected:
+  void SetUp() override {
+    if (!hostSupports(std::get<0>(GetParam())))
+      GTEST_SKIP() << "the host CPU cannot run " << variantName(std::get<0>(GetParam())).str();
+  }
+};
+
+// y[b, co, p] = W[co, :] . cols[b, :, p] (+ bias[co], relu) with the batch a dynamic symbol.
+kir::Program convProgram(const ConvCase &c, bool epilogue) {
+  kir::Program p;
+  p.name = "conv";
+  kir::Weight wt;
+  wt.name = "bias";
+  wt.shape = {c.cout};
+  wt.offset = 64;
+  wt.nbytes = c.cout * 4;
+  p.weights.push_back(wt);
+  p.weightBytes = 64 + c.cout * 4;
+  kir::EntryKernels e;
+  e.name = "f";
+  e.symbols = {"batch"};
+  SymExpr batch = SymExpr::symbol("batch");
+  int64_t n = c.oh() * c.ow();
+  e.inputs.push_back({"x", DType::F32, {batch, c.bs()}});
+  e.inputs.push_back({"w", DType::F32, {c.cout, c.k()}});
+  e.outputs.push_back({"y", DType::F32, {batch, c.cout, n}});
+  e.buffers = {buffer(kir::Buffer::Kind::Input, 0, batch * c.bs()),
+               buffer(kir::Buffer::Kind::Input, 1, c.cout * c.k()),
+               buffer(kir::Buffer::Kind::Output, 0, batch * c.cout * n),
+               buffer(kir::Buffer::Kind::Weight, 0, c.cout)};
+  kir::GemmCall g;
+  g.name = "conv_" + name(c);
+  g.batch = batch;
+  g.m = c.cout;
+  g.n = n;
+  g.k = c.k();
+  g.a.buffer = 1;
+  g.a.batchStride = 0;
+  g.a.rowStride = c.k();
+  g.a.colStride = 1;
+  g.b.buffer = 0;
+  g.b.offset = c.offset();
+  g.b.batchStride = c.bs();
+  kir::ConvWindow w;
+  w.channelStride = c.cs();
+  w.heightStride = c.w;
+  w.widthStride = 1;
+  w.height = c.h;
+  w.width = c.w;
+  w.kernelH = c.kh;
+  w.kernelW = c.kw;
+  w.strideH = c.sh;
+  w.strideW = c.sw;
+  w.padH = c.ph;
+  w.padW = c.pw;
+  w.dilH = c.dh;
+  w.dilW = c.dw;
+  w.outWidth = c.ow();
+  g.b.conv = w;
+  g.out = 2;
+  if (epilogue) {
+    ExprBuilder eb{e};
+    kir::ExprId sum =
+        eb.binary(kir::BinaryOp::Add, eb.acc(), eb.load(3, eb.loopVar(1), DType::F32), DType::F32);
+    g.epilogue = eb.binary(kir::BinaryOp::Max, sum, eb.cf(0), DType::F32);
+  }
+  e.steps.push_back(g);
+  p.entries.push_back(e);
+  return p;
+}
+
+TEST_P(ConvViewTest, MatchesDoubleReference) {
+  auto [variant, c, epilogue] = GetParam();
+  kir::Program p = convProgram(c, epilogue);
+  auto compiled = Compiled::create(p, variant);
+  ASSERT_TRUE(!!compiled) << llvm::toString(compiled.takeError());
+  std::mt19937 rng(unsigned(c.cin * 131 + c.h * 17 + c.cout));
+  std::uniform_real_distribution<float> d(-1, 1);
+  int64_t n = c.oh() * c.ow(), k = c.k();
+  // Elements outside the window (the gaps between channels and images) are NaN: reading one
+  // poisons the result.
+  std::vector<float> x(c.offset() + c.batch * c.bs() + 8, NAN), w(c.cout * k), bias(c.cout);
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t ci = 0; ci < c.cin; ++ci)
+      for (int64_t i = 0; i < c.h * c.w; ++i)
+        x[c.offset() + b * c.bs() + ci * c.cs() + i] = d(rng);
+  for (float &v : w)
+    v = d(rng);
+  for (float &v : bias)
+    v = d(rng);
+  std::vector<uint8_t> blob(p.weightBytes);
+  std::memcpy(blob.data() + 64, bias.data(), c.cout * 4);
+  auto X = [&](int64_t b, int64_t ci, int64_t ih, int64_t iw) -> double {
+    if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w)
+      return 0;
+    return x[c.offset() + b * c.bs() + ci * c.cs() + ih * c.w + iw];
+  };
+  for (int threads : {1, 2}) {
+    std::vector<float> y(c.batch * c.cout * n, NAN);
+    TestExec ex(threads, &blob);
+    const void *in[] = {x.data(), w.data()};
+    void *out[] = {y.data()};
+    int64_t syms[] = {c.batch};
+    ASSERT_EQ((*compiled)->run(0)(&ex.exec, in, out, syms), 0);
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t co = 0; co < c.cout; ++co)
+        for (int64_t oh = 0; oh < c.oh(); ++oh)
+          for (int64_t ow = 0; ow < c.ow(); ++ow) {
+            double s = 0, mag = 0;
+            for (int64_t ci = 0; ci < c.cin; ++ci)
+              for (int64_t fh = 0; fh < c.kh; ++fh)
+                for (int64_t fw = 0; fw < c.kw; ++fw) {
+                  double t = double(w[co * k + (ci * c.kh + fh) * c.kw + fw]) *
+                             X(b, ci, oh * c.sh - c.ph + fh * c.dh, ow * c.sw - c.pw + fw * c.dw);
+                  s += t;
+                  mag += std::fabs(t);
+                }
+            if (epilogue)
+              s = std::max(0.0, s + bias[co]);
+            float got = y[(b * c.cout + co) * n + oh * c.ow() + ow];
+            ASSERT_FALSE(std::isnan(got)) << b << "," << co << "," << oh << "," << ow;
+            ASSERT_LE(std::fabs(got - s), 1e-5 * std::max(1.0, mag))
+                << "threads " << threads << " at " << b << "," << co << "," << oh << "," << ow
+                << ": got " << got << " want " << s;
+          }
+  }
+}
+
+const ConvCase ConvCases[] = {
+    // ResNet-like 3x3 pad 1 with n over one NC block, m a multiple of neither MR.
+    {2, 16, 20, 19, 40, 3, 3, 1, 1, 1, 1, 1, 1},
+    // The stem: 7x7 stride 2 pad 3, k = 147 across one block, n over several blocks.
+    {1, 3, 37, 41, 24, 7, 7, 2, 2, 3, 3, 1, 1},
+    // 1x1 stride 2 (downsample), k over two k blocks.
+    {3, 300, 9, 8, 17, 1, 1, 2, 2, 0, 0, 1, 1},
+    // Dilation, rectangular filter, padding past the filter's reach (zero rows and columns).
+    {2, 5, 11, 13, 18, 3, 2, 1, 3, 4, 3, 2, 3},
+    // A 1-d convolution (height 1), and the small-m path (m <= 8) through the same window.
+    {2, 7, 1, 50, 12, 1, 5, 1, 2, 0, 2, 1, 1},
+    {3, 6, 9, 10, 5, 3, 3, 2, 1, 1, 1, 1, 1},
+    // An input smaller than the filter.
+    {1, 4, 2, 2, 16, 3, 3, 1, 1, 1, 1, 1, 1},
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    Cpu, ConvViewTest,
+    ::testing::Combine(::testing::Values(Variant::X86_64_V3, Variant::X86_64_V4),
+                       ::testing::ValuesIn(ConvCases), ::testing::Bool()),
+    [](const auto &info) {
+      return std::string(std::get<0>(info.param) == Variant::X86_64_V4 ? "v4_" : "v3_") +
+             name(std::get<1>(info.param)) + (std::get<2>(info.param) ? "_epilogue" : "");
+    });
 
 INSTANTIATE_TEST_SUITE_P(
     Cpu, GemmTest,
