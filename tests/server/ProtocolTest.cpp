@@ -32,21 +32,9 @@ int refusal(const json &data, int32_t dtype, int64_t numel) {
 
 TEST(Protocol, HalfRoundsToNearestEvenLikeNumpy) {
   // Ties included: 1 + 2^-11, 1 + 3 * 2^-11, 1.5 * 2^-24 and 2.5 * 2^-24 round to even.
-  json values = {1.0,
-                 65504,
-                 65519,
-                 65520,
-                 1e-8,
-                 3e-8,
-                 5.9604645e-8,
-                 -2.5,
-                 0.1,
-                 6.1e-5,
-                 -0.0,
-                 1.00048828125,
-                 1.00146484375,
-                 8.940696716308594e-08,
-                 1.4901161193847656e-07};
+  json values =
+      json::array({1.0, 65504, 65519, 65520, 1e-8, 3e-8, 5.9604645e-8, -2.5, 0.1, 6.1e-5, -0.0,
+                   1.00048828125, 1.00146484375, 8.940696716308594e-08, 1.4901161193847656e-07});
   std::vector<uint16_t> want = {0x3c00, 0x7bff, 0x7bff, 0x7c00, 0x0000, 0x0001, 0x0001, 0xc100,
                                 0x2e66, 0x03ff, 0x8000, 0x3c00, 0x3c02, 0x0002, 0x0002};
   EXPECT_EQ(decodeAs<uint16_t>(values, AOTC_DTYPE_F16), want);
@@ -57,11 +45,11 @@ TEST(Protocol, HalfRoundsToNearestEvenLikeNumpy) {
   EXPECT_TRUE(back[3].is_null()); // infinity
   EXPECT_EQ(back[5], 5.9604644775390625e-8);
   EXPECT_EQ(back[7], -2.5);
-  EXPECT_EQ(decodeAs<uint16_t>(json{back[8]}, AOTC_DTYPE_F16)[0], 0x2e66);
+  EXPECT_EQ(decodeAs<uint16_t>(json::array({back[8]}), AOTC_DTYPE_F16)[0], 0x2e66);
 }
 
 TEST(Protocol, BFloat16RoundsToNearestEvenLikeTorch) {
-  json values = {1.0, 0.1, -2.5, 3.3e38, 1.00390625, 1.01171875};
+  json values = json::array({1.0, 0.1, -2.5, 3.3e38, 1.00390625, 1.01171875});
   std::vector<uint16_t> want = {0x3f80, 0x3dcd, 0xc020, 0x7f78, 0x3f80, 0x3f82};
   EXPECT_EQ(decodeAs<uint16_t>(values, AOTC_DTYPE_BF16), want);
   json back = encodeData(want.data(), AOTC_DTYPE_BF16, static_cast<int64_t>(want.size()));
@@ -78,18 +66,20 @@ TEST(Protocol, FloatsRoundTripExactly) {
 }
 
 TEST(Protocol, IntegersAndBoolsAreRangeChecked) {
-  EXPECT_EQ(decodeAs<int8_t>(json{-128, 127}, AOTC_DTYPE_I8), (std::vector<int8_t>{-128, 127}));
-  EXPECT_EQ(refusal(json{128}, AOTC_DTYPE_I8, 1), 400);
-  EXPECT_EQ(refusal(json{-1}, AOTC_DTYPE_U8, 1), 400);
-  EXPECT_EQ(refusal(json{1.5}, AOTC_DTYPE_I32, 1), 400);
-  EXPECT_EQ(refusal(json{9223372036854775808u}, AOTC_DTYPE_I64, 1), 400);
-  EXPECT_EQ(decodeAs<int64_t>(json{-9223372036854775807ll - 1}, AOTC_DTYPE_I64)[0], INT64_MIN);
-  EXPECT_EQ(decodeAs<uint8_t>(json{true, false, 1, 0}, AOTC_DTYPE_BOOL),
+  EXPECT_EQ(decodeAs<int8_t>(json::array({-128, 127}), AOTC_DTYPE_I8),
+            (std::vector<int8_t>{-128, 127}));
+  EXPECT_EQ(refusal(json::array({128}), AOTC_DTYPE_I8, 1), 400);
+  EXPECT_EQ(refusal(json::array({-1}), AOTC_DTYPE_U8, 1), 400);
+  EXPECT_EQ(refusal(json::array({1.5}), AOTC_DTYPE_I32, 1), 400);
+  EXPECT_EQ(refusal(json::array({9223372036854775808u}), AOTC_DTYPE_I64, 1), 400);
+  EXPECT_EQ(decodeAs<int64_t>(json::array({-9223372036854775807ll - 1}), AOTC_DTYPE_I64)[0],
+            INT64_MIN);
+  EXPECT_EQ(decodeAs<uint8_t>(json::array({true, false, 1, 0}), AOTC_DTYPE_BOOL),
             (std::vector<uint8_t>{1, 0, 1, 0}));
-  EXPECT_EQ(refusal(json{2}, AOTC_DTYPE_BOOL, 1), 400);
-  EXPECT_EQ(refusal(json{true}, AOTC_DTYPE_F32, 1), 400);
+  EXPECT_EQ(refusal(json::array({2}), AOTC_DTYPE_BOOL, 1), 400);
+  EXPECT_EQ(refusal(json::array({true}), AOTC_DTYPE_F32, 1), 400);
   std::vector<int16_t> shorts = {-7, 300};
-  EXPECT_EQ(encodeData(shorts.data(), AOTC_DTYPE_I16, 2), (json{-7, 300}));
+  EXPECT_EQ(encodeData(shorts.data(), AOTC_DTYPE_I16, 2), (json::array({-7, 300})));
 }
 
 TEST(Protocol, NestedDataIsRowMajorAndCounted) {
