@@ -26,43 +26,6 @@ DType Scalar::numberDType() const {
   return DType::I64;
 }
 
-double roundToFloat(DType to, double v) {
-  switch (to) {
-  case DType::F64:
-    return v;
-  case DType::F32:
-    return static_cast<float>(v);
-  case DType::F16:
-    return halfToFloat(floatToHalf(static_cast<float>(v)));
-  case DType::BF16:
-    return bfloat16ToFloat(floatToBFloat16(static_cast<float>(v)));
-  default:
-    assert(false && "roundToFloat needs a floating dtype");
-    return v;
-  }
-}
-
-int64_t wrapInt(DType to, int64_t v) {
-  // C++20 defines narrowing integer conversions as modular.
-  switch (to) {
-  case DType::I64:
-    return v;
-  case DType::I32:
-    return static_cast<int32_t>(v);
-  case DType::I16:
-    return static_cast<int16_t>(v);
-  case DType::I8:
-    return static_cast<int8_t>(v);
-  case DType::U8:
-    return static_cast<uint8_t>(v);
-  case DType::Bool:
-    return v != 0;
-  default:
-    assert(false && "wrapInt needs an integer or bool dtype");
-    return v;
-  }
-}
-
 int64_t doubleToInt(DType to, double v) {
   if (to == DType::Bool)
     return v != 0;

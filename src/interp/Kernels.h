@@ -99,14 +99,11 @@ KernelResult runBinary(const KernelContext &ctx);
 // Elements (Elements.cpp): casts with PyTorch's semantics on x86-64.
 //===----------------------------------------------------------------------===//
 
-/// `v` rounded to a floating dtype; f16 and bf16 go through f32 as c10::Half does.
-double roundToFloat(DType to, double v);
+// roundToFloat and wrapInt (HostTensor.h) round and wrap to a dtype.
 /// A C++ cast of `v` to an integer dtype as x86 PyTorch performs it: truncation toward zero;
 /// NaN and values out of range give the "integer indefinite" value (INT64_MIN, or INT32_MIN
 /// wrapped to narrower types, which convert through 32 bits); bool is `v != 0`.
 int64_t doubleToInt(DType to, double v);
-/// `v` wrapped to an integer dtype (two's complement), or `v != 0` for bool.
-int64_t wrapInt(DType to, int64_t v);
 /// `v` converted to a floating dtype with a single rounding.
 double intToFloat(DType to, int64_t v);
 /// Element `i` of `t` cast to `as` (a floating dtype) / to `as` (an integer or bool dtype).

@@ -21,9 +21,9 @@ HostTensor randomTensor(DType dtype, llvm::ArrayRef<int64_t> shape, std::mt19937
     for (int64_t i = 0; i < n; i += 2) {
       double u1 = uniformOpen(rng), u2 = uniformOpen(rng);
       double radius = std::sqrt(-2 * std::log(u1)), angle = 2 * M_PI * u2;
-      t.setDouble(i, interp::roundToFloat(dtype, radius * std::cos(angle)));
+      t.setDouble(i, roundToFloat(dtype, radius * std::cos(angle)));
       if (i + 1 < n)
-        t.setDouble(i + 1, interp::roundToFloat(dtype, radius * std::sin(angle)));
+        t.setDouble(i + 1, roundToFloat(dtype, radius * std::sin(angle)));
     }
   } else if (dtype == DType::Bool) {
     for (int64_t i = 0; i < n; ++i)

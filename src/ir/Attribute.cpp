@@ -71,7 +71,7 @@ DType Attribute::getDType() const {
   return DT;
 }
 
-static std::string floatStr(double v) {
+std::string floatText(double v) {
   if (std::isnan(v))
     return "nan";
   if (std::isinf(v))
@@ -120,7 +120,7 @@ std::string Attribute::str() const {
     return s + "]";
   }
   case Kind::Float:
-    return floatStr(Float);
+    return floatText(Float);
   case Kind::Bool:
     return Bool ? "true" : "false";
   case Kind::Str:

@@ -19,36 +19,6 @@ struct Val {
   int64_t i = 0;
 };
 
-double roundTo(DType t, double v) {
-  switch (t) {
-  case DType::F32:
-    return static_cast<float>(v);
-  case DType::F16:
-    return halfToFloat(floatToHalf(static_cast<float>(v)));
-  case DType::BF16:
-    return bfloat16ToFloat(floatToBFloat16(static_cast<float>(v)));
-  default:
-    return v;
-  }
-}
-
-int64_t wrapTo(DType t, int64_t v) {
-  switch (t) {
-  case DType::I32:
-    return static_cast<int32_t>(v);
-  case DType::I16:
-    return static_cast<int16_t>(v);
-  case DType::I8:
-    return static_cast<int8_t>(v);
-  case DType::U8:
-    return static_cast<uint8_t>(v);
-  case DType::Bool:
-    return v != 0;
-  default:
-    return v;
-  }
-}
-
 int64_t floatToInt(double v) {
   if (std::isnan(v))
     return 0;
@@ -190,11 +160,11 @@ public:
   Val convert(Val v, DType from, DType to) {
     Val r;
     if (isFloating(to)) {
-      r.f = roundTo(to, isFloating(from) ? v.f : static_cast<double>(v.i));
+      r.f = roundToFloat(to, isFloating(from) ? v.f : static_cast<double>(v.i));
     } else if (to == DType::Bool) {
       r.i = isFloating(from) ? (v.f != 0) : (v.i != 0);
     } else {
-      r.i = wrapTo(to, isFloating(from) ? floatToInt(v.f) : v.i);
+      r.i = wrapInt(to, isFloating(from) ? floatToInt(v.f) : v.i);
     }
     return r;
   }
@@ -269,7 +239,7 @@ public:
     switch (e.kind) {
     case ExprKind::Const:
       if (fl)
-        r.f = roundTo(e.type, e.fval);
+        r.f = roundToFloat(e.type, e.fval);
       else
         r.i = e.ival;
       break;
@@ -338,7 +308,7 @@ public:
         r.i = a.i;
         break;
       }
-      r.i = wrapTo(e.type, r.i);
+      r.i = wrapInt(e.type, r.i);
       return r;
     }
     double x = a.f, y = 0;
@@ -395,7 +365,7 @@ public:
       y = x == 0;
       break;
     }
-    r.f = roundTo(e.type, y);
+    r.f = roundToFloat(e.type, y);
     return r;
   }
 
@@ -457,7 +427,7 @@ public:
         r.i = x != 0 || y != 0;
         return r;
       }
-      r.f = roundTo(e.type, z);
+      r.f = roundToFloat(e.type, z);
       return r;
     }
     int64_t x = a.i, y = b.i, z = 0;
@@ -540,7 +510,7 @@ public:
       z = x || y;
       break;
     }
-    r.i = wrapTo(e.type, z);
+    r.i = wrapInt(e.type, z);
     return r;
   }
 
@@ -626,17 +596,17 @@ public:
           switch (st.reduce) {
           case ReduceOp::Sum:
             if (fl)
-              acc.f = roundTo(st.accType, acc.f + v.f);
+              acc.f = roundToFloat(st.accType, acc.f + v.f);
             else
-              acc.i = wrapTo(st.accType, static_cast<int64_t>(static_cast<uint64_t>(acc.i) +
-                                                              static_cast<uint64_t>(v.i)));
+              acc.i = wrapInt(st.accType, static_cast<int64_t>(static_cast<uint64_t>(acc.i) +
+                                                               static_cast<uint64_t>(v.i)));
             break;
           case ReduceOp::Prod:
             if (fl)
-              acc.f = roundTo(st.accType, acc.f * v.f);
+              acc.f = roundToFloat(st.accType, acc.f * v.f);
             else
-              acc.i = wrapTo(st.accType, static_cast<int64_t>(static_cast<uint64_t>(acc.i) *
-                                                              static_cast<uint64_t>(v.i)));
+              acc.i = wrapInt(st.accType, static_cast<int64_t>(static_cast<uint64_t>(acc.i) *
+                                                               static_cast<uint64_t>(v.i)));
             break;
           case ReduceOp::Max:
           case ReduceOp::Min: {

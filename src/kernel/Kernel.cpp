@@ -1,6 +1,9 @@
 // The kernel IR's text form (deterministic, expressions in infix form) and the weight blob layout.
 #include "kernel/Kernel.h"
 
+#include "aotc/ir/Attribute.h"
+#include "aotc/ir/Type.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -16,24 +19,6 @@ std::string symStr(const SymExpr &e) {
   if (e.isConstant() || e.symbolName())
     return s;
   return fmt::format("({})", s);
-}
-
-std::string shapeText(llvm::ArrayRef<SymExpr> dims) {
-  std::string out = "[";
-  for (size_t i = 0; i < dims.size(); ++i)
-    out += (i ? ", " : "") + dims[i].str();
-  return out + "]";
-}
-
-std::string floatText(double v) {
-  if (std::isnan(v))
-    return "nan";
-  if (std::isinf(v))
-    return v > 0 ? "inf" : "-inf";
-  std::string s = fmt::format("{}", v);
-  if (s.find_first_of(".e") == std::string::npos)
-    s += ".0";
-  return s;
 }
 
 const char *infixOf(BinaryOp op) {
@@ -156,17 +141,17 @@ void printSteps(const ExprPrinter &p, const std::vector<Step> &steps, const std:
                 llvm::raw_ostream &os) {
   for (const Step &step : steps) {
     if (const auto *k = std::get_if<LoopKernel>(&step)) {
-      os << indent << "kernel " << k->name << " outer " << shapeText(k->outer) << " parallel "
+      os << indent << "kernel " << k->name << " outer " << shapeStr(k->outer) << " parallel "
          << k->parallelLoops << "  # " << k->loc.str() << "\n";
       for (size_t s = 0; s < k->stages.size(); ++s) {
         const Stage &st = k->stages[s];
         os << indent << "  ";
         if (st.kind == Stage::Kind::Reduce)
           os << "r" << s << " = reduce " << toString(st.reduce) << " " << toString(st.accType)
-             << " over " << shapeText(st.inner) << ": " << p.str(st.value) << "\n";
+             << " over " << shapeStr(st.inner) << ": " << p.str(st.value) << "\n";
         else
-          os << "store over " << shapeText(st.inner) << ": b" << st.buffer << "["
-             << p.str(st.offset) << "] = " << p.str(st.value) << "\n";
+          os << "store over " << shapeStr(st.inner) << ": b" << st.buffer << "[" << p.str(st.offset)
+             << "] = " << p.str(st.value) << "\n";
       }
     } else if (const auto *g = std::get_if<GemmCall>(&step)) {
       os << indent << "gemm " << g->name << " " << toString(g->dtype) << " batch " << g->batch.str()
@@ -198,10 +183,10 @@ void printEntry(const EntryKernels &e, llvm::raw_ostream &os) {
   os << ") {\n";
   for (size_t i = 0; i < e.inputs.size(); ++i)
     os << "  input " << i << " \"" << e.inputs[i].name << "\" : " << toString(e.inputs[i].dtype)
-       << shapeText(e.inputs[i].shape) << "\n";
+       << shapeStr(e.inputs[i].shape) << "\n";
   for (size_t i = 0; i < e.outputs.size(); ++i)
     os << "  output " << i << " \"" << e.outputs[i].name << "\" : " << toString(e.outputs[i].dtype)
-       << shapeText(e.outputs[i].shape) << "\n";
+       << shapeStr(e.outputs[i].shape) << "\n";
   for (const Guard &g : e.guards)
     os << "  guard " << g.str() << "\n";
   for (size_t i = 0; i < e.buffers.size(); ++i) {

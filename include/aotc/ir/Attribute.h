@@ -45,6 +45,10 @@ private:
   DType DT = DType::F32;
 };
 
+/// A float as the IR prints it: the shortest text that reads back to the same double, with a
+/// `.0` where that text would look like an integer; `nan`, `inf`, `-inf`.
+std::string floatText(double v);
+
 } // namespace aotc
 
 #endif

@@ -80,6 +80,11 @@ float halfToFloat(uint16_t h);
 uint16_t floatToBFloat16(float f);
 float bfloat16ToFloat(uint16_t b);
 
+/// `v` rounded to a floating dtype; f16 and bf16 go through f32 as c10::Half does.
+double roundToFloat(DType to, double v);
+/// `v` wrapped to an integer dtype (two's complement), or `v != 0` for bool.
+int64_t wrapInt(DType to, int64_t v);
+
 /// The byte size of a dtype x shape tensor, or the error create() gives for it (a negative dim,
 /// more than 2^63 - 1 bytes). Zero dims do not hide an overflow of the other dims.
 llvm::Expected<size_t> checkedByteSize(DType dtype, llvm::ArrayRef<int64_t> shape);
