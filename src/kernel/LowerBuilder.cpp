@@ -165,6 +165,45 @@ static std::optional<int64_t> constOf(const Expr &e) {
   return std::nullopt;
 }
 
+// x when `e` is (x // c) * c for a constant c != 0, else NoExpr.
+static ExprId floorMultipleOf(const Lowerer &L, ExprId e, int64_t c) {
+  const Expr &mul = L.expr(e);
+  if (mul.kind != ExprKind::Binary || mul.binary != BinaryOp::Mul)
+    return NoExpr;
+  for (unsigned side = 0; side < 2; ++side) {
+    const Expr &div = L.expr(mul.operands[side]);
+    auto factor = constOf(L.expr(mul.operands[1 - side]));
+    if (factor && *factor == c && div.kind == ExprKind::Binary &&
+        div.binary == BinaryOp::FloorDiv && constOf(L.expr(div.operands[1])) == c)
+      return div.operands[0];
+  }
+  return NoExpr;
+}
+
+// Reshapes index a flattened dim as (x // c) * c + x % c; Python's floor division and modulo
+// make that x for any c != 0, and the index stays affine (contiguous loads vectorize). Finds the
+// (x // c) * c term among the Add chain `sum` and returns the chain without it, plus x.
+ExprId Lowerer::foldDivModPair(ExprId sum, ExprId mod) {
+  const Expr &m = expr(mod);
+  if (m.kind != ExprKind::Binary || m.binary != BinaryOp::Mod)
+    return NoExpr;
+  auto c = constOf(expr(m.operands[1]));
+  if (!c || *c == 0)
+    return NoExpr;
+  ExprId x = m.operands[0];
+  if (floorMultipleOf(*this, sum, *c) == x)
+    return x;
+  const Expr &s = expr(sum);
+  if (s.kind != ExprKind::Binary || s.binary != BinaryOp::Add)
+    return NoExpr;
+  ExprId l = s.operands[0], r = s.operands[1];
+  if (ExprId inner = foldDivModPair(l, mod); inner != NoExpr)
+    return iadd(inner, r);
+  if (ExprId inner = foldDivModPair(r, mod); inner != NoExpr)
+    return iadd(l, inner);
+  return NoExpr;
+}
+
 ExprId Lowerer::iadd(ExprId a, ExprId b) {
   auto ca = constOf(expr(a)), cb = constOf(expr(b));
   if (ca && cb)
@@ -173,6 +212,10 @@ ExprId Lowerer::iadd(ExprId a, ExprId b) {
     return b;
   if (cb && *cb == 0)
     return a;
+  if (ExprId x = foldDivModPair(a, b); x != NoExpr)
+    return x;
+  if (ExprId x = foldDivModPair(b, a); x != NoExpr)
+    return x;
   return binary(BinaryOp::Add, a, b);
 }
 

@@ -149,6 +149,9 @@ public:
   ExprId imod(ExprId a, ExprId b);
   ExprId imin(ExprId a, ExprId b);
   ExprId imax(ExprId a, ExprId b);
+  /// x when sum + mod is (x // c) * c + x % c (the first term anywhere in sum's Add chain),
+  /// with that term removed from the chain; NoExpr otherwise.
+  ExprId foldDivModPair(ExprId sum, ExprId mod);
   ExprId clampIndex(ExprId i, const SymExpr &size);
   /// `i` clamped to [0, size - 1]; the run reports check `check` when it was outside.
   ExprId checkIndex(ExprId i, const SymExpr &size, uint32_t check);

@@ -2,6 +2,7 @@
 // chosen subcommand.
 #include "Subcommand.h"
 
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/PrettyStackTrace.h"
 #include "llvm/Support/raw_ostream.h"
@@ -22,6 +23,9 @@ int reportError(llvm::StringRef command, llvm::Error err) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   llvm::setBugReportMsg("PLEASE report this aotc crash with the command line and its input.\n");
+  // For compiler developers: LLVM's own options (e.g. -pass-remarks-missed=loop-vectorize).
+  const char *llvmArgv[] = {"aotc"};
+  llvm::cl::ParseCommandLineOptions(1, llvmArgv, "", nullptr, "AOTC_LLVM_OPTIONS");
   using namespace aotc::cli;
 
   CLI::App app{"aotc: ahead-of-time model compiler for C++", "aotc"};

@@ -2,6 +2,7 @@
 // integers, loops, dtype conversions, element loads and stores, task dispatch.
 #include "codegen/cpu/Emitter.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/Target/TargetMachine.h"
 
@@ -164,6 +165,38 @@ void emitLoop(Builder &b, Value *begin, Value *end, function_ref<void(Value *)> 
   iv->addIncoming(next, b.GetInsertBlock());
   b.CreateBr(header);
   b.SetInsertPoint(exit);
+}
+
+void emitParallelLoop(Builder &b, Value *begin, Value *end, function_ref<void(Value *)> body,
+                      const Twine &name) {
+  Function *f = b.GetInsertBlock()->getParent();
+  LLVMContext &c = f->getContext();
+  SmallPtrSet<BasicBlock *, 32> before;
+  for (BasicBlock &bb : *f)
+    before.insert(&bb);
+  emitLoop(b, begin, end, body, name);
+  // The loop's blocks are the ones emitLoop and the body created, the header first; the exit
+  // block (where the builder now is) has no terminator yet.
+  MDNode *group = MDNode::getDistinct(c, {});
+  BasicBlock *header = nullptr;
+  BranchInst *latch = nullptr;
+  for (BasicBlock &bb : *f) {
+    if (before.count(&bb) || &bb == b.GetInsertBlock())
+      continue;
+    if (!header)
+      header = &bb;
+    for (Instruction &i : bb)
+      if (i.mayReadOrWriteMemory())
+        i.setMetadata(LLVMContext::MD_access_group, group);
+    auto *br = dyn_cast_or_null<BranchInst>(bb.getTerminator());
+    if (br && !br->isConditional() && br->getSuccessor(0) == header && &bb != header)
+      latch = br;
+  }
+  assert(latch && "loop without a latch");
+  MDNode *parallel = MDNode::get(c, {MDString::get(c, "llvm.loop.parallel_accesses"), group});
+  MDNode *loop = MDNode::getDistinct(c, {nullptr, parallel});
+  loop->replaceOperandWith(0, loop);
+  latch->setMetadata(LLVMContext::MD_loop, loop);
 }
 
 Type *valueType(LLVMContext &c, DType t) {

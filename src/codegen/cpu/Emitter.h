@@ -69,6 +69,11 @@ llvm::Value *reassocMul(Builder &b, llvm::Value *x, llvm::Value *y);
 /// for (i = begin; i < end; ++i) body(i); the builder ends after the loop.
 void emitLoop(Builder &b, llvm::Value *begin, llvm::Value *end,
               llvm::function_ref<void(llvm::Value *)> body, const llvm::Twine &name = "i");
+/// emitLoop for a loop whose iterations are independent (no iteration reads what another
+/// writes): its memory accesses carry llvm.loop.parallel_accesses, so the vectorizer needs no
+/// alias checks.
+void emitParallelLoop(Builder &b, llvm::Value *begin, llvm::Value *end,
+                      llvm::function_ref<void(llvm::Value *)> body, const llvm::Twine &name = "i");
 /// An alloca in the function's entry block.
 llvm::AllocaInst *entryAlloca(Builder &b, llvm::Type *type, const llvm::Twine &name = "");
 

@@ -1,6 +1,6 @@
 // f32 GEMM library kernels: a BLIS-style blocked GEMM (B packed into NR-column panels per KC x NC
 // block, A packed into MR-row micro-panels, an MR x NR register tile of LLVM vectors updated with
-// llvm.fma; whole tiles accumulate across k blocks in C itself, edge tiles through a stack tile),
+// llvm.fma; tiles accumulate across k blocks in C itself through masked vector accesses),
 // a GEMV-like path for m <= 8 that streams B without packing, and a dot-product path for small m
 // when A and B both run contiguously along k (no packing at all). B may be an im2col view of a
 // convolution's input (kir::ConvWindow), gathered while packing. All apply the epilogue after the
@@ -42,10 +42,9 @@ DotTile dotTile(Variant v) { return v == Variant::X86_64_V4 ? DotTile{4, 4} : Do
 
 uint64_t gemmStackBytes(Variant v) {
   GemmTiling t = gemmTiling(v);
-  // The B block, an A micro-panel, the edge tile and a conv view's three column tables.
-  uint64_t blocked = 4ull * (uint64_t(t.kc) * t.paddedNc() + uint64_t(t.mr) * t.kc + t.mr * t.nr() +
-                             3ull * t.paddedNc()) +
-                     320;
+  // The B block, an A micro-panel and a conv view's three column tables.
+  uint64_t blocked =
+      4ull * (uint64_t(t.kc) * t.paddedNc() + uint64_t(t.mr) * t.kc + 3ull * t.paddedNc()) + 320;
   uint64_t small = 4ull * SmallM * SmallNChunk + 64;
   return std::max(blocked, small);
 }
@@ -168,10 +167,11 @@ struct TaskSetup {
   Value *begin, *end, *gclosure;
 };
 
-// GEMM task closure: { ptr entryClosure, i64 mChunk, i64 mChunks, i64 nBlocks, i64 nBlock }.
+// GEMM task closure: { ptr entryClosure, i64 mChunk, i64 mChunks, i64 nBlocks, i64 nBlock,
+// i64 group (images per blocked task) }.
 StructType *gemmClosureType(LLVMContext &c) {
   Type *i64 = Type::getInt64Ty(c);
-  return StructType::get(c, {PointerType::getUnqual(c), i64, i64, i64, i64});
+  return StructType::get(c, {PointerType::getUnqual(c), i64, i64, i64, i64, i64});
 }
 
 class GemmEmitter {
@@ -193,8 +193,8 @@ private:
                  Value *n1, Value *bp, Value *cols);
   void packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
              Value *kc, Value *ap);
-  void microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value *c, Value *ldc, Value *loadC,
-                   Value *storeC, Value *tile);
+  void microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value *c, Value *ldc, Value *rows,
+                   Value *cols, Value *loadC);
 
   ModuleEmitter &ME;
   const kir::EntryKernels &Entry;
@@ -222,6 +222,12 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
   Value *nr = b.getInt64(T.nr());
   Value *panels = b.CreateUDiv(b.CreateAdd(b.CreateSub(n1, n0), b.getInt64(T.nr() - 1)), nr);
   Type *f32 = b.getFloatTy();
+  unsigned vw = T.vecWidth;
+  auto *fv = FixedVectorType::get(f32, vw);
+  SmallVector<Constant *, 16> lanes;
+  for (unsigned l = 0; l < vw; ++l)
+    lanes.push_back(b.getInt64(l));
+  Value *lane = ConstantVector::get(lanes);
   auto dst = [&](Value *jp, Value *p, Value *j) {
     return b.CreateInBoundsGEP(
         f32, bp, b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), nr), j));
@@ -231,21 +237,25 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
       [&](Value *jp) {
         Value *col0 = b.CreateAdd(n0, b.CreateMul(jp, nr));
         Value *jn = smin(b, nr, b.CreateSub(n1, col0));
-        // Contiguous reads either way: along n when B's columns are adjacent, else along k.
+        // Contiguous reads either way: along n when B's columns are adjacent (masked vector
+        // loads, the padding zeroed by the mask), else along k.
         emitIf(
             b, b.CreateICmpEQ(v.bCs, b.getInt64(1)),
             [&] {
+              SmallVector<Value *, 4> masks;
+              for (unsigned q = 0; q < T.nrVecs; ++q)
+                masks.push_back(b.CreateICmpSLT(
+                    lane, b.CreateVectorSplat(vw, b.CreateSub(jn, b.getInt64(q * vw)))));
               emitLoop(
                   b, b.getInt64(0), kc,
                   [&](Value *p) {
-                    emitLoop(
-                        b, b.getInt64(0), jn,
-                        [&](Value *j) {
-                          Value *x = b.CreateLoad(
-                              f32, ptrB(b, v, bi, b.CreateAdd(k0, p), b.CreateAdd(col0, j)));
-                          b.CreateStore(x, dst(jp, p, j));
-                        },
-                        "pbj");
+                    Value *src = ptrB(b, v, bi, b.CreateAdd(k0, p), col0);
+                    Value *row = dst(jp, p, b.getInt64(0));
+                    for (unsigned q = 0; q < T.nrVecs; ++q)
+                      b.CreateAlignedStore(
+                          b.CreateMaskedLoad(fv, b.CreateConstInBoundsGEP1_32(f32, src, q * vw),
+                                             Align(4), masks[q], ConstantAggregateZero::get(fv)),
+                          b.CreateConstInBoundsGEP1_32(f32, row, q * vw), Align(4 * vw));
                   },
                   "pbp");
             },
@@ -263,16 +273,16 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
                         "pbp");
                   },
                   "pbj");
-            });
-        emitLoop(
-            b, jn, nr,
-            [&](Value *j) {
               emitLoop(
-                  b, b.getInt64(0), kc,
-                  [&](Value *p) { b.CreateStore(ConstantFP::get(f32, 0.0), dst(jp, p, j)); },
-                  "pzp");
-            },
-            "pzj");
+                  b, jn, nr,
+                  [&](Value *j) {
+                    emitLoop(
+                        b, b.getInt64(0), kc,
+                        [&](Value *p) { b.CreateStore(ConstantFP::get(f32, 0.0), dst(jp, p, j)); },
+                        "pzp");
+                  },
+                  "pzj");
+            });
       },
       "pb");
 }
@@ -320,6 +330,8 @@ void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k
   Value *wv = b.CreateVectorSplat(vw, b.CreateTrunc(w.w, i32));
   Value *image = b.CreateGEP(f32, v.b, b.CreateAdd(v.bOff, b.CreateMul(bi, v.bBs)));
   Value *zero = ConstantAggregateZero::get(fv);
+  Value *unitStep =
+      b.CreateAnd(b.CreateICmpEQ(w.sw, b.getInt64(1)), b.CreateICmpEQ(w.ws, b.getInt64(1)));
   emitLoop(
       b, b.getInt64(0), kc,
       [&](Value *p) {
@@ -347,10 +359,29 @@ void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k
                 Value *ih = b.CreateAdd(table(0), fhv), *iw = b.CreateAdd(table(1), fwv);
                 Value *mask =
                     b.CreateAnd(b.CreateICmpULT(ih, hv), b.CreateICmpULT(iw, wv), "inwindow");
-                Value *ptrs = b.CreateGEP(f32, base, table(2));
-                Value *x = b.CreateMaskedGather(fv, ptrs, Align(4), mask, zero);
-                b.CreateAlignedStore(x, b.CreateConstInBoundsGEP1_32(f32, dstRow, q * vw),
-                                     Align(4 * vw));
+                Value *dst = b.CreateConstInBoundsGEP1_32(f32, dstRow, q * vw);
+                // Columns of one output row read adjacent inputs when the window moves by one
+                // element: one masked load instead of a gather.
+                auto entry = [&](unsigned t, Value *j) {
+                  return b.CreateLoad(
+                      i32, b.CreateInBoundsGEP(i32, cols, b.CreateAdd(b.getInt64(t * pnc), j)));
+                };
+                Value *lastCol = b.CreateAdd(j0, b.getInt64(vw - 1));
+                Value *oneRow =
+                    b.CreateAnd(unitStep, b.CreateICmpEQ(entry(0, j0), entry(0, lastCol)));
+                emitIf(
+                    b, oneRow,
+                    [&] {
+                      Value *at =
+                          b.CreateGEP(f32, base, b.CreateSExt(entry(2, j0), b.getInt64Ty()));
+                      b.CreateAlignedStore(b.CreateMaskedLoad(fv, at, Align(4), mask, zero), dst,
+                                           Align(4 * vw));
+                    },
+                    [&] {
+                      Value *ptrs = b.CreateGEP(f32, base, table(2));
+                      b.CreateAlignedStore(b.CreateMaskedGather(fv, ptrs, Align(4), mask, zero),
+                                           dst, Align(4 * vw));
+                    });
               }
             },
             "pcj");
@@ -389,19 +420,36 @@ void GemmEmitter::packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, V
       "pzi");
 }
 
-// The accumulators start at zero, or from the MR x NR block of C at `c` (rows `ldc` apart) when
-// `loadC`; they end in that block when `storeC`, else in `tile` (MR rows of NR).
+// Adds the MR x NR product of an A micro-panel and a B panel to the `rows` x `cols` block of C at
+// `c` (rows `ldc` apart), or stores it there when `loadC` is false. C is read and written with
+// masked vector accesses, so edge tiles need no scratch tile and nothing outside the block is
+// touched.
 void GemmEmitter::microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value *c, Value *ldc,
-                              Value *loadC, Value *storeC, Value *tile) {
+                              Value *rows, Value *cols, Value *loadC) {
   LLVMContext &ctx = b.getContext();
   Function *f = b.GetInsertBlock()->getParent();
   Type *f32 = b.getFloatTy();
-  auto *vt = FixedVectorType::get(f32, T.vecWidth);
+  unsigned vw = T.vecWidth;
+  auto *vt = FixedVectorType::get(f32, vw);
   unsigned nacc = T.mr * T.nrVecs;
+  Value *zeroV = ConstantAggregateZero::get(vt);
   auto cVec = [&](unsigned i, unsigned j) {
-    return b.CreateInBoundsGEP(
-        f32, c, b.CreateAdd(b.CreateMul(b.getInt64(i), ldc), b.getInt64(j * T.vecWidth)));
+    return b.CreateInBoundsGEP(f32, c,
+                               b.CreateAdd(b.CreateMul(b.getInt64(i), ldc), b.getInt64(j * vw)));
   };
+  SmallVector<Constant *, 16> lanes;
+  for (unsigned l = 0; l < vw; ++l)
+    lanes.push_back(b.getInt64(l));
+  Value *lane = ConstantVector::get(lanes);
+  SmallVector<Value *, 32> masks(nacc);
+  Value *noLanes = Constant::getNullValue(FixedVectorType::get(b.getInt1Ty(), vw));
+  for (unsigned j = 0; j < T.nrVecs; ++j) {
+    Value *colMask =
+        b.CreateICmpSLT(lane, b.CreateVectorSplat(vw, b.CreateSub(cols, b.getInt64(j * vw))));
+    for (unsigned i = 0; i < T.mr; ++i)
+      masks[i * T.nrVecs + j] =
+          b.CreateSelect(b.CreateICmpSLT(b.getInt64(i), rows), colMask, noLanes);
+  }
   SmallVector<Value *, 32> init(nacc);
   BasicBlock *load = BasicBlock::Create(ctx, "uk.loadc", f);
   BasicBlock *zero = BasicBlock::Create(ctx, "uk.zero", f);
@@ -410,7 +458,8 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value
   b.SetInsertPoint(load);
   for (unsigned i = 0; i < T.mr; ++i)
     for (unsigned j = 0; j < T.nrVecs; ++j)
-      init[i * T.nrVecs + j] = b.CreateAlignedLoad(vt, cVec(i, j), Align(4));
+      init[i * T.nrVecs + j] =
+          b.CreateMaskedLoad(vt, cVec(i, j), Align(4), masks[i * T.nrVecs + j], zeroV);
   b.CreateBr(pre);
   b.SetInsertPoint(zero);
   b.CreateBr(pre);
@@ -419,7 +468,7 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value
   for (unsigned i = 0; i < nacc; ++i) {
     PHINode *phi = b.CreatePHI(vt, 2, "acc.init");
     phi->addIncoming(init[i], load);
-    phi->addIncoming(ConstantAggregateZero::get(vt), zero);
+    phi->addIncoming(zeroV, zero);
     start[i] = phi;
   }
   BasicBlock *loop = BasicBlock::Create(ctx, "uk.loop", f);
@@ -438,13 +487,13 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value
   SmallVector<Value *, 4> bv;
   Value *brow = b.CreateInBoundsGEP(f32, bp, b.CreateMul(p, b.getInt64(T.nr())));
   for (unsigned j = 0; j < T.nrVecs; ++j)
-    bv.push_back(b.CreateAlignedLoad(vt, b.CreateConstInBoundsGEP1_32(f32, brow, j * T.vecWidth),
-                                     Align(4 * T.vecWidth)));
+    bv.push_back(
+        b.CreateAlignedLoad(vt, b.CreateConstInBoundsGEP1_32(f32, brow, j * vw), Align(4 * vw)));
   Value *arow = b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, b.getInt64(T.mr)));
   SmallVector<Value *, 32> next(nacc);
   for (unsigned i = 0; i < T.mr; ++i) {
     Value *a = b.CreateLoad(f32, b.CreateConstInBoundsGEP1_32(f32, arow, i));
-    Value *splat = b.CreateVectorSplat(T.vecWidth, a);
+    Value *splat = b.CreateVectorSplat(vw, a);
     for (unsigned j = 0; j < T.nrVecs; ++j) {
       unsigned idx = i * T.nrVecs + j;
       next[idx] = b.CreateIntrinsic(Intrinsic::fma, {vt}, {splat, bv[j], accs[idx]});
@@ -456,18 +505,9 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value
     accs[i]->addIncoming(next[i], loop);
   b.CreateCondBr(b.CreateICmpSLT(pn, kc), loop, exit);
   b.SetInsertPoint(exit);
-  emitIf(
-      b, storeC,
-      [&] {
-        for (unsigned i = 0; i < T.mr; ++i)
-          for (unsigned j = 0; j < T.nrVecs; ++j)
-            b.CreateAlignedStore(next[i * T.nrVecs + j], cVec(i, j), Align(4));
-      },
-      [&] {
-        for (unsigned i = 0; i < nacc; ++i)
-          b.CreateAlignedStore(next[i], b.CreateConstInBoundsGEP1_32(f32, tile, i * T.vecWidth),
-                               Align(4 * T.vecWidth));
-      });
+  for (unsigned i = 0; i < T.mr; ++i)
+    for (unsigned j = 0; j < T.nrVecs; ++j)
+      b.CreateMaskedStore(next[i * T.nrVecs + j], cVec(i, j), Align(4), masks[i * T.nrVecs + j]);
 }
 
 Function *GemmEmitter::blockedTask() {
@@ -489,7 +529,6 @@ Function *GemmEmitter::blockedTask() {
   };
   Value *bp = stackBuf(T.kc * T.paddedNc(), "bpack");
   Value *ap = stackBuf(T.mr * T.kc, "apack");
-  Value *tile = stackBuf(T.mr * T.nr(), "tile");
   Value *cols = nullptr;
   if (v.win) {
     AllocaInst *a = entryAlloca(b, ArrayType::get(b.getInt32Ty(), 3 * T.paddedNc()), "convcols");
@@ -497,19 +536,27 @@ Function *GemmEmitter::blockedTask() {
     cols = a;
   }
   ExprEmitter ex(ME, b, Entry, SymIndex, ts.syms, ts.buffers);
+  Value *group = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 5));
   Value *nr = b.getInt64(T.nr()), *mr = b.getInt64(T.mr), *kcMax = b.getInt64(T.kc);
+  auto ceilDiv = [&](Value *x, Value *y) {
+    return b.CreateUDiv(b.CreateAdd(x, b.CreateSub(y, b.getInt64(1))), y);
+  };
   emitLoop(
       b, ts.begin, ts.end,
       [&](Value *t) {
         Value *nb = b.CreateURem(t, nBlocks);
         Value *rest = b.CreateUDiv(t, nBlocks);
         Value *mc = b.CreateURem(rest, mChunks);
-        Value *bi = b.CreateUDiv(rest, mChunks);
+        // Images bi0 .. bi0 + images share A (its batch stride is 0 whenever group > 1): each A
+        // micro-panel is packed once for all of them.
+        Value *bi0 = b.CreateMul(b.CreateUDiv(rest, mChunks), group);
+        Value *images = smin(b, group, b.CreateSub(v.batch, bi0));
         Value *m0 = b.CreateMul(mc, mChunk);
         Value *m1 = smin(b, v.m, b.CreateAdd(m0, mChunk));
         Value *n0 = b.CreateMul(nb, nBlock);
         Value *n1 = smin(b, v.n, b.CreateAdd(n0, nBlock));
-        Value *kBlocks = b.CreateUDiv(b.CreateAdd(v.k, b.getInt64(T.kc - 1)), kcMax);
+        Value *kBlocks = ceilDiv(v.k, kcMax);
+        Value *imagePanels = ceilDiv(b.CreateSub(n1, n0), nr);
         if (v.win)
           convColumns(b, v, n0, n1, cols);
         emitLoop(
@@ -519,69 +566,64 @@ Function *GemmEmitter::blockedTask() {
               Value *kc = smin(b, kcMax, b.CreateSub(v.k, k0));
               Value *first = b.CreateICmpEQ(kb, b.getInt64(0));
               Value *last = b.CreateICmpEQ(b.CreateAdd(kb, b.getInt64(1)), kBlocks);
-              if (v.win)
-                packBConv(b, v, bi, k0, kc, n0, n1, bp, cols);
-              else
-                packB(b, v, bi, k0, kc, n0, n1, bp);
-              Value *rowPanels =
-                  b.CreateUDiv(b.CreateAdd(b.CreateSub(m1, m0), b.getInt64(T.mr - 1)), mr);
-              Value *colPanels =
-                  b.CreateUDiv(b.CreateAdd(b.CreateSub(n1, n0), b.getInt64(T.nr() - 1)), nr);
+              // Image g's panels follow image g-1's in the B block.
+              Value *imageBlock = b.CreateMul(b.CreateMul(imagePanels, kc), nr);
+              emitLoop(
+                  b, b.getInt64(0), images,
+                  [&](Value *g) {
+                    Value *bi = b.CreateAdd(bi0, g);
+                    Value *dst = b.CreateInBoundsGEP(f32, bp, b.CreateMul(g, imageBlock));
+                    if (v.win)
+                      packBConv(b, v, bi, k0, kc, n0, n1, dst, cols);
+                    else
+                      packB(b, v, bi, k0, kc, n0, n1, dst);
+                  },
+                  "pg");
+              Value *rowPanels = ceilDiv(b.CreateSub(m1, m0), mr);
               emitLoop(
                   b, b.getInt64(0), rowPanels,
                   [&](Value *ip) {
                     Value *i0 = b.CreateAdd(m0, b.CreateMul(ip, mr));
                     Value *mrEff = smin(b, mr, b.CreateSub(m1, i0));
-                    packA(b, v, bi, i0, mrEff, k0, kc, ap);
+                    packA(b, v, bi0, i0, mrEff, k0, kc, ap);
                     emitLoop(
-                        b, b.getInt64(0), colPanels,
+                        b, b.getInt64(0), b.CreateMul(images, imagePanels),
                         [&](Value *jp) {
-                          Value *col0 = b.CreateAdd(n0, b.CreateMul(jp, nr));
+                          Value *bi = b.CreateAdd(bi0, b.CreateUDiv(jp, imagePanels));
+                          Value *col0 =
+                              b.CreateAdd(n0, b.CreateMul(b.CreateURem(jp, imagePanels), nr));
                           Value *nrEff = smin(b, nr, b.CreateSub(n1, col0));
                           Value *panel =
                               b.CreateInBoundsGEP(f32, bp, b.CreateMul(b.CreateMul(jp, kc), nr));
-                          // Whole tiles accumulate in C itself; edge tiles and the epilogue
-                          // go through the tile buffer.
-                          Value *full =
-                              b.CreateAnd(b.CreateICmpEQ(mrEff, mr), b.CreateICmpEQ(nrEff, nr));
+                          // Every tile accumulates in C itself; the epilogue runs in place once
+                          // the last k block is in.
                           Value *cBlock =
                               b.CreateInBoundsGEP(f32, v.out, outOffset(b, v, bi, i0, col0));
-                          Value *epiNow = b.getInt1(false);
+                          microKernel(b, ap, panel, kc, cBlock, v.n, mrEff, nrEff,
+                                      b.CreateNot(first));
                           if (G.epilogue != kir::NoExpr)
-                            epiNow = last;
-                          Value *storeC = b.CreateAnd(full, b.CreateNot(epiNow));
-                          microKernel(b, ap, panel, kc, cBlock, v.n,
-                                      b.CreateAnd(full, b.CreateNot(first)), storeC, tile);
-                          Value *addPrev = b.CreateAnd(b.CreateNot(full), b.CreateNot(first));
-                          auto writeBack = [&](bool withEpilogue) {
-                            emitLoop(
-                                b, b.getInt64(0), mrEff,
-                                [&](Value *i) {
+                            emitIf(
+                                b, last,
+                                [&] {
                                   emitLoop(
-                                      b, b.getInt64(0), nrEff,
-                                      [&](Value *j) {
-                                        Value *s = b.CreateLoad(
-                                            f32,
-                                            b.CreateInBoundsGEP(
-                                                f32, tile, b.CreateAdd(b.CreateMul(i, nr), j)));
-                                        Value *row = b.CreateAdd(i0, i),
-                                              *col = b.CreateAdd(col0, j);
-                                        Value *prev = b.CreateLoad(
-                                            f32, b.CreateInBoundsGEP(
-                                                     f32, v.out, outOffset(b, v, bi, row, col)));
-                                        s = b.CreateSelect(addPrev, b.CreateFAdd(prev, s), s);
-                                        storeOut(b, ex, G, v, bi, row, col, s, withEpilogue);
+                                      b, b.getInt64(0), mrEff,
+                                      [&](Value *i) {
+                                        Value *row = b.CreateAdd(i0, i);
+                                        emitParallelLoop(
+                                            b, b.getInt64(0), nrEff,
+                                            [&](Value *j) {
+                                              Value *col = b.CreateAdd(col0, j);
+                                              Value *s = b.CreateLoad(
+                                                  f32,
+                                                  b.CreateInBoundsGEP(
+                                                      f32, v.out, outOffset(b, v, bi, row, col)));
+                                              storeOut(b, ex, G, v, bi, row, col, s, true);
+                                            },
+                                            "ej");
                                       },
-                                      "wj");
+                                      "ei");
                                 },
-                                "wi");
-                          };
-                          emitIf(
-                              b, storeC, [] {},
-                              [&] {
-                                emitIf(
-                                    b, last, [&] { writeBack(true); }, [&] { writeBack(false); });
-                              });
+                                [] {});
                         },
                         "jp");
                   },
@@ -891,8 +933,18 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
             b.CreateSExt(b.CreateLoad(b.getInt32Ty(), b.CreateStructGEP(me.execType(), exec, 5)),
                          b.getInt64Ty());
         threads = b.CreateBinaryIntrinsic(Intrinsic::smax, threads, b.getInt64(1));
+        // Where A is the same for every image (a convolution's weight) and n-blocks are narrow,
+        // one task takes as many images as fill a B block, so each A micro-panel is packed once
+        // for all of them.
+        Value *group = b.CreateBinaryIntrinsic(
+            Intrinsic::smax, b.getInt64(1),
+            b.CreateBinaryIntrinsic(Intrinsic::smin, v.batch,
+                                    b.CreateUDiv(b.getInt64(t.paddedNc()), nBlock)));
+        group = b.CreateSelect(b.CreateICmpEQ(v.aBs, b.getInt64(0)), group, b.getInt64(1));
+        Value *groups =
+            b.CreateUDiv(b.CreateAdd(v.batch, b.CreateSub(group, b.getInt64(1))), group);
         // Split m only as far as needed to give every thread a task: each m-chunk packs B again.
-        Value *have = b.CreateMul(v.batch, nBlocks);
+        Value *have = b.CreateMul(groups, nBlocks);
         Value *want = b.CreateUDiv(b.CreateAdd(threads, b.CreateSub(have, b.getInt64(1))), have);
         Value *rowPanels = b.CreateUDiv(b.CreateAdd(v.m, b.getInt64(t.mr - 1)), b.getInt64(t.mr));
         Value *mChunks = b.CreateBinaryIntrinsic(Intrinsic::smin, want, rowPanels);
@@ -904,8 +956,9 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
         b.CreateStore(mChunks, b.CreateStructGEP(gct, gclosure, 2));
         b.CreateStore(nBlocks, b.CreateStructGEP(gct, gclosure, 3));
         b.CreateStore(nBlock, b.CreateStructGEP(gct, gclosure, 4));
+        b.CreateStore(group, b.CreateStructGEP(gct, gclosure, 5));
         Value *total = b.CreateMul(have, mChunks);
-        Value *per = b.CreateMul(b.CreateMul(mChunk, nBlock), v.k);
+        Value *per = b.CreateMul(b.CreateMul(b.CreateMul(mChunk, nBlock), v.k), group);
         emitDispatch(me, b, exec, blocked, gclosure, total, per);
       });
   b.CreateBr(doneBB);

@@ -322,6 +322,10 @@ const ConvCase ConvCases[] = {
     {3, 6, 9, 10, 5, 3, 3, 2, 1, 1, 1, 1, 1},
     // An input smaller than the filter.
     {1, 4, 2, 2, 16, 3, 3, 1, 1, 1, 1, 1, 1},
+    // Small images (n = 35, 12): one blocked task takes a group of images sharing A's packing,
+    // the last group partial on both variants.
+    {9, 20, 5, 7, 30, 3, 3, 1, 1, 1, 1, 1, 1},
+    {19, 40, 3, 4, 24, 1, 1, 1, 1, 0, 0, 1, 1},
 };
 
 INSTANTIATE_TEST_SUITE_P(

@@ -129,6 +129,26 @@ entry @f(%0 : f32[batch, 8] = input "x", %1 : f32[8, 8] = input "w") {
   EXPECT_EQ(countLoops(e), 1u) << printed(*p);
 }
 
+TEST(Structure, FlattenedIndexStaysAffine) {
+  // A 1x1 convolution is a GEMM over [batch, 16, 4*5]; its residual-add epilogue reads y
+  // [batch, 16, 4, 5] at (n // 5) * 5 + n % 5, which is n again: the load stays contiguous (and
+  // vectorizes).
+  auto p = lowered(R"(graph @t opset 1.0
+dim batch in 1..64
+entry @f(%0 : f32[batch, 8, 4, 5] = input "x", %1 : f32[16, 8, 1, 1] = input "w", %2 : f32[batch, 16, 4, 5] = input "y") {
+  %3 = aten.convolution(%0, %1, none) {stride = [1, 1], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1} : f32[batch, 16, 4, 5]
+  %4 = aten.add.Tensor(%3, %2) : f32[batch, 16, 4, 5]
+  return %4 as output "z"
+}
+)");
+  ASSERT_TRUE(p);
+  std::string text = printed(*p);
+  ASSERT_EQ(countGemms(p->entries[0]), 1u) << text;
+  EXPECT_NE(text.find("b2["), std::string::npos) << text;
+  EXPECT_EQ(text.find("//"), std::string::npos) << text;
+  EXPECT_EQ(text.find(" % "), std::string::npos) << text;
+}
+
 TEST(Structure, ConvBiasReluIsOneKernel) {
   auto p = lowered(R"(graph @t opset 1.0
 dim batch in 1..4
