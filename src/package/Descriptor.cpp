@@ -53,7 +53,7 @@ public:
           WeightTy, {str(w.name), i32(runtimeDType(w.dtype)), i32(w.shape.size()),
                      array(I64, dims, "aotc_weight_shape"), i64(w.offset), i64(w.nbytes)}));
     }
-    llvm::Constant *blob = c.weightBlob.empty() ? null() : bytes(c.weightBlob, "aotc_weights");
+    llvm::Constant *blob = c.weightSymbol.empty() ? null() : external(c.weightSymbol);
     llvm::Constant *program = c.programBlob.empty() ? null() : bytes(c.programBlob, "aotc_program");
     llvm::Constant *artifact = llvm::ConstantStruct::get(
         ArtifactTy,
@@ -194,6 +194,16 @@ private:
         llvm::ConstantDataArray::getRaw(raw, data.size(), llvm::Type::getInt8Ty(Ctx));
     llvm::GlobalVariable *g = global(init, name);
     g->setAlignment(llvm::Align(64));
+    return g;
+  }
+
+  /// A hidden constant defined by another object of the artifact.
+  llvm::Constant *external(llvm::StringRef name) {
+    auto *g =
+        llvm::cast<llvm::GlobalVariable>(M.getOrInsertGlobal(name, llvm::Type::getInt8Ty(Ctx)));
+    g->setConstant(true);
+    g->setLinkage(llvm::GlobalValue::ExternalLinkage);
+    g->setVisibility(llvm::GlobalValue::HiddenVisibility);
     return g;
   }
 

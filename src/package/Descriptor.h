@@ -1,5 +1,6 @@
 // The artifact descriptor (runtime/src/artifact.h) as LLVM constants: entries, inputs and outputs
-// with their symbolic dims, weights, and the embedded weight blob and exported program.
+// with their symbolic dims, weights, the embedded exported program, and a reference to the weight
+// blob, which another object defines.
 #ifndef AOTC_PACKAGE_DESCRIPTOR_H
 #define AOTC_PACKAGE_DESCRIPTOR_H
 
@@ -18,8 +19,9 @@ namespace aotc {
 struct DescriptorContents {
   const kir::Program *program = nullptr;
   const ShapeEnv *shapes = nullptr;
-  /// The weight blob (program->weightBytes bytes), or empty with `weightsFile` set.
-  llvm::ArrayRef<uint8_t> weightBlob;
+  /// The hidden symbol of the embedded weight blob (program->weightBytes bytes, 64-byte aligned,
+  /// defined in another object), or empty: no weights, or `weightsFile` set.
+  std::string weightSymbol;
   std::string weightsFile;
   llvm::ArrayRef<uint8_t> programBlob;
   /// Which AOTC_VARIANT_* run functions the artifact's code defines.

@@ -56,8 +56,15 @@ llvm::Error compileAndRunModel(llvm::StringRef modelFile, const std::vector<std:
   if (!llvm::sys::fs::is_regular_file(modelFile))
     return error(fmt::format("{}: no such model file", modelFile.str()));
   std::string cxx = AOTC_HOST_CXX;
-  if (const char *env = std::getenv("CXX"); env && *env)
+  // The link flags were checked with the configured compiler only, and on the machine that built
+  // aotc.
+  llvm::StringRef linkFlags = AOTC_MODEL_LINK_FLAGS;
+  if (const char *env = std::getenv("CXX"); env && *env && cxx != env) {
     cxx = env;
+    linkFlags = "";
+  }
+  if (linkFlags.contains("lld") && !llvm::sys::findProgramByName("ld.lld"))
+    linkFlags = "";
   auto cxxPath = llvm::sys::findProgramByName(cxx);
   if (!cxxPath)
     return error(fmt::format("the C++ compiler '{}' was not found (set $CXX)", cxx));
@@ -71,6 +78,7 @@ llvm::Error compileAndRunModel(llvm::StringRef modelFile, const std::vector<std:
   llvm::StringRef libDir = llvm::sys::path::parent_path(AOTC_DSL_LIBRARY);
   std::vector<std::string> compile{"-std=c++20", "-O0", "-I", AOTC_INCLUDE_DIR};
   appendFlags(compile, AOTC_MODEL_CXX_FLAGS);
+  appendFlags(compile, linkFlags);
   compile.insert(compile.end(), {modelFile.str(), AOTC_MODEL_MAIN, AOTC_DSL_LIBRARY,
                                  "-Wl,-rpath," + libDir.str(), "-o", program.str().str()});
   if (auto e = run(*cxxPath, compile, cxx)) {
