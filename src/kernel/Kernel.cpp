@@ -133,6 +133,8 @@ std::string operandText(const MatrixOperand &m) {
                        symStr(w->width), symStr(w->kernelH), symStr(w->kernelW), symStr(w->strideH),
                        symStr(w->strideW), symStr(w->padH), symStr(w->padW), symStr(w->dilH),
                        symStr(w->dilW), symStr(w->outWidth));
+  if (m.panels)
+    return fmt::format("b{}[{} + panels of {} rows]", m.buffer, symStr(m.offset), PanelRows);
   return fmt::format("b{}[{} + batch*{} + row*{} + col*{}]", m.buffer, symStr(m.offset),
                      symStr(m.batchStride), symStr(m.rowStride), symStr(m.colStride));
 }

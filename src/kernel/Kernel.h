@@ -41,19 +41,43 @@ enum class ExprKind : uint8_t {
 };
 
 enum class UnaryOp : uint8_t {
-  Neg, Abs, Exp, Log, Log1p, Sqrt, Rsqrt, Reciprocal, Sin, Cos, Tanh, Erf, Sigmoid, Floor, Ceil,
+  Neg,
+  Abs,
+  Exp,
+  Log,
+  Log1p,
+  Sqrt,
+  Rsqrt,
+  Reciprocal,
+  Sin,
+  Cos,
+  Tanh,
+  Erf,
+  Sigmoid,
+  Floor,
+  Ceil,
   Round, // half to even, as torch.round
   Not,   // logical not of a bool
 };
 
 enum class BinaryOp : uint8_t {
-  Add, Sub, Mul,
+  Add,
+  Sub,
+  Mul,
   Div,      // floating: true division; integer: truncating (C) division
   FloorDiv, // Python floor division (integers)
   Mod,      // Python modulo: the result takes the divisor's sign (integers and floats)
-  Pow, Min, Max,   // Min/Max of floats propagate NaN, as torch.minimum/maximum
-  Eq, Ne, Lt, Le, Gt, Ge, // result bool
-  And, Or,                // bools
+  Pow,
+  Min,
+  Max, // Min/Max of floats propagate NaN, as torch.minimum/maximum
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge, // result bool
+  And,
+  Or, // bools
 };
 
 struct Expr {
@@ -61,11 +85,11 @@ struct Expr {
   DType type;
   UnaryOp unary = UnaryOp::Neg;
   BinaryOp binary = BinaryOp::Add;
-  uint32_t index = 0;  // LoopVar, ReduceValue: the loop or stage; Load: the buffer; CheckIndex
-                       // the check
-  int64_t ival = 0;    // Const of integer/bool type
-  double fval = 0;     // Const of floating type
-  SymExpr sym;         // Dim; CheckIndex: the size indexed
+  uint32_t index = 0; // LoopVar, ReduceValue: the loop or stage; Load: the buffer; CheckIndex
+                      // the check
+  int64_t ival = 0;   // Const of integer/bool type
+  double fval = 0;    // Const of floating type
+  SymExpr sym;        // Dim; CheckIndex: the size indexed
   llvm::SmallVector<ExprId, 3> operands;
 };
 
@@ -91,11 +115,11 @@ struct Stage {
 };
 
 struct LoopKernel {
-  std::string name;             // "fused_relu_add_3": stable, for inspect and profiles
-  std::vector<SymExpr> outer;   // outer loop extents; may be empty (one point)
-  unsigned parallelLoops = 0;   // how many leading outer loops may run on several threads
+  std::string name;           // "fused_relu_add_3": stable, for inspect and profiles
+  std::vector<SymExpr> outer; // outer loop extents; may be empty (one point)
+  unsigned parallelLoops = 0; // how many leading outer loops may run on several threads
   std::vector<Stage> stages;
-  SourceLoc loc;                // the model line the kernel's root op came from
+  SourceLoc loc; // the model line the kernel's root op came from
 };
 
 /// The im2col view of a convolution's input read in place (a 1-d input has height 1, kernelH 1):
@@ -113,10 +137,18 @@ struct ConvWindow {
 /// A strided matrix operand of a GEMM: element (b, r, c) is at
 /// offset + b * batchStride + r * rowStride + c * colStride of `buffer`; with `conv` (a B operand
 /// only), the element is read through that window instead and rowStride / colStride are unused.
+/// Rows per panel of a MatrixOperand stored as panels.
+inline constexpr int64_t PanelRows = 12;
+
 struct MatrixOperand {
   uint32_t buffer = 0;
   SymExpr offset, batchStride, rowStride, colStride;
   std::optional<ConvWindow> conv = std::nullopt;
+  /// Stored as panels of PanelRows rows, each column's rows adjacent (a constant A operand packed
+  /// at compile time, the layout the GEMM's register tile reads): element (row, col) at
+  /// offset + panelOffset(row, col, k) with k the GEMM's; rows past m are zero, the strides are
+  /// unused.
+  bool panels = false;
 
   /// Every symbolic field, the window's included.
   llvm::SmallVector<const SymExpr *, 20> syms() const {
@@ -129,12 +161,16 @@ struct MatrixOperand {
   }
 };
 
+inline int64_t panelOffset(int64_t row, int64_t col, int64_t k) {
+  return row / PanelRows * PanelRows * k + col * PanelRows + row % PanelRows;
+}
+
 /// out[b, m, n] = epilogue(sum_k a[b, m, k] * b[b, k, n]) over a batch of GEMMs; `out` is a dense
 /// [batch, m, n] row-major buffer. The epilogue is an expression over loop vars 0, 1, 2 = b, m, n
 /// and Acc (the sum); without one the sum is stored as is.
 struct GemmCall {
   std::string name;
-  DType dtype = DType::F32;      // of a, b, out; accumulation in the same type
+  DType dtype = DType::F32; // of a, b, out; accumulation in the same type
   SymExpr batch = 1, m, n, k;
   MatrixOperand a, b;
   uint32_t out = 0;
@@ -181,8 +217,8 @@ struct EntryKernels {
   std::vector<std::string> symbols; // root symbols, bound from the inputs in this order
   std::vector<TensorSig> inputs, outputs;
   std::vector<Buffer> buffers;
-  std::vector<Guard> guards;        // relations the runtime checks on every call
-  std::vector<Expr> exprs; // the pool ExprIds index
+  std::vector<Guard> guards; // relations the runtime checks on every call
+  std::vector<Expr> exprs;   // the pool ExprIds index
   std::vector<Step> steps;
   SymExpr arenaBytes;
   // What each CheckIndex guards, for the runtime's message: "aten.embedding (model.cpp:12:5):

@@ -2,6 +2,7 @@
 #include "pipeline/Compile.h"
 #include "kernel/Lower.h"
 #include "passes/FoldWeights.h"
+#include "pipeline/PackWeights.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -54,6 +55,8 @@ llvm::Expected<kir::Program> lowerGraph(ExportedProgram &exported, const Compile
   auto program = lowerToKernels(*exported.graph, lower);
   if (!program)
     return program.takeError();
+  if (llvm::Error e = packGemmWeights(*program, exported, options.weightData))
+    return e;
   kir::layoutWeights(*program);
   return program;
 }

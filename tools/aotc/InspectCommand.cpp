@@ -88,7 +88,9 @@ llvm::Error inspectArtifact(const InspectOptions &o) {
       return copy.takeError();
     ExportedProgram exported; // the weights stay in the .so: nothing is folded
     exported.graph = std::move(*copy);
-    auto program = lowerGraph(exported, CompileOptions{});
+    CompileOptions options;
+    options.weightData = false;
+    auto program = lowerGraph(exported, options);
     if (!program)
       return program.takeError();
     kir::print(*program, os);

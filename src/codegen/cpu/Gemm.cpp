@@ -62,6 +62,7 @@ struct GemmValues {
   Value *aOff, *aBs, *aRs, *aCs, *bOff, *bBs, *bRs, *bCs;
   Value *a, *b, *out;
   std::optional<WindowValues> win;
+  bool aPanels = false; // A is stored as kir::PanelRows-row panels
 };
 
 GemmValues gemmValues(Builder &b, const kir::GemmCall &g, const StringMap<unsigned> &symIndex,
@@ -82,7 +83,8 @@ GemmValues gemmValues(Builder &b, const kir::GemmCall &g, const StringMap<unsign
                   buffers[g.a.buffer],
                   buffers[g.b.buffer],
                   buffers[g.out],
-                  std::nullopt};
+                  std::nullopt,
+                  g.a.panels};
   if (const kir::ConvWindow *w = g.b.conv ? &*g.b.conv : nullptr)
     v.win = WindowValues{s(w->channelStride), s(w->heightStride), s(w->widthStride), s(w->height),
                          s(w->width),         s(w->kernelH),      s(w->kernelW),     s(w->strideH),
@@ -93,7 +95,15 @@ GemmValues gemmValues(Builder &b, const kir::GemmCall &g, const StringMap<unsign
 
 Value *ptrA(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) {
   Value *off = b.CreateAdd(v.aOff, b.CreateMul(bi, v.aBs));
-  off = b.CreateAdd(off, b.CreateAdd(b.CreateMul(row, v.aRs), b.CreateMul(col, v.aCs)));
+  if (v.aPanels) {
+    // kir::panelOffset
+    Value *rows = b.getInt64(kir::PanelRows);
+    Value *panel = b.CreateMul(b.CreateMul(b.CreateUDiv(row, rows), rows), v.k);
+    off = b.CreateAdd(
+        off, b.CreateAdd(panel, b.CreateAdd(b.CreateMul(col, rows), b.CreateURem(row, rows))));
+  } else {
+    off = b.CreateAdd(off, b.CreateAdd(b.CreateMul(row, v.aRs), b.CreateMul(col, v.aCs)));
+  }
   return b.CreateInBoundsGEP(b.getFloatTy(), v.a, off);
 }
 Value *ptrB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) {
@@ -193,8 +203,8 @@ private:
                  Value *n1, Value *bp, Value *cols);
   void packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
              Value *kc, Value *ap);
-  void microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value *c, Value *ldc, Value *rows,
-                   Value *cols, Value *loadC);
+  void microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp, Value *kc, Value *c,
+                   Value *ldc, Value *rows, Value *cols, Value *loadC);
 
   ModuleEmitter &ME;
   const kir::EntryKernels &Entry;
@@ -424,8 +434,8 @@ void GemmEmitter::packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, V
 // `c` (rows `ldc` apart), or stores it there when `loadC` is false. C is read and written with
 // masked vector accesses, so edge tiles need no scratch tile and nothing outside the block is
 // touched.
-void GemmEmitter::microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value *c, Value *ldc,
-                              Value *rows, Value *cols, Value *loadC) {
+void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp, Value *kc,
+                              Value *c, Value *ldc, Value *rows, Value *cols, Value *loadC) {
   LLVMContext &ctx = b.getContext();
   Function *f = b.GetInsertBlock()->getParent();
   Type *f32 = b.getFloatTy();
@@ -489,7 +499,7 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, Value *bp, Value *kc, Value
   for (unsigned j = 0; j < T.nrVecs; ++j)
     bv.push_back(
         b.CreateAlignedLoad(vt, b.CreateConstInBoundsGEP1_32(f32, brow, j * vw), Align(4 * vw)));
-  Value *arow = b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, b.getInt64(T.mr)));
+  Value *arow = b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, b.getInt64(aStride)));
   SmallVector<Value *, 32> next(nacc);
   for (unsigned i = 0; i < T.mr; ++i) {
     Value *a = b.CreateLoad(f32, b.CreateConstInBoundsGEP1_32(f32, arow, i));
@@ -585,7 +595,13 @@ Function *GemmEmitter::blockedTask() {
                   [&](Value *ip) {
                     Value *i0 = b.CreateAdd(m0, b.CreateMul(ip, mr));
                     Value *mrEff = smin(b, mr, b.CreateSub(m1, i0));
-                    packA(b, v, bi0, i0, mrEff, k0, kc, ap);
+                    // A stored as panels (packed at compile time) is read where it is: a
+                    // panel holds MR rows (or two of the 6-row tiles, AVX2) at offset i0 % 12.
+                    Value *aPanel = ap;
+                    if (v.aPanels)
+                      aPanel = ptrA(b, v, bi0, i0, k0);
+                    else
+                      packA(b, v, bi0, i0, mrEff, k0, kc, ap);
                     emitLoop(
                         b, b.getInt64(0), b.CreateMul(images, imagePanels),
                         [&](Value *jp) {
@@ -599,8 +615,8 @@ Function *GemmEmitter::blockedTask() {
                           // the last k block is in.
                           Value *cBlock =
                               b.CreateInBoundsGEP(f32, v.out, outOffset(b, v, bi, i0, col0));
-                          microKernel(b, ap, panel, kc, cBlock, v.n, mrEff, nrEff,
-                                      b.CreateNot(first));
+                          microKernel(b, aPanel, v.aPanels ? kir::PanelRows : T.mr, panel, kc,
+                                      cBlock, v.n, mrEff, nrEff, b.CreateNot(first));
                           if (G.epilogue != kir::NoExpr)
                             emitIf(
                                 b, last,
@@ -921,18 +937,25 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
         emitDispatch(me, b, exec, small, gclosure, total, per);
       },
       [&] {
-        // n-blocks of equal width (whole NR panels, at most NC), so that none idles a thread.
-        Value *nBlocks = b.CreateUDiv(b.CreateAdd(v.n, b.getInt64(t.nc - 1)), b.getInt64(t.nc));
-        Value *nBlock =
-            b.CreateUDiv(b.CreateAdd(v.n, b.CreateSub(nBlocks, b.getInt64(1))), nBlocks);
-        nBlock = b.CreateMul(
-            b.CreateUDiv(b.CreateAdd(nBlock, b.getInt64(t.nr() - 1)), b.getInt64(t.nr())),
-            b.getInt64(t.nr()));
-        nBlocks = b.CreateUDiv(b.CreateAdd(v.n, b.CreateSub(nBlock, b.getInt64(1))), nBlock);
         Value *threads =
             b.CreateSExt(b.CreateLoad(b.getInt32Ty(), b.CreateStructGEP(me.execType(), exec, 5)),
                          b.getInt64Ty());
         threads = b.CreateBinaryIntrinsic(Intrinsic::smax, threads, b.getInt64(1));
+        // n-blocks of equal width (whole NR panels, at most NC), so that none idles a thread;
+        // where there are few, a multiple of the thread count of them.
+        Value *nBlocks = b.CreateUDiv(b.CreateAdd(v.n, b.getInt64(t.nc - 1)), b.getInt64(t.nc));
+        Value *few = b.CreateAnd(
+            b.CreateICmpSGT(nBlocks, b.getInt64(1)),
+            b.CreateICmpSLT(b.CreateMul(v.batch, nBlocks), b.CreateMul(threads, b.getInt64(4))));
+        Value *evenBlocks = b.CreateMul(
+            b.CreateUDiv(b.CreateAdd(nBlocks, b.CreateSub(threads, b.getInt64(1))), threads),
+            threads);
+        nBlocks = b.CreateSelect(few, evenBlocks, nBlocks);
+        Value *panels = b.CreateUDiv(b.CreateAdd(v.n, b.getInt64(t.nr() - 1)), b.getInt64(t.nr()));
+        Value *nBlock = b.CreateMul(
+            b.CreateUDiv(b.CreateAdd(panels, b.CreateSub(nBlocks, b.getInt64(1))), nBlocks),
+            b.getInt64(t.nr()));
+        nBlocks = b.CreateUDiv(b.CreateAdd(v.n, b.CreateSub(nBlock, b.getInt64(1))), nBlock);
         // Where A is the same for every image (a convolution's weight) and n-blocks are narrow,
         // one task takes as many images as fill a B block, so each A micro-panel is packed once
         // for all of them.

@@ -179,7 +179,8 @@ std::string name(const ConvCase &c) {
                      c.cout, c.kh, c.kw, c.sh, c.sw, c.ph, c.pw, c.dh, c.dw);
 }
 
-class ConvViewTest : public ::testing::TestWithParam<std::tuple<Variant, ConvCase, bool>> {
+// (variant, case, epilogue, A as panels (kir::MatrixOperand::panels, as pack-weights stores it))
+class ConvViewTest : public ::testing::TestWithParam<std::tuple<Variant, ConvCase, bool, bool>> {
 protected:
   void SetUp() override {
     if (!hostSupports(std::get<0>(GetParam())))
@@ -188,7 +189,11 @@ protected:
 };
 
 // y[b, co, p] = W[co, :] . cols[b, :, p] (+ bias[co], relu) with the batch a dynamic symbol.
-kir::Program convProgram(const ConvCase &c, bool epilogue) {
+int64_t panelElements(const ConvCase &c) {
+  return (c.cout + kir::PanelRows - 1) / kir::PanelRows * kir::PanelRows * c.k();
+}
+
+kir::Program convProgram(const ConvCase &c, bool epilogue, bool panels) {
   kir::Program p;
   p.name = "conv";
   kir::Weight wt;
@@ -204,10 +209,11 @@ kir::Program convProgram(const ConvCase &c, bool epilogue) {
   SymExpr batch = SymExpr::symbol("batch");
   int64_t n = c.oh() * c.ow();
   e.inputs.push_back({"x", DType::F32, {batch, c.bs()}});
-  e.inputs.push_back({"w", DType::F32, {c.cout, c.k()}});
+  int64_t wNumel = panels ? panelElements(c) : c.cout * c.k();
+  e.inputs.push_back({"w", DType::F32, {wNumel}});
   e.outputs.push_back({"y", DType::F32, {batch, c.cout, n}});
   e.buffers = {buffer(kir::Buffer::Kind::Input, 0, batch * c.bs()),
-               buffer(kir::Buffer::Kind::Input, 1, c.cout * c.k()),
+               buffer(kir::Buffer::Kind::Input, 1, wNumel),
                buffer(kir::Buffer::Kind::Output, 0, batch * c.cout * n),
                buffer(kir::Buffer::Kind::Weight, 0, c.cout)};
   kir::GemmCall g;
@@ -220,6 +226,7 @@ kir::Program convProgram(const ConvCase &c, bool epilogue) {
   g.a.batchStride = 0;
   g.a.rowStride = c.k();
   g.a.colStride = 1;
+  g.a.panels = panels;
   g.b.buffer = 0;
   g.b.offset = c.offset();
   g.b.batchStride = c.bs();
@@ -252,8 +259,8 @@ kir::Program convProgram(const ConvCase &c, bool epilogue) {
 }
 
 TEST_P(ConvViewTest, MatchesDoubleReference) {
-  auto [variant, c, epilogue] = GetParam();
-  kir::Program p = convProgram(c, epilogue);
+  auto [variant, c, epilogue, panels] = GetParam();
+  kir::Program p = convProgram(c, epilogue, panels);
   auto compiled = Compiled::create(p, variant);
   ASSERT_TRUE(!!compiled) << llvm::toString(compiled.takeError());
   std::mt19937 rng(unsigned(c.cin * 131 + c.h * 17 + c.cout));
@@ -280,7 +287,13 @@ TEST_P(ConvViewTest, MatchesDoubleReference) {
   for (int threads : {1, 2}) {
     std::vector<float> y(c.batch * c.cout * n, NAN);
     TestExec ex(threads, &blob);
-    const void *in[] = {x.data(), w.data()};
+    // Panels: rows of 12 side by side per column, the last panel's missing rows NaN (the tile
+    // multiplies them, but they must never reach the output).
+    std::vector<float> wPanels(panelElements(c), NAN);
+    for (int64_t co = 0; co < c.cout; ++co)
+      for (int64_t kk = 0; kk < k; ++kk)
+        wPanels[kir::panelOffset(co, kk, k)] = w[co * k + kk];
+    const void *in[] = {x.data(), panels ? wPanels.data() : w.data()};
     void *out[] = {y.data()};
     int64_t syms[] = {c.batch};
     ASSERT_EQ((*compiled)->run(0)(&ex.exec, in, out, syms), 0);
@@ -331,10 +344,11 @@ const ConvCase ConvCases[] = {
 INSTANTIATE_TEST_SUITE_P(
     Cpu, ConvViewTest,
     ::testing::Combine(::testing::Values(Variant::X86_64_V3, Variant::X86_64_V4),
-                       ::testing::ValuesIn(ConvCases), ::testing::Bool()),
+                       ::testing::ValuesIn(ConvCases), ::testing::Bool(), ::testing::Bool()),
     [](const auto &info) {
       return std::string(std::get<0>(info.param) == Variant::X86_64_V4 ? "v4_" : "v3_") +
-             name(std::get<1>(info.param)) + (std::get<2>(info.param) ? "_epilogue" : "");
+             name(std::get<1>(info.param)) + (std::get<2>(info.param) ? "_epilogue" : "") +
+             (std::get<3>(info.param) ? "_panels" : "");
     });
 
 INSTANTIATE_TEST_SUITE_P(

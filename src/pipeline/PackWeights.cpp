@@ -1,0 +1,163 @@
+// pack-weights: constant GEMM A operands re-laid out as the register tile reads them, once, at
+// compile time (see PackWeights.h).
+#include "pipeline/PackWeights.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <tuple>
+
+namespace aotc {
+
+namespace {
+
+// Below this many rows the GEMM takes its small-m paths, which read A in place; up to DotM rows
+// with B contiguous along k it takes the dot-product path, which does too.
+constexpr int64_t MinRows = 16, DotM = 64;
+
+struct Addressing {
+  uint32_t weight;
+  int64_t offset, rowStride, colStride, m, k;
+  auto key() const { return std::tie(weight, offset, rowStride, colStride, m, k); }
+  bool operator<(const Addressing &o) const { return key() < o.key(); }
+};
+
+class Packer {
+public:
+  Packer(kir::Program &p, ExportedProgram &e, bool withData)
+      : P(p), Exported(e), WithData(withData) {}
+
+  llvm::Error run() {
+    for (kir::EntryKernels &entry : P.entries)
+      if (llvm::Error err = steps(entry, entry.steps))
+        return err;
+    return llvm::Error::success();
+  }
+
+private:
+  llvm::Error steps(kir::EntryKernels &entry, std::vector<kir::Step> &list) {
+    for (kir::Step &s : list) {
+      if (auto *c = std::get_if<kir::CondStep>(&s)) {
+        if (llvm::Error err = steps(entry, c->thenSteps))
+          return err;
+        if (llvm::Error err = steps(entry, c->elseSteps))
+          return err;
+      } else if (auto *g = std::get_if<kir::GemmCall>(&s)) {
+        if (llvm::Error err = gemm(entry, *g))
+          return err;
+      }
+    }
+    return llvm::Error::success();
+  }
+
+  std::optional<Addressing> packable(const kir::EntryKernels &entry, const kir::GemmCall &g) {
+    const kir::MatrixOperand &a = g.a;
+    const kir::Buffer &buf = entry.buffers[a.buffer];
+    if (g.dtype != DType::F32 || buf.kind != kir::Buffer::Kind::Weight || a.conv || a.panels ||
+        buf.dtype != DType::F32)
+      return std::nullopt;
+    auto m = g.m.constant(), k = g.k.constant(), off = a.offset.constant(),
+         bs = a.batchStride.constant(), rs = a.rowStride.constant(), cs = a.colStride.constant();
+    if (!m || !k || !off || !bs || !rs || !cs || *bs != 0 || *m < MinRows || *k < 1)
+      return std::nullopt;
+    if (*m <= DotM && !g.b.conv && g.b.rowStride.constant() == 1)
+      return std::nullopt;
+    return Addressing{buf.index, *off, *rs, *cs, *m, *k};
+  }
+
+  llvm::Error gemm(kir::EntryKernels &entry, kir::GemmCall &g) {
+    std::optional<Addressing> at = packable(entry, g);
+    if (!at)
+      return llvm::Error::success();
+    auto weight = packed(*at);
+    if (!weight)
+      return weight.takeError();
+    kir::Buffer buf;
+    buf.kind = kir::Buffer::Kind::Weight;
+    buf.dtype = DType::F32;
+    buf.index = *weight;
+    buf.numel = P.weights[*weight].shape[0] * kir::PanelRows * at->k;
+    buf.name = P.weights[*weight].name;
+    entry.buffers.push_back(buf);
+    kir::MatrixOperand a;
+    a.buffer = entry.buffers.size() - 1;
+    a.offset = 0;
+    a.batchStride = 0;
+    a.rowStride = 0;
+    a.colStride = 0;
+    a.panels = true;
+    g.a = a;
+    return llvm::Error::success();
+  }
+
+  // The index of the packed weight for `at`, made on first use.
+  llvm::Expected<uint32_t> packed(const Addressing &at) {
+    if (auto it = Made.find(at); it != Made.end())
+      return it->second;
+    const kir::Weight &src = P.weights[at.weight];
+    int64_t panels = (at.m + kir::PanelRows - 1) / kir::PanelRows;
+    std::string name = src.name + ".panels";
+    auto taken = [&](const std::string &n) {
+      return Exported.findWeight(n) ||
+             llvm::any_of(P.weights, [&](const kir::Weight &w) { return w.name == n; });
+    };
+    for (int n = 2; taken(name); ++n)
+      name = fmt::format("{}.panels.{}", src.name, n);
+    kir::Weight w;
+    w.name = name;
+    w.dtype = DType::F32;
+    w.shape = {panels, at.k, kir::PanelRows};
+    if (WithData)
+      if (llvm::Error err = pack(at, src.name, name))
+        return std::move(err);
+    P.weights.push_back(w);
+    uint32_t index = P.weights.size() - 1;
+    Made[at] = index;
+    return index;
+  }
+
+  // Appends weight `name` to the exported program: `source` read at `at`, as panels.
+  llvm::Error pack(const Addressing &at, const std::string &source, const std::string &name) {
+    const Weight *data = Exported.findWeight(source);
+    if (!data)
+      return llvm::createStringError(
+          fmt::format("pack-weights: the program has no data for weight \"{}\"", source));
+    int64_t numel = static_cast<int64_t>(data->bytes().size() / sizeof(float));
+    int64_t last = at.offset + (at.m - 1) * at.rowStride + (at.k - 1) * at.colStride;
+    if (at.offset < 0 || at.rowStride < 0 || at.colStride < 0 || last >= numel)
+      return llvm::createStringError(fmt::format(
+          "pack-weights: a GEMM operand reads weight \"{}\" past its {} elements", source, numel));
+    int64_t panels = (at.m + kir::PanelRows - 1) / kir::PanelRows;
+    auto out = std::make_shared<std::vector<float>>(panels * kir::PanelRows * at.k, 0.0f);
+    const uint8_t *bytes = data->bytes().data();
+    for (int64_t r = 0; r < at.m; ++r)
+      for (int64_t c = 0; c < at.k; ++c) {
+        float x;
+        std::memcpy(&x, bytes + sizeof(float) * (at.offset + r * at.rowStride + c * at.colStride),
+                    sizeof x);
+        (*out)[kir::panelOffset(r, c, at.k)] = x;
+      }
+    llvm::ArrayRef<uint8_t> view(reinterpret_cast<const uint8_t *>(out->data()),
+                                 out->size() * sizeof(float));
+    Exported.weights.emplace_back(name, DType::F32,
+                                  std::vector<int64_t>{panels, at.k, kir::PanelRows}, view, out);
+    return llvm::Error::success();
+  }
+
+  kir::Program &P;
+  ExportedProgram &Exported;
+  bool WithData;
+  std::map<Addressing, uint32_t> Made;
+};
+
+} // namespace
+
+llvm::Error packGemmWeights(kir::Program &program, ExportedProgram &exported, bool withData) {
+  return Packer(program, exported, withData).run();
+}
+
+} // namespace aotc

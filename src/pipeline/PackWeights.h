@@ -1,0 +1,23 @@
+// pack-weights: the kernel-IR pass that stores each GEMM's constant A operand (a convolution's
+// weight) as kir::PanelRows-row panels at compile time, so that no run packs it again.
+#ifndef AOTC_PIPELINE_PACKWEIGHTS_H
+#define AOTC_PIPELINE_PACKWEIGHTS_H
+
+#include "aotc/serialize/Archive.h"
+#include "kernel/Kernel.h"
+
+#include "llvm/Support/Error.h"
+
+namespace aotc {
+
+/// For every f32 GEMM (in every entry, cond branches included) whose A is an immutable weight read
+/// with constant addressing, no batch stride and a constant m the blocked path takes, adds a
+/// weight "<name>.panels" (one per weight and addressing; its data appended to `exported`) and
+/// rewrites A to read it as panels. The original weights stay: the embedded graph names them.
+/// Run before kir::layoutWeights. Without `withData` the packed weights are only declared (for
+/// printing the kernels of a program whose weights are elsewhere).
+llvm::Error packGemmWeights(kir::Program &program, ExportedProgram &exported, bool withData = true);
+
+} // namespace aotc
+
+#endif
