@@ -43,6 +43,14 @@ Value *identity(Builder &b, kir::ReduceOp op, DType t) {
   }
 }
 
+// Gathers are slow on the AVX-512 parts this code meets (a 16-lane gather costs more than the
+// scalar loads): the vectorizer reads strided elements with wide loads and shuffles instead.
+void preferNoGather(Function *f) {
+  std::string features = f->getFnAttribute("target-features").getValueAsString().str();
+  f->addFnAttr("target-features",
+               features.empty() ? "+prefer-no-gather" : features + ",+prefer-no-gather");
+}
+
 class KernelBody {
 public:
   KernelBody(Builder &b, const kir::EntryKernels &entry, const kir::LoopKernel &kernel,
@@ -127,12 +135,38 @@ private:
         "l" + Twine(d));
   }
 
+  static constexpr int64_t MaxUnrolledPoints = 16;
+
+  // The number of inner points of stage `s` from inner loop `j` on, when all those extents are
+  // constants.
+  static std::optional<int64_t> constantPoints(const kir::Stage &s, unsigned j) {
+    int64_t points = 1;
+    for (unsigned d = j; d < s.inner.size(); ++d) {
+      std::optional<int64_t> e = s.inner[d].constant();
+      if (!e || *e < 0 || *e > MaxUnrolledPoints)
+        return std::nullopt;
+      points *= *e;
+    }
+    return points;
+  }
+
   // Runs `body` at every inner point of a stage; `lin` is the row-major linear inner index.
   void inner(const kir::Stage &s, unsigned j, Value *lin, function_ref<void(Value *)> body) {
     if (j == s.inner.size()) {
       Ex.clearCache();
       body(lin);
       Ex.clearCache();
+      return;
+    }
+    // A small constant window (pooling, a direct convolution's taps) is unrolled, so that the
+    // outer loop becomes the innermost one and vectorizes.
+    if (std::optional<int64_t> points = constantPoints(s, j);
+        points && *points <= MaxUnrolledPoints) {
+      int64_t ext = *s.inner[j].constant();
+      for (int64_t v = 0; v < ext; ++v) {
+        Ex.loopVars[K.outer.size() + j] = B.getInt64(v);
+        inner(s, j + 1, B.CreateAdd(B.CreateMul(lin, B.getInt64(ext)), B.getInt64(v)), body);
+      }
       return;
     }
     Value *ext = Ex.sym(s.inner[j]);
@@ -235,20 +269,20 @@ void emitLoopKernel(ModuleEmitter &me, const kir::EntryKernels &entry,
                     const kir::LoopKernel &kernel, const StringMap<unsigned> &symIndex,
                     Builder &run, Value *exec, Value *closure, ArrayRef<Value *> runSyms) {
   LLVMContext &c = me.ctx();
-  std::set<unsigned> used, written;
+  std::set<unsigned> used;
   std::set<kir::ExprId> seen;
   for (const kir::Stage &s : kernel.stages) {
     collectLoads(entry, s.value, used, seen);
     collectLoads(entry, s.offset, used, seen);
-    if (s.kind == kir::Stage::Kind::Store) {
+    if (s.kind == kir::Stage::Kind::Store)
       used.insert(s.buffer);
-      written.insert(s.buffer);
-    }
   }
   std::vector<unsigned> usedList(used.begin(), used.end());
 
-  // The body takes the used buffers as separate pointers so that `noalias` can say which never
-  // overlap: distinct buffers, except two arena buffers (the memory plan may reuse a slot).
+  // The body takes the used buffers as separate pointers, all `noalias`: distinct buffers one
+  // step touches never overlap (the memory plan frees a slot only after the last step touching
+  // its occupant), so the vectorizer needs no run-time overlap checks, which clamped or computed
+  // indices would defeat.
   SmallVector<Type *, 16> params(usedList.size(), PointerType::getUnqual(c));
   params.append(entry.symbols.size(), Type::getInt64Ty(c));
   params.push_back(PointerType::getUnqual(c)); // the run's index-check flag
@@ -257,16 +291,9 @@ void emitLoopKernel(ModuleEmitter &me, const kir::EntryKernels &entry,
   std::string name = me.prefix() + kernel.name;
   Function *body = me.createFunction(bodyType, name + ".body");
   body->addFnAttr(Attribute::AlwaysInline);
-  auto isArena = [&](unsigned id) { return entry.buffers[id].kind == kir::Buffer::Kind::Arena; };
-  for (unsigned i = 0; i < usedList.size(); ++i) {
-    unsigned p = usedList[i];
-    bool noalias = true;
-    for (unsigned q : usedList)
-      if (q != p && (written.count(p) || written.count(q)) && isArena(p) && isArena(q))
-        noalias = false;
-    if (noalias)
-      body->addParamAttr(i, Attribute::NoAlias);
-  }
+  preferNoGather(body);
+  for (unsigned i = 0; i < usedList.size(); ++i)
+    body->addParamAttr(i, Attribute::NoAlias);
   {
     Builder b(BasicBlock::Create(c, "entry", body));
     SmallVector<Value *, 8> syms;
@@ -295,6 +322,7 @@ void emitLoopKernel(ModuleEmitter &me, const kir::EntryKernels &entry,
   }
 
   Function *task = me.createFunction(me.taskType(), name);
+  preferNoGather(task);
   {
     Builder b(BasicBlock::Create(c, "entry", task));
     SmallVector<Value *, 8> syms, buffers;
