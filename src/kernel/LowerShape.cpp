@@ -65,6 +65,12 @@ llvm::Error Lowerer::lowerShape(const Node &n) {
     if (auto l = realize(src); !l)
       return l.takeError();
   size_t rank = src->shape.size();
+  // A value built on row reductions (softmax, layer_norm) runs them once per row only in a kernel
+  // of its own shape; read through a view of another shape, each element would reduce its row
+  // again. It is realized first, and the view reads the buffer.
+  if (Options.fuse && !src->layout && rowSplit(src) < rank && !(shapeOf(n.result()) == src->shape))
+    if (auto l = realize(src); !l)
+      return l.takeError();
   std::optional<Layout> L = src->layout;
 
   if (n.kind() == OpKind::Split) {

@@ -159,6 +159,8 @@ const GemmCase Cases[] = {
     {2, 5, 33, 17, true, false},
     {1, 3, 5, 1, true, false},
     {2, 64, 65, 23, true, false},
+    // The dot path up to its largest m, both operands contiguous along k.
+    {1, 128, 37, 70, true, false},
 };
 
 // B as an im2col view of an NCHW input (kir::ConvWindow), read in place with padded strides

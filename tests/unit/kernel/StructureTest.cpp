@@ -69,6 +69,32 @@ entry @f(%0 : f32[batch, 3, 8] = input "x", %1 : f32[8] = parameter "ln.weight",
   EXPECT_EQ(k.outer.size(), 2u);
 }
 
+TEST(Structure, LayerNormThroughAReshapeReducesOncePerRow) {
+  // GPT-2 flattens [batch, seq, 768] to [batch*seq, 768] between layer_norm and the linear
+  // layer: the norm is one kernel over its own rows (reduce stages once per row, the row stored
+  // by a stage), not a kernel over the flattened shape reducing again for every element.
+  auto p = lowered(R"(graph @t opset 1.0
+dim batch in 1..16
+parameter "ln.weight" : f32[8]
+parameter "ln.bias" : f32[8]
+entry @f(%0 : f32[batch, 3, 8] = input "x", %1 : f32[8] = parameter "ln.weight", %2 : f32[8] = parameter "ln.bias", %3 : f32[8, 5] = input "w") {
+  %4 = aten.layer_norm(%0, %1, %2) {normalized_shape = [8]} : f32[batch, 3, 8]
+  %5 = aten.reshape(%4) {shape = [3*batch, 8]} : f32[3*batch, 8]
+  %6 = aten.mm(%5, %3) : f32[3*batch, 5]
+  return %6 as output "y"
+}
+)");
+  ASSERT_TRUE(p);
+  const kir::EntryKernels &e = p->entries[0];
+  ASSERT_EQ(countLoops(e), 1u) << printed(*p);
+  ASSERT_EQ(countGemms(e), 1u) << printed(*p);
+  const auto &k = std::get<kir::LoopKernel>(e.steps[0]);
+  EXPECT_EQ(k.outer.size(), 2u) << printed(*p);
+  ASSERT_FALSE(k.stages.empty());
+  EXPECT_EQ(k.stages.back().kind, kir::Stage::Kind::Store);
+  EXPECT_EQ(k.stages.back().inner.size(), 1u) << printed(*p);
+}
+
 TEST(Structure, LinearReluIsOneGemmWithEpilogue) {
   auto p = lowered(R"(graph @t opset 1.0
 dim batch in 1..64
