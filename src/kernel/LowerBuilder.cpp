@@ -165,34 +165,71 @@ static std::optional<int64_t> constOf(const Expr &e) {
   return std::nullopt;
 }
 
-// x when `e` is (x // c) * c for a constant c != 0, else NoExpr.
-static ExprId floorMultipleOf(const Lowerer &L, ExprId e, int64_t c) {
-  const Expr &mul = L.expr(e);
-  if (mul.kind != ExprKind::Binary || mul.binary != BinaryOp::Mul)
-    return NoExpr;
-  for (unsigned side = 0; side < 2; ++side) {
-    const Expr &div = L.expr(mul.operands[side]);
-    auto factor = constOf(L.expr(mul.operands[1 - side]));
-    if (factor && *factor == c && div.kind == ExprKind::Binary &&
-        div.binary == BinaryOp::FloorDiv && constOf(L.expr(div.operands[1])) == c)
-      return div.operands[0];
-  }
-  return NoExpr;
+// The value of an integer constant or a dim, as a symbolic expression.
+static std::optional<SymExpr> symOf(const Lowerer &L, ExprId e) {
+  const Expr &x = L.expr(e);
+  if (x.kind == ExprKind::Const && !isFloating(x.type))
+    return SymExpr(x.ival);
+  if (x.kind == ExprKind::Dim)
+    return x.sym;
+  return std::nullopt;
 }
 
-// Reshapes index a flattened dim as (x // c) * c + x % c; Python's floor division and modulo
-// make that x for any c != 0, and the index stays affine (contiguous loads vectorize). Finds the
-// (x // c) * c term among the Add chain `sum` and returns the chain without it, plus x.
-ExprId Lowerer::foldDivModPair(ExprId sum, ExprId mod) {
-  const Expr &m = expr(mod);
+namespace {
+// (x % c) * s, or x % c with s = 1.
+struct ModTerm {
+  ExprId x, scale;
+  SymExpr c, s;
+};
+} // namespace
+
+static std::optional<ModTerm> modTerm(const Lowerer &L, ExprId e) {
+  const Expr &t = L.expr(e);
+  ExprId mod = e, scale = NoExpr;
+  if (t.kind == ExprKind::Binary && t.binary == BinaryOp::Mul) {
+    for (unsigned side = 0; side < 2 && scale == NoExpr; ++side) {
+      const Expr &m = L.expr(t.operands[side]);
+      if (m.kind == ExprKind::Binary && m.binary == BinaryOp::Mod && symOf(L, t.operands[1 - side]))
+        mod = t.operands[side], scale = t.operands[1 - side];
+    }
+    if (scale == NoExpr)
+      return std::nullopt;
+  }
+  const Expr &m = L.expr(mod);
   if (m.kind != ExprKind::Binary || m.binary != BinaryOp::Mod)
+    return std::nullopt;
+  std::optional<SymExpr> c = symOf(L, m.operands[1]);
+  if (!c || *c == SymExpr(0))
+    return std::nullopt;
+  SymExpr s = scale == NoExpr ? SymExpr(1) : *symOf(L, scale);
+  return ModTerm{m.operands[0], scale, *c, s};
+}
+
+// Whether `e` is (x // c) * (c * s) for the mod term's x, c and s.
+static bool isFloorTerm(const Lowerer &L, ExprId e, const ModTerm &mt) {
+  const Expr &mul = L.expr(e);
+  if (mul.kind != ExprKind::Binary || mul.binary != BinaryOp::Mul)
+    return false;
+  for (unsigned side = 0; side < 2; ++side) {
+    const Expr &div = L.expr(mul.operands[side]);
+    std::optional<SymExpr> t = symOf(L, mul.operands[1 - side]);
+    if (t && div.kind == ExprKind::Binary && div.binary == BinaryOp::FloorDiv &&
+        div.operands[0] == mt.x && symOf(L, div.operands[1]) == mt.c && *t == mt.c * mt.s)
+      return true;
+  }
+  return false;
+}
+
+// Reshapes index a flattened dim as (x // c) * (c * s) + (x % c) * s; Python's floor division
+// and modulo make that x * s for any c != 0, and the index stays affine (contiguous loads
+// vectorize). Finds the first term among the Add chain `sum` and returns the chain without it,
+// plus x * s.
+ExprId Lowerer::foldDivModPair(ExprId sum, ExprId mod) {
+  std::optional<ModTerm> mt = modTerm(*this, mod);
+  if (!mt)
     return NoExpr;
-  auto c = constOf(expr(m.operands[1]));
-  if (!c || *c == 0)
-    return NoExpr;
-  ExprId x = m.operands[0];
-  if (floorMultipleOf(*this, sum, *c) == x)
-    return x;
+  if (isFloorTerm(*this, sum, *mt))
+    return mt->scale == NoExpr ? mt->x : imul(mt->x, mt->scale);
   const Expr &s = expr(sum);
   if (s.kind != ExprKind::Binary || s.binary != BinaryOp::Add)
     return NoExpr;
@@ -319,6 +356,52 @@ IndexList Lowerer::unflatten(ExprId linear, llvm::ArrayRef<SymExpr> dims) {
     inner = inner * dims[k];
   }
   return idx;
+}
+
+IndexList Lowerer::reshapeIndices(llvm::ArrayRef<ExprId> idx, llvm::ArrayRef<SymExpr> to,
+                                  llvm::ArrayRef<SymExpr> from) {
+  // Dims of extent 1 take no part: their index is 0. The others split into groups whose
+  // extents multiply to the same product on both sides (a merge, a split, or one dim kept), so
+  // each index only mixes the dims of its group.
+  llvm::SmallVector<size_t, 8> t, f;
+  for (size_t k = 0; k < to.size(); ++k)
+    if (!(to[k] == SymExpr(1)))
+      t.push_back(k);
+  for (size_t k = 0; k < from.size(); ++k)
+    if (!(from[k] == SymExpr(1)))
+      f.push_back(k);
+  IndexList out(from.size(), cInt(0));
+  size_t i = 0, j = 0;
+  while (i < t.size() && j < f.size()) {
+    // The shortest pair of runs t[i..i2), f[j..j2) with equal products; the rest, if none.
+    size_t i2 = t.size(), j2 = f.size();
+    SymExpr pt = 1;
+    bool found = false;
+    for (size_t a = i; a < t.size() && !found; ++a) {
+      pt = pt * to[t[a]];
+      SymExpr pf = 1;
+      for (size_t b = j; b < f.size(); ++b) {
+        pf = pf * from[f[b]];
+        if (pf == pt) {
+          i2 = a + 1, j2 = b + 1, found = true;
+          break;
+        }
+      }
+    }
+    llvm::SmallVector<ExprId, 4> part;
+    llvm::SmallVector<SymExpr, 4> partDims, fromDims;
+    for (size_t a = i; a < i2; ++a) {
+      part.push_back(idx[t[a]]);
+      partDims.push_back(to[t[a]]);
+    }
+    for (size_t b = j; b < j2; ++b)
+      fromDims.push_back(from[f[b]]);
+    IndexList sub = unflatten(flatten(part, partDims), fromDims);
+    for (size_t b = j; b < j2; ++b)
+      out[f[b]] = sub[b - j];
+    i = i2, j = j2;
+  }
+  return out;
 }
 
 ExprId Lowerer::flatten(llvm::ArrayRef<ExprId> idx, llvm::ArrayRef<SymExpr> dims) {

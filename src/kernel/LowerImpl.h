@@ -149,8 +149,8 @@ public:
   ExprId imod(ExprId a, ExprId b);
   ExprId imin(ExprId a, ExprId b);
   ExprId imax(ExprId a, ExprId b);
-  /// x when sum + mod is (x // c) * c + x % c (the first term anywhere in sum's Add chain),
-  /// with that term removed from the chain; NoExpr otherwise.
+  /// x * s when sum + mod is (x // c) * (c * s) + (x % c) * s (the first term anywhere in sum's Add
+  /// chain), with that term removed from the chain; NoExpr otherwise.
   ExprId foldDivModPair(ExprId sum, ExprId mod);
   ExprId clampIndex(ExprId i, const SymExpr &size);
   /// `i` clamped to [0, size - 1]; the run reports check `check` when it was outside.
@@ -163,6 +163,10 @@ public:
   /// The indices of the row-major linear position `linear` over `dims`.
   IndexList unflatten(ExprId linear, llvm::ArrayRef<SymExpr> dims);
   ExprId flatten(llvm::ArrayRef<ExprId> idx, llvm::ArrayRef<SymExpr> dims);
+  /// The indices into a row-major `from` of element `idx` of its reshape to `to`, dims merged or
+  /// split group by group (no index mixes dims of unrelated groups).
+  IndexList reshapeIndices(llvm::ArrayRef<ExprId> idx, llvm::ArrayRef<SymExpr> to,
+                           llvm::ArrayRef<SymExpr> from);
 
   // Values.
   LValue *newValue(DType dtype, Shape shape, LKind kind, std::string opName);

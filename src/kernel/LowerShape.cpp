@@ -115,7 +115,7 @@ llvm::Error Lowerer::lowerShape(const Node &n) {
           L.reset();
       }
       map = [this, shape, from](llvm::ArrayRef<ExprId> idx) {
-        return unflatten(flatten(idx, shape), from);
+        return reshapeIndices(idx, shape, from);
       };
     }
     break;

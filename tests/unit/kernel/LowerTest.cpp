@@ -242,6 +242,27 @@ entry @f(%0 : f32[batch, 3, 12] = input "x", %1 : f32[4, 3, 3] = input "w") {
                 {{{"batch", 1}}, {{"batch", 3}}}, 1e-4);
 }
 
+TEST(Lower, ReshapesMergeSplitAndRegroup) {
+  // Views of an unrealized pointwise value through reshapes that merge dynamic dims, split them,
+  // add and drop 1s, and regroup across dims ([2, 6] -> [3, 4]: one group of two dims each).
+  expectMatches(
+      R"(graph @t opset 1.0
+dim batch in 1..4
+dim seq in 1..5
+entry @f(%0 : f32[batch, seq, 2, 6] = input "x") {
+  %1 = aten.relu(%0) : f32[batch, seq, 2, 6]
+  %2 = aten.reshape(%1) {shape = [batch*seq, 1, 12]} : f32[batch*seq, 1, 12]
+  %3 = aten.neg(%2) : f32[batch*seq, 1, 12]
+  %4 = aten.reshape(%3) {shape = [batch, seq, 3, 4]} : f32[batch, seq, 3, 4]
+  %5 = aten.exp(%4) : f32[batch, seq, 3, 4]
+  %6 = aten.reshape(%5) {shape = [batch, 1, seq*12]} : f32[batch, 1, seq*12]
+  %7 = aten.add.Tensor(%6, %6) : f32[batch, 1, seq*12]
+  return %7 as output "y", %4 as output "z"
+}
+)",
+      {{{"batch", 1}, {"seq", 1}}, {{"batch", 2}, {"seq", 3}}, {{"batch", 4}, {"seq", 5}}}, 1e-6);
+}
+
 TEST(Lower, EmbeddingAndAttention) {
   expectMatches(
       R"(graph @t opset 1.0

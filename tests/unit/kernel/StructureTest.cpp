@@ -175,6 +175,27 @@ entry @f(%0 : f32[batch, 8, 4, 5] = input "x", %1 : f32[16, 8, 1, 1] = input "w"
   EXPECT_EQ(text.find(" % "), std::string::npos) << text;
 }
 
+TEST(Structure, MergingDynamicDimsStaysAffine) {
+  // relu over [batch, seq, 8] read as [batch*seq, 8] by a GEMM: the merged index splits as
+  // (r // seq, r % seq) only within its group, and (r // seq) * (8*seq) + (r % seq) * 8 folds back
+  // to r * 8: no division by seq is left per element.
+  auto p = lowered(R"(graph @t opset 1.0
+dim batch in 1..8
+dim seq in 1..64
+entry @f(%0 : f32[batch, seq, 8] = input "x", %1 : f32[8, 5] = input "w") {
+  %2 = aten.relu(%0) : f32[batch, seq, 8]
+  %3 = aten.reshape(%2) {shape = [batch*seq, 8]} : f32[batch*seq, 8]
+  %4 = aten.mm(%3, %1) : f32[batch*seq, 5]
+  return %4 as output "y"
+}
+)");
+  ASSERT_TRUE(p);
+  std::string text = printed(*p);
+  ASSERT_EQ(countLoops(p->entries[0]), 1u) << text;
+  EXPECT_EQ(text.find("//"), std::string::npos) << text;
+  EXPECT_EQ(text.find(" % "), std::string::npos) << text;
+}
+
 TEST(Structure, ConvBiasReluIsOneKernel) {
   auto p = lowered(R"(graph @t opset 1.0
 dim batch in 1..4
