@@ -27,6 +27,10 @@ GemmTiling gemmTiling(Variant v) {
 }
 
 static constexpr int64_t SmallM = 8, SmallNChunk = 256;
+// A conv view's segments table: per vector of columns, up to MaxSegments runs of one output row
+// (their first lanes, then their first columns' input offsets, then the count), SegmentStride
+// i32 entries apart.
+static constexpr unsigned MaxSegments = 4, SegmentStride = 16;
 // The dot path: A and B both contiguous along k (nn.Linear's weight as B) and m up to DotMaxM,
 // where packing B (a transpose, element by element) would cost a third or more of the product
 // (GPT-2's vocabulary projection at batch x seq = 128: 33 ms blocked, 25 ms here); tasks are
@@ -42,11 +46,16 @@ struct DotTile {
 DotTile dotTile(Variant v) { return v == Variant::X86_64_V4 ? DotTile{4, 4} : DotTile{3, 3}; }
 } // namespace
 
+// i32 entries of a conv view's tables: three column tables and the segments table.
+static uint64_t convTableEntries(const GemmTiling &t) {
+  return 3ull * t.paddedNc() + uint64_t(t.paddedNc() / t.vecWidth) * SegmentStride;
+}
+
 uint64_t gemmStackBytes(Variant v) {
   GemmTiling t = gemmTiling(v);
-  // The B block, an A micro-panel and a conv view's three column tables.
+  // The B block, an A micro-panel and a conv view's tables.
   uint64_t blocked =
-      4ull * (uint64_t(t.kc) * t.paddedNc() + uint64_t(t.mr) * t.kc + 3ull * t.paddedNc()) + 320;
+      4ull * (uint64_t(t.kc) * t.paddedNc() + uint64_t(t.mr) * t.kc + convTableEntries(t)) + 320;
   uint64_t small = 4ull * SmallM * SmallNChunk + 64;
   return std::max(blocked, small);
 }
@@ -324,6 +333,57 @@ void GemmEmitter::convColumns(Builder &b, const GemmValues &v, Value *n0, Value 
         put(2, off, b.getInt32(0));
       },
       "cc");
+  // Per vector of columns, its runs of one output row (segments table, see packBConv): where
+  // each starts, its first column's input offset, and how many there are.
+  unsigned vw = T.vecWidth;
+  Value *count = entryAlloca(b, i32, "segments");
+  emitLoop(
+      b, b.getInt64(0), b.getInt64(pnc / vw),
+      [&](Value *vec) {
+        Value *first = b.CreateMul(vec, b.getInt64(vw));
+        Value *seg = b.CreateInBoundsGEP(
+            i32, cols,
+            b.CreateAdd(b.getInt64(3 * pnc), b.CreateMul(vec, b.getInt64(SegmentStride))));
+        auto column = [&](unsigned table, Value *j) {
+          return b.CreateLoad(
+              i32, b.CreateInBoundsGEP(i32, cols, b.CreateAdd(b.getInt64(table * pnc), j)));
+        };
+        // Unused runs start past the last lane (no lane reads them) at offset 0.
+        for (unsigned s = 0; s < MaxSegments; ++s) {
+          b.CreateStore(b.getInt32(s == 0 ? 0 : vw), b.CreateConstInBoundsGEP1_32(i32, seg, s));
+          b.CreateStore(s == 0 ? static_cast<Value *>(column(2, first)) : b.getInt32(0),
+                        b.CreateConstInBoundsGEP1_32(i32, seg, MaxSegments + s));
+        }
+        b.CreateStore(b.getInt32(1), count);
+        emitLoop(
+            b, b.getInt64(1), b.getInt64(vw),
+            [&](Value *l) {
+              Value *j = b.CreateAdd(first, l);
+              Value *newRow =
+                  b.CreateICmpNE(column(0, j), column(0, b.CreateSub(j, b.getInt64(1))));
+              emitIf(
+                  b, newRow,
+                  [&] {
+                    Value *n = b.CreateLoad(i32, count);
+                    emitIf(
+                        b, b.CreateICmpULT(n, b.getInt32(MaxSegments)),
+                        [&] {
+                          Value *at = b.CreateZExt(n, b.getInt64Ty());
+                          b.CreateStore(b.CreateTrunc(l, i32), b.CreateInBoundsGEP(i32, seg, at));
+                          b.CreateStore(column(2, j),
+                                        b.CreateInBoundsGEP(
+                                            i32, seg, b.CreateAdd(at, b.getInt64(MaxSegments))));
+                        },
+                        [] {});
+                    b.CreateStore(b.CreateAdd(n, b.getInt32(1)), count);
+                  },
+                  [] {});
+            },
+            "cs");
+        b.CreateStore(b.CreateLoad(i32, count),
+                      b.CreateConstInBoundsGEP1_32(i32, seg, 2 * MaxSegments));
+      },
+      "cv");
 }
 
 // packB through the im2col window: per k row the (channel, tap) and so the base address are
@@ -344,6 +404,10 @@ void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k
   Value *zero = ConstantAggregateZero::get(fv);
   Value *unitStep =
       b.CreateAnd(b.CreateICmpEQ(w.sw, b.getInt64(1)), b.CreateICmpEQ(w.ws, b.getInt64(1)));
+  SmallVector<Constant *, 16> lanes;
+  for (unsigned l = 0; l < vw; ++l)
+    lanes.push_back(b.getInt32(l));
+  Value *lane = ConstantVector::get(lanes);
   emitLoop(
       b, b.getInt64(0), kc,
       [&](Value *p) {
@@ -373,26 +437,48 @@ void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k
                     b.CreateAnd(b.CreateICmpULT(ih, hv), b.CreateICmpULT(iw, wv), "inwindow");
                 Value *dst = b.CreateConstInBoundsGEP1_32(f32, dstRow, q * vw);
                 // Columns of one output row read adjacent inputs when the window moves by one
-                // element: one masked load instead of a gather.
-                auto entry = [&](unsigned t, Value *j) {
-                  return b.CreateLoad(
-                      i32, b.CreateInBoundsGEP(i32, cols, b.CreateAdd(b.getInt64(t * pnc), j)));
+                // element: a masked load per row the vector touches instead of a gather.
+                Value *seg = b.CreateInBoundsGEP(
+                    i32, cols,
+                    b.CreateAdd(b.getInt64(3 * pnc), b.CreateMul(b.CreateUDiv(j0, b.getInt64(vw)),
+                                                                 b.getInt64(SegmentStride))));
+                auto segEntry = [&](unsigned at) {
+                  return b.CreateLoad(i32, b.CreateConstInBoundsGEP1_32(i32, seg, at));
                 };
-                Value *lastCol = b.CreateAdd(j0, b.getInt64(vw - 1));
-                Value *oneRow =
-                    b.CreateAnd(unitStep, b.CreateICmpEQ(entry(0, j0), entry(0, lastCol)));
+                Value *segments = segEntry(2 * MaxSegments);
+                auto runLoad = [&](unsigned s) {
+                  // Lane l of run s reads base + offset(start) + (l - start).
+                  Value *start = segEntry(s);
+                  Value *at = b.CreateGEP(
+                      f32, base,
+                      b.CreateSExt(b.CreateSub(segEntry(MaxSegments + s), start), b.getInt64Ty()));
+                  Value *end =
+                      s + 1 < MaxSegments ? static_cast<Value *>(segEntry(s + 1)) : b.getInt32(vw);
+                  Value *inRun = b.CreateAnd(b.CreateICmpSGE(lane, b.CreateVectorSplat(vw, start)),
+                                             b.CreateICmpSLT(lane, b.CreateVectorSplat(vw, end)));
+                  return std::pair(
+                      b.CreateMaskedLoad(fv, at, Align(4), b.CreateAnd(mask, inRun), zero), inRun);
+                };
+                auto store = [&](Value *x) { b.CreateAlignedStore(x, dst, Align(4 * vw)); };
                 emitIf(
-                    b, oneRow,
+                    b, b.CreateAnd(unitStep, b.CreateICmpEQ(segments, b.getInt32(1))),
+                    [&] { store(runLoad(0).first); },
                     [&] {
-                      Value *at =
-                          b.CreateGEP(f32, base, b.CreateSExt(entry(2, j0), b.getInt64Ty()));
-                      b.CreateAlignedStore(b.CreateMaskedLoad(fv, at, Align(4), mask, zero), dst,
-                                           Align(4 * vw));
-                    },
-                    [&] {
-                      Value *ptrs = b.CreateGEP(f32, base, table(2));
-                      b.CreateAlignedStore(b.CreateMaskedGather(fv, ptrs, Align(4), mask, zero),
-                                           dst, Align(4 * vw));
+                      emitIf(
+                          b,
+                          b.CreateAnd(unitStep, b.CreateICmpULE(segments, b.getInt32(MaxSegments))),
+                          [&] {
+                            Value *x = zero;
+                            for (unsigned s = 0; s < MaxSegments; ++s) {
+                              auto [run, inRun] = runLoad(s);
+                              x = b.CreateSelect(inRun, run, x);
+                            }
+                            store(x);
+                          },
+                          [&] {
+                            Value *ptrs = b.CreateGEP(f32, base, table(2));
+                            store(b.CreateMaskedGather(fv, ptrs, Align(4), mask, zero));
+                          });
                     });
               }
             },
@@ -543,7 +629,7 @@ Function *GemmEmitter::blockedTask() {
   Value *ap = stackBuf(T.mr * T.kc, "apack");
   Value *cols = nullptr;
   if (v.win) {
-    AllocaInst *a = entryAlloca(b, ArrayType::get(b.getInt32Ty(), 3 * T.paddedNc()), "convcols");
+    AllocaInst *a = entryAlloca(b, ArrayType::get(b.getInt32Ty(), convTableEntries(T)), "convcols");
     a->setAlignment(Align(64));
     cols = a;
   }
