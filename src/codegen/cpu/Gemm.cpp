@@ -519,8 +519,8 @@ void GemmEmitter::packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, V
 }
 
 // Adds the MR x NR product of an A micro-panel and a B panel to the `rows` x `cols` block of C at
-// `c` (rows `ldc` apart), or stores it there when `loadC` is false. C is read and written with
-// masked vector accesses, so edge tiles need no scratch tile and nothing outside the block is
+// `c` (rows `ldc` apart), or stores it there when `loadC` is false. Edge tiles read and write C
+// with masked vector accesses, so they need no scratch tile and nothing outside the block is
 // touched.
 void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp, Value *kc,
                               Value *c, Value *ldc, Value *rows, Value *cols, Value *loadC) {
@@ -539,33 +539,51 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp
   for (unsigned l = 0; l < vw; ++l)
     lanes.push_back(b.getInt64(l));
   Value *lane = ConstantVector::get(lanes);
-  SmallVector<Value *, 32> masks(nacc);
+  // Whole tiles use plain accesses; edge tiles masks made where used, so that none is live
+  // across the k loop.
+  Value *full =
+      b.CreateAnd(b.CreateICmpEQ(rows, b.getInt64(T.mr)), b.CreateICmpEQ(cols, b.getInt64(T.nr())));
   Value *noLanes = Constant::getNullValue(FixedVectorType::get(b.getInt1Ty(), vw));
-  for (unsigned j = 0; j < T.nrVecs; ++j) {
-    Value *colMask =
-        b.CreateICmpSLT(lane, b.CreateVectorSplat(vw, b.CreateSub(cols, b.getInt64(j * vw))));
-    for (unsigned i = 0; i < T.mr; ++i)
-      masks[i * T.nrVecs + j] =
-          b.CreateSelect(b.CreateICmpSLT(b.getInt64(i), rows), colMask, noLanes);
-  }
-  SmallVector<Value *, 32> init(nacc);
+  auto masks = [&] {
+    SmallVector<Value *, 32> m(nacc);
+    for (unsigned j = 0; j < T.nrVecs; ++j) {
+      Value *colMask =
+          b.CreateICmpSLT(lane, b.CreateVectorSplat(vw, b.CreateSub(cols, b.getInt64(j * vw))));
+      for (unsigned i = 0; i < T.mr; ++i)
+        m[i * T.nrVecs + j] =
+            b.CreateSelect(b.CreateICmpSLT(b.getInt64(i), rows), colMask, noLanes);
+    }
+    return m;
+  };
   BasicBlock *load = BasicBlock::Create(ctx, "uk.loadc", f);
+  BasicBlock *loadFull = BasicBlock::Create(ctx, "uk.loadc.full", f);
+  BasicBlock *loadEdge = BasicBlock::Create(ctx, "uk.loadc.edge", f);
   BasicBlock *zero = BasicBlock::Create(ctx, "uk.zero", f);
   BasicBlock *pre = BasicBlock::Create(ctx, "uk.pre", f);
   b.CreateCondBr(loadC, load, zero);
   b.SetInsertPoint(load);
+  b.CreateCondBr(full, loadFull, loadEdge);
+  b.SetInsertPoint(loadFull);
+  SmallVector<Value *, 32> initFull(nacc), initEdge(nacc);
   for (unsigned i = 0; i < T.mr; ++i)
     for (unsigned j = 0; j < T.nrVecs; ++j)
-      init[i * T.nrVecs + j] =
-          b.CreateMaskedLoad(vt, cVec(i, j), Align(4), masks[i * T.nrVecs + j], zeroV);
+      initFull[i * T.nrVecs + j] = b.CreateAlignedLoad(vt, cVec(i, j), Align(4));
+  b.CreateBr(pre);
+  b.SetInsertPoint(loadEdge);
+  SmallVector<Value *, 32> m = masks();
+  for (unsigned i = 0; i < T.mr; ++i)
+    for (unsigned j = 0; j < T.nrVecs; ++j)
+      initEdge[i * T.nrVecs + j] =
+          b.CreateMaskedLoad(vt, cVec(i, j), Align(4), m[i * T.nrVecs + j], zeroV);
   b.CreateBr(pre);
   b.SetInsertPoint(zero);
   b.CreateBr(pre);
   b.SetInsertPoint(pre);
   SmallVector<Value *, 32> start(nacc);
   for (unsigned i = 0; i < nacc; ++i) {
-    PHINode *phi = b.CreatePHI(vt, 2, "acc.init");
-    phi->addIncoming(init[i], load);
+    PHINode *phi = b.CreatePHI(vt, 3, "acc.init");
+    phi->addIncoming(initFull[i], loadFull);
+    phi->addIncoming(initEdge[i], loadEdge);
     phi->addIncoming(zeroV, zero);
     start[i] = phi;
   }
@@ -603,9 +621,17 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp
     accs[i]->addIncoming(next[i], loop);
   b.CreateCondBr(b.CreateICmpSLT(pn, kc), loop, exit);
   b.SetInsertPoint(exit);
-  for (unsigned i = 0; i < T.mr; ++i)
-    for (unsigned j = 0; j < T.nrVecs; ++j)
-      b.CreateMaskedStore(next[i * T.nrVecs + j], cVec(i, j), Align(4), masks[i * T.nrVecs + j]);
+  emitIf(
+      b, full,
+      [&] {
+        for (unsigned i = 0; i < nacc; ++i)
+          b.CreateAlignedStore(next[i], cVec(i / T.nrVecs, i % T.nrVecs), Align(4));
+      },
+      [&] {
+        SmallVector<Value *, 32> m = masks();
+        for (unsigned i = 0; i < nacc; ++i)
+          b.CreateMaskedStore(next[i], cVec(i / T.nrVecs, i % T.nrVecs), Align(4), m[i]);
+      });
 }
 
 Function *GemmEmitter::blockedTask() {
