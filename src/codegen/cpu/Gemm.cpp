@@ -189,10 +189,10 @@ struct TaskSetup {
 };
 
 // GEMM task closure: { ptr entryClosure, i64 mChunk, i64 mChunks, i64 nBlocks, i64 nBlock,
-// i64 group (images per blocked task) }.
+// i64 group (images per blocked task), i64 fold (a group's columns packed without padding) }.
 StructType *gemmClosureType(LLVMContext &c) {
   Type *i64 = Type::getInt64Ty(c);
-  return StructType::get(c, {PointerType::getUnqual(c), i64, i64, i64, i64, i64});
+  return StructType::get(c, {PointerType::getUnqual(c), i64, i64, i64, i64, i64, i64});
 }
 
 class GemmEmitter {
@@ -209,13 +209,16 @@ private:
   Function *startTask(const Twine &suffix, Builder &b, TaskSetup &ts);
   void packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0, Value *n1,
              Value *bp);
-  void convColumns(Builder &b, const GemmValues &v, Value *n0, Value *n1, Value *cols);
-  void packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0,
-                 Value *n1, Value *bp, Value *cols);
+  void convColumns(Builder &b, const GemmValues &v, Value *n0, Value *n1, Value *fold,
+                   Value *images, Value *cols);
+  void packBFolded(Builder &b, const GemmValues &v, Value *bi0, Value *images, Value *k0, Value *kc,
+                   Value *bp);
+  void packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *panels,
+                 Value *bp, Value *cols);
   void packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
              Value *kc, Value *ap);
   void microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp, Value *kc, Value *c,
-                   Value *ldc, Value *rows, Value *cols, Value *loadC);
+                   Value *ldc, Value *rows, Value *cols, Value *c2, Value *cols2, Value *loadC);
 
   ModuleEmitter &ME;
   const kir::EntryKernels &Entry;
@@ -308,22 +311,83 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
       "pb");
 }
 
+// packB for folded images (B's columns adjacent, one n-block): the columns of images bi0 ..
+// bi0 + images - 1 one after the other, so a vector of columns reads at most two images (n >=
+// NR), each part one masked load; panels zero-padded past the last image.
+void GemmEmitter::packBFolded(Builder &b, const GemmValues &v, Value *bi0, Value *images, Value *k0,
+                              Value *kc, Value *bp) {
+  Type *f32 = b.getFloatTy();
+  unsigned vw = T.vecWidth;
+  auto *fv = FixedVectorType::get(f32, vw);
+  Value *zero = ConstantAggregateZero::get(fv);
+  SmallVector<Constant *, 16> lanes;
+  for (unsigned l = 0; l < vw; ++l)
+    lanes.push_back(b.getInt64(l));
+  Value *lane = ConstantVector::get(lanes);
+  Value *total = b.CreateMul(images, v.n);
+  Value *vectors =
+      b.CreateMul(b.CreateUDiv(b.CreateAdd(total, b.getInt64(T.nr() - 1)), b.getInt64(T.nr())),
+                  b.getInt64(T.nrVecs));
+  emitLoop(
+      b, b.getInt64(0), vectors,
+      [&](Value *vec) {
+        Value *v0 = b.CreateMul(vec, b.getInt64(vw));
+        Value *g = b.CreateUDiv(v0, v.n), *col = b.CreateURem(v0, v.n);
+        // Lanes [0, split) read image g from col; lanes [split, valid) image g + 1 from 0.
+        Value *valid = smin(b, b.getInt64(vw), b.CreateSub(total, v0));
+        Value *split = smin(b, valid, b.CreateSub(v.n, col));
+        Value *splitV = b.CreateVectorSplat(vw, split);
+        Value *first = b.CreateICmpSLT(lane, splitV);
+        Value *second = b.CreateAnd(b.CreateICmpSGE(lane, splitV),
+                                    b.CreateICmpSLT(lane, b.CreateVectorSplat(vw, valid)));
+        // Past the last image all lanes are off: the images are clamped to stay in the buffer.
+        Value *lastImage = b.CreateSub(v.batch, b.getInt64(1));
+        Value *bi = smin(b, b.CreateAdd(bi0, g), lastImage);
+        Value *next = smin(b, b.CreateAdd(bi, b.getInt64(1)), lastImage);
+        Value *jp = b.CreateUDiv(vec, b.getInt64(T.nrVecs));
+        Value *q = b.CreateURem(vec, b.getInt64(T.nrVecs));
+        emitLoop(
+            b, b.getInt64(0), kc,
+            [&](Value *p) {
+              Value *kk = b.CreateAdd(k0, p);
+              Value *a = b.CreateMaskedLoad(fv, ptrB(b, v, bi, kk, col), Align(4), first, zero);
+              Value *atNext =
+                  b.CreateGEP(f32, ptrB(b, v, next, kk, b.getInt64(0)), b.CreateNeg(split));
+              Value *c = b.CreateMaskedLoad(fv, atNext, Align(4), second, zero);
+              Value *dst = b.CreateInBoundsGEP(
+                  f32, bp,
+                  b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), b.getInt64(T.nr())),
+                              b.CreateMul(q, b.getInt64(vw))));
+              b.CreateAlignedStore(b.CreateSelect(first, a, c), dst, Align(4 * vw));
+            },
+            "pfp");
+      },
+      "pfv");
+}
+
 // A conv view's column tables for the n-block [n0, n1): three i32 arrays of paddedNc entries at
-// `cols`: the input row and column of each output column's window origin, and its offset in the
-// input plane. Columns past n1 get an origin far outside the input, so that they pack as zeros.
-void GemmEmitter::convColumns(Builder &b, const GemmValues &v, Value *n0, Value *n1, Value *cols) {
+// `cols`: the input row and column of each output column's window origin, and its offset from
+// the task's first image. Folded (`fold`), the columns run over `images` images one after the
+// other (n0 = 0, one n-block), the offsets including the image's. Columns past the end get an
+// origin far outside the input, so that they pack as zeros.
+void GemmEmitter::convColumns(Builder &b, const GemmValues &v, Value *n0, Value *n1, Value *fold,
+                              Value *images, Value *cols) {
   const WindowValues &w = *v.win;
   Type *i32 = b.getInt32Ty();
   unsigned pnc = T.paddedNc();
   Value *outside = b.getInt32(std::numeric_limits<int32_t>::min() / 2);
+  Value *end = b.CreateSelect(fold, b.CreateMul(images, v.n), n1);
   emitLoop(
       b, b.getInt64(0), b.getInt64(pnc),
       [&](Value *j) {
-        Value *col = b.CreateAdd(n0, j);
-        Value *in = b.CreateICmpSLT(col, n1);
+        Value *vcol = b.CreateAdd(n0, j);
+        Value *in = b.CreateICmpSLT(vcol, end);
+        Value *g = b.CreateSelect(fold, b.CreateUDiv(vcol, v.n), b.getInt64(0));
+        Value *col = b.CreateSelect(fold, b.CreateURem(vcol, v.n), vcol);
         Value *ih = b.CreateSub(b.CreateMul(b.CreateUDiv(col, w.ow), w.sh), w.ph);
         Value *iw = b.CreateSub(b.CreateMul(b.CreateURem(col, w.ow), w.sw), w.pw);
-        Value *off = b.CreateAdd(b.CreateMul(ih, w.hs), b.CreateMul(iw, w.ws));
+        Value *off = b.CreateAdd(b.CreateAdd(b.CreateMul(ih, w.hs), b.CreateMul(iw, w.ws)),
+                                 b.CreateMul(g, v.bBs));
         auto put = [&](unsigned table, Value *x, Value *dflt) {
           b.CreateStore(b.CreateSelect(in, b.CreateTrunc(x, i32), dflt),
                         b.CreateInBoundsGEP(i32, cols, b.CreateAdd(b.getInt64(table * pnc), j)));
@@ -333,7 +397,7 @@ void GemmEmitter::convColumns(Builder &b, const GemmValues &v, Value *n0, Value 
         put(2, off, b.getInt32(0));
       },
       "cc");
-  // Per vector of columns, its runs of one output row (segments table, see packBConv): where
+  // Per vector of columns, its runs of adjacent inputs (segments table, see packBConv): where
   // each starts, its first column's input offset, and how many there are.
   unsigned vw = T.vecWidth;
   Value *count = entryAlloca(b, i32, "segments");
@@ -359,8 +423,11 @@ void GemmEmitter::convColumns(Builder &b, const GemmValues &v, Value *n0, Value 
             b, b.getInt64(1), b.getInt64(vw),
             [&](Value *l) {
               Value *j = b.CreateAdd(first, l);
+              // A run ends where the next column's input is not the next element (a new
+              // output row, a new image, a stride).
               Value *newRow =
-                  b.CreateICmpNE(column(0, j), column(0, b.CreateSub(j, b.getInt64(1))));
+                  b.CreateICmpNE(column(2, j), b.CreateAdd(column(2, b.CreateSub(j, b.getInt64(1))),
+                                                           b.getInt32(1)));
               emitIf(
                   b, newRow,
                   [&] {
@@ -387,23 +454,21 @@ void GemmEmitter::convColumns(Builder &b, const GemmValues &v, Value *n0, Value 
 }
 
 // packB through the im2col window: per k row the (channel, tap) and so the base address are
-// fixed; each vector of NR-panel columns is one masked gather with 32-bit plane offsets.
+// fixed; each vector of NR-panel columns is a masked load per run of adjacent inputs (the
+// segments table), or one masked gather with 32-bit offsets.
 void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc,
-                            Value *n0, Value *n1, Value *bp, Value *cols) {
+                            Value *panels, Value *bp, Value *cols) {
   const WindowValues &w = *v.win;
   Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
   unsigned vw = T.vecWidth, pnc = T.paddedNc();
   auto *fv = FixedVectorType::get(f32, vw);
   auto *iv = FixedVectorType::get(i32, vw);
   Value *nr = b.getInt64(T.nr());
-  Value *panels = b.CreateUDiv(b.CreateAdd(b.CreateSub(n1, n0), b.getInt64(T.nr() - 1)), nr);
   Value *taps = b.CreateMul(w.kh, w.kw);
   Value *hv = b.CreateVectorSplat(vw, b.CreateTrunc(w.h, i32));
   Value *wv = b.CreateVectorSplat(vw, b.CreateTrunc(w.w, i32));
   Value *image = b.CreateGEP(f32, v.b, b.CreateAdd(v.bOff, b.CreateMul(bi, v.bBs)));
   Value *zero = ConstantAggregateZero::get(fv);
-  Value *unitStep =
-      b.CreateAnd(b.CreateICmpEQ(w.sw, b.getInt64(1)), b.CreateICmpEQ(w.ws, b.getInt64(1)));
   SmallVector<Constant *, 16> lanes;
   for (unsigned l = 0; l < vw; ++l)
     lanes.push_back(b.getInt32(l));
@@ -461,12 +526,10 @@ void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k
                 };
                 auto store = [&](Value *x) { b.CreateAlignedStore(x, dst, Align(4 * vw)); };
                 emitIf(
-                    b, b.CreateAnd(unitStep, b.CreateICmpEQ(segments, b.getInt32(1))),
-                    [&] { store(runLoad(0).first); },
+                    b, b.CreateICmpEQ(segments, b.getInt32(1)), [&] { store(runLoad(0).first); },
                     [&] {
                       emitIf(
-                          b,
-                          b.CreateAnd(unitStep, b.CreateICmpULE(segments, b.getInt32(MaxSegments))),
+                          b, b.CreateICmpULE(segments, b.getInt32(MaxSegments)),
                           [&] {
                             Value *x = zero;
                             for (unsigned s = 0; s < MaxSegments; ++s) {
@@ -519,11 +582,13 @@ void GemmEmitter::packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, V
 }
 
 // Adds the MR x NR product of an A micro-panel and a B panel to the `rows` x `cols` block of C at
-// `c` (rows `ldc` apart), or stores it there when `loadC` is false. Edge tiles read and write C
-// with masked vector accesses, so they need no scratch tile and nothing outside the block is
-// touched.
+// `c` (rows `ldc` apart), or stores it there when `loadC` is false; the tile's next `cols2`
+// columns (folded images: the next image's first columns) go to the block at `c2`. Edge tiles
+// read and write C with masked vector accesses, so they need no scratch tile and nothing outside
+// the blocks is touched.
 void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp, Value *kc,
-                              Value *c, Value *ldc, Value *rows, Value *cols, Value *loadC) {
+                              Value *c, Value *ldc, Value *rows, Value *cols, Value *c2,
+                              Value *cols2, Value *loadC) {
   LLVMContext &ctx = b.getContext();
   Function *f = b.GetInsertBlock()->getParent();
   Type *f32 = b.getFloatTy();
@@ -544,16 +609,27 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp
   Value *full =
       b.CreateAnd(b.CreateICmpEQ(rows, b.getInt64(T.mr)), b.CreateICmpEQ(cols, b.getInt64(T.nr())));
   Value *noLanes = Constant::getNullValue(FixedVectorType::get(b.getInt1Ty(), vw));
-  auto masks = [&] {
+  // Masks of the first block's lanes, or of the second's.
+  auto masks = [&](bool second) {
     SmallVector<Value *, 32> m(nacc);
     for (unsigned j = 0; j < T.nrVecs; ++j) {
-      Value *colMask =
-          b.CreateICmpSLT(lane, b.CreateVectorSplat(vw, b.CreateSub(cols, b.getInt64(j * vw))));
+      Value *col = b.CreateAdd(lane, b.CreateVectorSplat(vw, b.getInt64(j * vw)));
+      Value *colMask = b.CreateICmpSLT(col, b.CreateVectorSplat(vw, cols));
+      if (second)
+        colMask =
+            b.CreateAnd(b.CreateNot(colMask),
+                        b.CreateICmpSLT(col, b.CreateVectorSplat(vw, b.CreateAdd(cols, cols2))));
       for (unsigned i = 0; i < T.mr; ++i)
         m[i * T.nrVecs + j] =
             b.CreateSelect(b.CreateICmpSLT(b.getInt64(i), rows), colMask, noLanes);
     }
     return m;
+  };
+  // Vector (i, j) of the second block: lane l is its column j * vw + l - cols.
+  auto cVec2 = [&](unsigned i, unsigned j) {
+    return b.CreateGEP(
+        f32, c2,
+        b.CreateSub(b.CreateAdd(b.CreateMul(b.getInt64(i), ldc), b.getInt64(j * vw)), cols));
   };
   BasicBlock *load = BasicBlock::Create(ctx, "uk.loadc", f);
   BasicBlock *loadFull = BasicBlock::Create(ctx, "uk.loadc.full", f);
@@ -570,11 +646,13 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp
       initFull[i * T.nrVecs + j] = b.CreateAlignedLoad(vt, cVec(i, j), Align(4));
   b.CreateBr(pre);
   b.SetInsertPoint(loadEdge);
-  SmallVector<Value *, 32> m = masks();
+  SmallVector<Value *, 32> m = masks(false), m2 = masks(true);
   for (unsigned i = 0; i < T.mr; ++i)
-    for (unsigned j = 0; j < T.nrVecs; ++j)
-      initEdge[i * T.nrVecs + j] =
-          b.CreateMaskedLoad(vt, cVec(i, j), Align(4), m[i * T.nrVecs + j], zeroV);
+    for (unsigned j = 0; j < T.nrVecs; ++j) {
+      unsigned x = i * T.nrVecs + j;
+      Value *second = b.CreateMaskedLoad(vt, cVec2(i, j), Align(4), m2[x], zeroV);
+      initEdge[x] = b.CreateMaskedLoad(vt, cVec(i, j), Align(4), m[x], second);
+    }
   b.CreateBr(pre);
   b.SetInsertPoint(zero);
   b.CreateBr(pre);
@@ -628,9 +706,11 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp
           b.CreateAlignedStore(next[i], cVec(i / T.nrVecs, i % T.nrVecs), Align(4));
       },
       [&] {
-        SmallVector<Value *, 32> m = masks();
-        for (unsigned i = 0; i < nacc; ++i)
+        SmallVector<Value *, 32> m = masks(false), m2 = masks(true);
+        for (unsigned i = 0; i < nacc; ++i) {
           b.CreateMaskedStore(next[i], cVec(i / T.nrVecs, i % T.nrVecs), Align(4), m[i]);
+          b.CreateMaskedStore(next[i], cVec2(i / T.nrVecs, i % T.nrVecs), Align(4), m2[i]);
+        }
       });
 }
 
@@ -661,6 +741,8 @@ Function *GemmEmitter::blockedTask() {
   }
   ExprEmitter ex(ME, b, Entry, SymIndex, ts.syms, ts.buffers);
   Value *group = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 5));
+  Value *fold = b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 6)),
+                               b.getInt64(0));
   Value *nr = b.getInt64(T.nr()), *mr = b.getInt64(T.mr), *kcMax = b.getInt64(T.kc);
   auto ceilDiv = [&](Value *x, Value *y) {
     return b.CreateUDiv(b.CreateAdd(x, b.CreateSub(y, b.getInt64(1))), y);
@@ -681,8 +763,14 @@ Function *GemmEmitter::blockedTask() {
         Value *n1 = smin(b, v.n, b.CreateAdd(n0, nBlock));
         Value *kBlocks = ceilDiv(v.k, kcMax);
         Value *imagePanels = ceilDiv(b.CreateSub(n1, n0), nr);
+        // Folded, the images' columns follow one another without padding (the n-block is all of
+        // n, at least NR wide): panel jp holds columns jp*NR .. of the concatenation, a tile
+        // spans at most two images. Else each image's columns start a panel.
+        Value *folded = b.CreateAnd(fold, b.CreateICmpSGT(images, b.getInt64(1)));
+        Value *panels = b.CreateSelect(folded, ceilDiv(b.CreateMul(images, v.n), nr),
+                                       b.CreateMul(images, imagePanels));
         if (v.win)
-          convColumns(b, v, n0, n1, cols);
+          convColumns(b, v, n0, n1, folded, images, cols);
         emitLoop(
             b, b.getInt64(0), kBlocks,
             [&](Value *kb) {
@@ -690,19 +778,36 @@ Function *GemmEmitter::blockedTask() {
               Value *kc = smin(b, kcMax, b.CreateSub(v.k, k0));
               Value *first = b.CreateICmpEQ(kb, b.getInt64(0));
               Value *last = b.CreateICmpEQ(b.CreateAdd(kb, b.getInt64(1)), kBlocks);
-              // Image g's panels follow image g-1's in the B block.
-              Value *imageBlock = b.CreateMul(b.CreateMul(imagePanels, kc), nr);
-              emitLoop(
-                  b, b.getInt64(0), images,
-                  [&](Value *g) {
-                    Value *bi = b.CreateAdd(bi0, g);
-                    Value *dst = b.CreateInBoundsGEP(f32, bp, b.CreateMul(g, imageBlock));
-                    if (v.win)
-                      packBConv(b, v, bi, k0, kc, n0, n1, dst, cols);
-                    else
-                      packB(b, v, bi, k0, kc, n0, n1, dst);
-                  },
-                  "pg");
+              if (v.win) {
+                // The column tables hold every image's columns (folded) or the block's.
+                emitIf(
+                    b, folded, [&] { packBConv(b, v, bi0, k0, kc, panels, bp, cols); },
+                    [&] {
+                      Value *imageBlock = b.CreateMul(b.CreateMul(imagePanels, kc), nr);
+                      emitLoop(
+                          b, b.getInt64(0), images,
+                          [&](Value *g) {
+                            packBConv(b, v, b.CreateAdd(bi0, g), k0, kc, imagePanels,
+                                      b.CreateInBoundsGEP(f32, bp, b.CreateMul(g, imageBlock)),
+                                      cols);
+                          },
+                          "pg");
+                    });
+              } else {
+                emitIf(
+                    b, folded, [&] { packBFolded(b, v, bi0, images, k0, kc, bp); },
+                    [&] {
+                      // Image g's panels follow image g-1's in the B block.
+                      Value *imageBlock = b.CreateMul(b.CreateMul(imagePanels, kc), nr);
+                      emitLoop(
+                          b, b.getInt64(0), images,
+                          [&](Value *g) {
+                            packB(b, v, b.CreateAdd(bi0, g), k0, kc, n0, n1,
+                                  b.CreateInBoundsGEP(f32, bp, b.CreateMul(g, imageBlock)));
+                          },
+                          "pg");
+                    });
+              }
               Value *rowPanels = ceilDiv(b.CreateSub(m1, m0), mr);
               emitLoop(
                   b, b.getInt64(0), rowPanels,
@@ -717,43 +822,64 @@ Function *GemmEmitter::blockedTask() {
                     else
                       packA(b, v, bi0, i0, mrEff, k0, kc, ap);
                     emitLoop(
-                        b, b.getInt64(0), b.CreateMul(images, imagePanels),
+                        b, b.getInt64(0), panels,
                         [&](Value *jp) {
-                          Value *bi = b.CreateAdd(bi0, b.CreateUDiv(jp, imagePanels));
-                          Value *col0 =
-                              b.CreateAdd(n0, b.CreateMul(b.CreateURem(jp, imagePanels), nr));
-                          Value *nrEff = smin(b, nr, b.CreateSub(n1, col0));
+                          // The tile's columns: nrEff of image bi from col0, then (folded)
+                          // nrEff2 of image bi + 1 from its first column.
+                          Value *vcol = b.CreateMul(jp, nr);
+                          Value *foldedBi = b.CreateAdd(bi0, b.CreateUDiv(vcol, v.n));
+                          Value *foldedCol = b.CreateURem(vcol, v.n);
+                          Value *bi = b.CreateSelect(
+                              folded, foldedBi, b.CreateAdd(bi0, b.CreateUDiv(jp, imagePanels)));
+                          Value *col0 = b.CreateSelect(
+                              folded, foldedCol,
+                              b.CreateAdd(n0, b.CreateMul(b.CreateURem(jp, imagePanels), nr)));
+                          Value *colEnd = b.CreateSelect(folded, v.n, n1);
+                          Value *nrEff = smin(b, nr, b.CreateSub(colEnd, col0));
+                          Value *rest =
+                              smin(b, b.CreateSub(nr, nrEff),
+                                   b.CreateSub(b.CreateMul(images, v.n), b.CreateAdd(vcol, nrEff)));
+                          Value *nrEff2 = b.CreateSelect(folded, rest, b.getInt64(0));
+                          Value *bi2 = smin(b, b.CreateAdd(bi, b.getInt64(1)),
+                                            b.CreateSub(v.batch, b.getInt64(1)));
                           Value *panel =
                               b.CreateInBoundsGEP(f32, bp, b.CreateMul(b.CreateMul(jp, kc), nr));
                           // Every tile accumulates in C itself; the epilogue runs in place once
                           // the last k block is in.
                           Value *cBlock =
                               b.CreateInBoundsGEP(f32, v.out, outOffset(b, v, bi, i0, col0));
+                          Value *cBlock2 = b.CreateInBoundsGEP(
+                              f32, v.out, outOffset(b, v, bi2, i0, b.getInt64(0)));
                           microKernel(b, aPanel, v.aPanels ? kir::PanelRows : T.mr, panel, kc,
-                                      cBlock, v.n, mrEff, nrEff, b.CreateNot(first));
-                          if (G.epilogue != kir::NoExpr)
-                            emitIf(
-                                b, last,
-                                [&] {
-                                  emitLoop(
-                                      b, b.getInt64(0), mrEff,
-                                      [&](Value *i) {
-                                        Value *row = b.CreateAdd(i0, i);
-                                        emitParallelLoop(
-                                            b, b.getInt64(0), nrEff,
-                                            [&](Value *j) {
-                                              Value *col = b.CreateAdd(col0, j);
-                                              Value *s = b.CreateLoad(
-                                                  f32,
-                                                  b.CreateInBoundsGEP(
-                                                      f32, v.out, outOffset(b, v, bi, row, col)));
-                                              storeOut(b, ex, G, v, bi, row, col, s, true);
-                                            },
-                                            "ej");
+                                      cBlock, v.n, mrEff, nrEff, cBlock2, nrEff2,
+                                      b.CreateNot(first));
+                          if (G.epilogue == kir::NoExpr)
+                            return;
+                          auto epilogue = [&](Value *image, Value *from, Value *count) {
+                            emitLoop(
+                                b, b.getInt64(0), mrEff,
+                                [&](Value *i) {
+                                  Value *row = b.CreateAdd(i0, i);
+                                  emitParallelLoop(
+                                      b, b.getInt64(0), count,
+                                      [&](Value *j) {
+                                        Value *col = b.CreateAdd(from, j);
+                                        Value *s = b.CreateLoad(
+                                            f32, b.CreateInBoundsGEP(
+                                                     f32, v.out, outOffset(b, v, image, row, col)));
+                                        storeOut(b, ex, G, v, image, row, col, s, true);
                                       },
-                                      "ei");
+                                      "ej");
                                 },
-                                [] {});
+                                "ei");
+                          };
+                          emitIf(
+                              b, last,
+                              [&] {
+                                epilogue(bi, col0, nrEff);
+                                epilogue(bi2, b.getInt64(0), nrEff2);
+                              },
+                              [] {});
                         },
                         "jp");
                   },
@@ -1094,6 +1220,18 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
         b.CreateStore(nBlocks, b.CreateStructGEP(gct, gclosure, 3));
         b.CreateStore(nBlock, b.CreateStructGEP(gct, gclosure, 4));
         b.CreateStore(group, b.CreateStructGEP(gct, gclosure, 5));
+        // Folding the group's columns needs one n-block at least a panel wide, and B's columns
+        // adjacent (a plain B) or image offsets that fit the conv tables' 32 bits.
+        Value *fold = b.CreateAnd(b.CreateICmpSGT(group, b.getInt64(1)),
+                                  b.CreateAnd(b.CreateICmpEQ(nBlocks, b.getInt64(1)),
+                                              b.CreateICmpSGE(v.n, b.getInt64(t.nr()))));
+        if (g.b.conv)
+          fold =
+              b.CreateAnd(fold, b.CreateICmpSLT(b.CreateMul(group, v.bBs),
+                                                b.getInt64(std::numeric_limits<int32_t>::max())));
+        else
+          fold = b.CreateAnd(fold, b.CreateICmpEQ(v.bCs, b.getInt64(1)));
+        b.CreateStore(b.CreateZExt(fold, b.getInt64Ty()), b.CreateStructGEP(gct, gclosure, 6));
         Value *total = b.CreateMul(have, mChunks);
         Value *per = b.CreateMul(b.CreateMul(b.CreateMul(mChunk, nBlock), v.k), group);
         emitDispatch(me, b, exec, blocked, gclosure, total, per);

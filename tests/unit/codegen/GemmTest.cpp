@@ -18,13 +18,15 @@ namespace {
 
 struct GemmCase {
   int64_t batch, m, n, k;
-  bool transposedB; // B stored [batch, n, k] (nn.Linear's weight), else [batch, k, n]
-  bool transposedA; // A stored [batch, k, m], else [batch, m, k]
+  bool transposedB;     // B stored [batch, n, k] (nn.Linear's weight), else [batch, k, n]
+  bool transposedA;     // A stored [batch, k, m], else [batch, m, k]
+  bool sharedA = false; // one A for every batch element (batch stride 0, a convolution's weight)
 };
 
 std::string name(const GemmCase &g) {
   return std::to_string(g.batch) + "x" + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
-         std::to_string(g.k) + (g.transposedB ? "_bT" : "") + (g.transposedA ? "_aT" : "");
+         std::to_string(g.k) + (g.transposedB ? "_bT" : "") + (g.transposedA ? "_aT" : "") +
+         (g.sharedA ? "_aShared" : "");
 }
 
 class GemmTest : public ::testing::TestWithParam<std::tuple<Variant, GemmCase, bool>> {
@@ -72,7 +74,7 @@ kir::Program gemmProgram(const GemmCase &g, bool epilogue) {
   c.n = g.n;
   c.k = g.k;
   c.a.buffer = 0;
-  c.a.batchStride = m * g.k;
+  c.a.batchStride = g.sharedA ? SymExpr(0) : m * g.k;
   c.a.rowStride = g.transposedA ? SymExpr(1) : SymExpr(g.k);
   c.a.colStride = g.transposedA ? m : SymExpr(1);
   c.b.buffer = 1;
@@ -108,6 +110,8 @@ TEST_P(GemmTest, MatchesDoubleReference) {
   std::vector<uint8_t> blob(p.weightBytes);
   std::memcpy(blob.data() + 64, bias.data(), g.n * 4);
   auto A = [&](int64_t bi, int64_t i, int64_t kk) {
+    if (g.sharedA)
+      bi = 0;
     return g.transposedA ? a[bi * g.m * g.k + kk * g.m + i] : a[bi * g.m * g.k + i * g.k + kk];
   };
   auto B = [&](int64_t bi, int64_t kk, int64_t j) {
@@ -161,6 +165,11 @@ const GemmCase Cases[] = {
     {2, 64, 65, 23, true, false},
     // The dot path up to its largest m, both operands contiguous along k.
     {1, 128, 37, 70, true, false},
+    // A shared by all batch elements and narrow n: a blocked task packs the group's columns one
+    // after the other (tiles spanning two batch elements), several k blocks, edge rows.
+    {6, 40, 45, 30, false, false, true},
+    {5, 13, 33, 300, false, false, true},
+    {3, 30, 20, 40, false, false, true},
 };
 
 // B as an im2col view of an NCHW input (kir::ConvWindow), read in place with padded strides
