@@ -140,6 +140,25 @@ static Value *withReassoc(Value *v) {
 Value *reassocAdd(Builder &b, Value *x, Value *y) { return withReassoc(b.CreateFAdd(x, y)); }
 Value *reassocMul(Builder &b, Value *x, Value *y) { return withReassoc(b.CreateFMul(x, y)); }
 
+void emitIf(Builder &b, Value *cond, function_ref<void()> then, function_ref<void()> otherwise) {
+  Function *f = b.GetInsertBlock()->getParent();
+  LLVMContext &c = f->getContext();
+  BasicBlock *t = BasicBlock::Create(c, "then", f), *e = BasicBlock::Create(c, "else", f),
+             *j = BasicBlock::Create(c, "endif", f);
+  b.CreateCondBr(cond, t, e);
+  b.SetInsertPoint(t);
+  then();
+  b.CreateBr(j);
+  b.SetInsertPoint(e);
+  otherwise();
+  b.CreateBr(j);
+  b.SetInsertPoint(j);
+}
+
+Value *smin(Builder &b, Value *x, Value *y) {
+  return b.CreateBinaryIntrinsic(Intrinsic::smin, x, y);
+}
+
 AllocaInst *entryAlloca(Builder &b, Type *type, const Twine &name) {
   Function *f = b.GetInsertBlock()->getParent();
   IRBuilder<> eb(&f->getEntryBlock(), f->getEntryBlock().begin());

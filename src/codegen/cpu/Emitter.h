@@ -74,6 +74,11 @@ void emitLoop(Builder &b, llvm::Value *begin, llvm::Value *end,
 /// alias checks.
 void emitParallelLoop(Builder &b, llvm::Value *begin, llvm::Value *end,
                       llvm::function_ref<void(llvm::Value *)> body, const llvm::Twine &name = "i");
+/// if (cond) then() else otherwise(); the builder ends after both.
+void emitIf(Builder &b, llvm::Value *cond, llvm::function_ref<void()> then,
+            llvm::function_ref<void()> otherwise);
+/// Signed minimum of two integers.
+llvm::Value *smin(Builder &b, llvm::Value *x, llvm::Value *y);
 /// An alloca in the function's entry block.
 llvm::AllocaInst *entryAlloca(Builder &b, llvm::Type *type, const llvm::Twine &name = "");
 

@@ -1,0 +1,95 @@
+// Internals of the GEMM library kernels shared by Gemm.cpp (tiling, micro-kernel, tasks,
+// dispatch) and GemmPack.cpp (packing A and B, a conv view's column tables).
+#ifndef AOTC_CODEGEN_CPU_GEMMEMITTER_H
+#define AOTC_CODEGEN_CPU_GEMMEMITTER_H
+
+#include "codegen/cpu/Emitter.h"
+
+#include <optional>
+
+namespace aotc::cpu::gemm {
+
+// Internal to the two GEMM files, which both work in LLVM's names throughout.
+using namespace llvm;
+
+// A conv view's segments table: per vector of columns, up to MaxSegments runs of adjacent inputs
+// (their first lanes, then their first columns' input offsets, then the count), SegmentStride
+// i32 entries apart.
+inline constexpr unsigned MaxSegments = 4, SegmentStride = 16;
+
+/// i32 entries of a conv view's tables: three column tables and the segments table.
+uint64_t convTableEntries(const GemmTiling &t);
+
+// A conv-view B operand's window (kir::ConvWindow), as values.
+struct WindowValues {
+  Value *chs, *hs, *ws, *h, *w, *kh, *kw, *sh, *sw, *ph, *pw, *dh, *dw, *ow;
+};
+
+// The GEMM's sizes and operand addressing, as values inside one function.
+struct GemmValues {
+  Value *batch, *m, *n, *k;
+  Value *aOff, *aBs, *aRs, *aCs, *bOff, *bBs, *bRs, *bCs;
+  Value *a, *b, *out;
+  std::optional<WindowValues> win;
+  bool aPanels = false; // A is stored as kir::PanelRows-row panels
+};
+
+/// The GEMM's values at the builder's position.
+GemmValues gemmValues(Builder &b, const kir::GemmCall &g, const StringMap<unsigned> &symIndex,
+                      ArrayRef<Value *> syms, ArrayRef<Value *> buffers);
+/// Addresses of A[bi, row, col] and B[bi, row, col] (B not through a conv window).
+Value *ptrA(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col);
+Value *ptrB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col);
+/// B[bi, row, col], through the window of a conv view (0 outside the input).
+Value *loadB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col);
+/// The element offset of out[bi, i, j].
+Value *outOffset(Builder &b, const GemmValues &v, Value *bi, Value *i, Value *j);
+/// Stores out[bi, i, j] = epilogue(s), or s when there is no epilogue or `withEpilogue` is false.
+void storeOut(Builder &b, ExprEmitter &ex, const kir::GemmCall &g, const GemmValues &v, Value *bi,
+              Value *i, Value *j, Value *s, bool withEpilogue);
+
+struct TaskSetup {
+  Function *fn;
+  SmallVector<Value *, 8> syms, buffers;
+  Value *begin, *end, *gclosure;
+};
+
+/// The closure every GEMM task gets (see Gemm.cpp).
+StructType *gemmClosureType(LLVMContext &c);
+
+/// Emits the task functions of one GEMM call.
+class GemmEmitter {
+public:
+  GemmEmitter(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::GemmCall &g,
+              const StringMap<unsigned> &symIndex)
+      : ME(me), Entry(entry), G(g), SymIndex(symIndex), T(gemmTiling(me.variant())) {}
+
+  Function *blockedTask();
+  Function *smallTask();
+  Function *dotTask();
+
+private:
+  Function *startTask(const Twine &suffix, Builder &b, TaskSetup &ts);
+  void packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0, Value *n1,
+             Value *bp);
+  void convColumns(Builder &b, const GemmValues &v, Value *n0, Value *n1, Value *fold,
+                   Value *images, Value *cols);
+  void packBFolded(Builder &b, const GemmValues &v, Value *bi0, Value *images, Value *k0, Value *kc,
+                   Value *bp);
+  void packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *panels,
+                 Value *bp, Value *cols);
+  void packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
+             Value *kc, Value *ap);
+  void microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp, Value *kc, Value *c,
+                   Value *ldc, Value *rows, Value *cols, Value *c2, Value *cols2, Value *loadC);
+
+  ModuleEmitter &ME;
+  const kir::EntryKernels &Entry;
+  const kir::GemmCall &G;
+  const StringMap<unsigned> &SymIndex;
+  GemmTiling T;
+};
+
+} // namespace aotc::cpu::gemm
+
+#endif

@@ -1,0 +1,351 @@
+// GEMM packing: B into NR-column panels per KC x NC block (plain, folded over a group of
+// images, or through a convolution's im2col window with its column and segments tables), A into
+// MR-row micro-panels.
+#include "codegen/cpu/GemmEmitter.h"
+
+#include <limits>
+
+namespace aotc::cpu::gemm {
+
+void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0,
+                        Value *n1, Value *bp) {
+  // Panel jp holds columns n0 + jp*NR ..; element (p, j) at bp[(jp*kc + p)*NR + j], zero-padded.
+  Value *nr = b.getInt64(T.nr());
+  Value *panels = b.CreateUDiv(b.CreateAdd(b.CreateSub(n1, n0), b.getInt64(T.nr() - 1)), nr);
+  Type *f32 = b.getFloatTy();
+  unsigned vw = T.vecWidth;
+  auto *fv = FixedVectorType::get(f32, vw);
+  SmallVector<Constant *, 16> lanes;
+  for (unsigned l = 0; l < vw; ++l)
+    lanes.push_back(b.getInt64(l));
+  Value *lane = ConstantVector::get(lanes);
+  auto dst = [&](Value *jp, Value *p, Value *j) {
+    return b.CreateInBoundsGEP(
+        f32, bp, b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), nr), j));
+  };
+  emitLoop(
+      b, b.getInt64(0), panels,
+      [&](Value *jp) {
+        Value *col0 = b.CreateAdd(n0, b.CreateMul(jp, nr));
+        Value *jn = smin(b, nr, b.CreateSub(n1, col0));
+        // Contiguous reads either way: along n when B's columns are adjacent (masked vector
+        // loads, the padding zeroed by the mask), else along k.
+        emitIf(
+            b, b.CreateICmpEQ(v.bCs, b.getInt64(1)),
+            [&] {
+              SmallVector<Value *, 4> masks;
+              for (unsigned q = 0; q < T.nrVecs; ++q)
+                masks.push_back(b.CreateICmpSLT(
+                    lane, b.CreateVectorSplat(vw, b.CreateSub(jn, b.getInt64(q * vw)))));
+              emitLoop(
+                  b, b.getInt64(0), kc,
+                  [&](Value *p) {
+                    Value *src = ptrB(b, v, bi, b.CreateAdd(k0, p), col0);
+                    Value *row = dst(jp, p, b.getInt64(0));
+                    for (unsigned q = 0; q < T.nrVecs; ++q)
+                      b.CreateAlignedStore(
+                          b.CreateMaskedLoad(fv, b.CreateConstInBoundsGEP1_32(f32, src, q * vw),
+                                             Align(4), masks[q], ConstantAggregateZero::get(fv)),
+                          b.CreateConstInBoundsGEP1_32(f32, row, q * vw), Align(4 * vw));
+                  },
+                  "pbp");
+            },
+            [&] {
+              emitLoop(
+                  b, b.getInt64(0), jn,
+                  [&](Value *j) {
+                    emitLoop(
+                        b, b.getInt64(0), kc,
+                        [&](Value *p) {
+                          Value *x = b.CreateLoad(
+                              f32, ptrB(b, v, bi, b.CreateAdd(k0, p), b.CreateAdd(col0, j)));
+                          b.CreateStore(x, dst(jp, p, j));
+                        },
+                        "pbp");
+                  },
+                  "pbj");
+              emitLoop(
+                  b, jn, nr,
+                  [&](Value *j) {
+                    emitLoop(
+                        b, b.getInt64(0), kc,
+                        [&](Value *p) { b.CreateStore(ConstantFP::get(f32, 0.0), dst(jp, p, j)); },
+                        "pzp");
+                  },
+                  "pzj");
+            });
+      },
+      "pb");
+}
+
+// packB for folded images (B's columns adjacent, one n-block): the columns of images bi0 ..
+// bi0 + images - 1 one after the other, so a vector of columns reads at most two images (n >=
+// NR), each part one masked load; panels zero-padded past the last image.
+void GemmEmitter::packBFolded(Builder &b, const GemmValues &v, Value *bi0, Value *images, Value *k0,
+                              Value *kc, Value *bp) {
+  Type *f32 = b.getFloatTy();
+  unsigned vw = T.vecWidth;
+  auto *fv = FixedVectorType::get(f32, vw);
+  Value *zero = ConstantAggregateZero::get(fv);
+  SmallVector<Constant *, 16> lanes;
+  for (unsigned l = 0; l < vw; ++l)
+    lanes.push_back(b.getInt64(l));
+  Value *lane = ConstantVector::get(lanes);
+  Value *total = b.CreateMul(images, v.n);
+  Value *vectors =
+      b.CreateMul(b.CreateUDiv(b.CreateAdd(total, b.getInt64(T.nr() - 1)), b.getInt64(T.nr())),
+                  b.getInt64(T.nrVecs));
+  emitLoop(
+      b, b.getInt64(0), vectors,
+      [&](Value *vec) {
+        Value *v0 = b.CreateMul(vec, b.getInt64(vw));
+        Value *g = b.CreateUDiv(v0, v.n), *col = b.CreateURem(v0, v.n);
+        // Lanes [0, split) read image g from col; lanes [split, valid) image g + 1 from 0.
+        Value *valid = smin(b, b.getInt64(vw), b.CreateSub(total, v0));
+        Value *split = smin(b, valid, b.CreateSub(v.n, col));
+        Value *splitV = b.CreateVectorSplat(vw, split);
+        Value *first = b.CreateICmpSLT(lane, splitV);
+        Value *second = b.CreateAnd(b.CreateICmpSGE(lane, splitV),
+                                    b.CreateICmpSLT(lane, b.CreateVectorSplat(vw, valid)));
+        // Past the last image all lanes are off: the images are clamped to stay in the buffer.
+        Value *lastImage = b.CreateSub(v.batch, b.getInt64(1));
+        Value *bi = smin(b, b.CreateAdd(bi0, g), lastImage);
+        Value *next = smin(b, b.CreateAdd(bi, b.getInt64(1)), lastImage);
+        Value *jp = b.CreateUDiv(vec, b.getInt64(T.nrVecs));
+        Value *q = b.CreateURem(vec, b.getInt64(T.nrVecs));
+        emitLoop(
+            b, b.getInt64(0), kc,
+            [&](Value *p) {
+              Value *kk = b.CreateAdd(k0, p);
+              Value *a = b.CreateMaskedLoad(fv, ptrB(b, v, bi, kk, col), Align(4), first, zero);
+              Value *atNext =
+                  b.CreateGEP(f32, ptrB(b, v, next, kk, b.getInt64(0)), b.CreateNeg(split));
+              Value *c = b.CreateMaskedLoad(fv, atNext, Align(4), second, zero);
+              Value *dst = b.CreateInBoundsGEP(
+                  f32, bp,
+                  b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), b.getInt64(T.nr())),
+                              b.CreateMul(q, b.getInt64(vw))));
+              b.CreateAlignedStore(b.CreateSelect(first, a, c), dst, Align(4 * vw));
+            },
+            "pfp");
+      },
+      "pfv");
+}
+
+// A conv view's column tables for the n-block [n0, n1): three i32 arrays of paddedNc entries at
+// `cols`: the input row and column of each output column's window origin, and its offset from
+// the task's first image. Folded (`fold`), the columns run over `images` images one after the
+// other (n0 = 0, one n-block), the offsets including the image's. Columns past the end get an
+// origin far outside the input, so that they pack as zeros.
+void GemmEmitter::convColumns(Builder &b, const GemmValues &v, Value *n0, Value *n1, Value *fold,
+                              Value *images, Value *cols) {
+  const WindowValues &w = *v.win;
+  Type *i32 = b.getInt32Ty();
+  unsigned pnc = T.paddedNc();
+  Value *outside = b.getInt32(std::numeric_limits<int32_t>::min() / 2);
+  Value *end = b.CreateSelect(fold, b.CreateMul(images, v.n), n1);
+  emitLoop(
+      b, b.getInt64(0), b.getInt64(pnc),
+      [&](Value *j) {
+        Value *vcol = b.CreateAdd(n0, j);
+        Value *in = b.CreateICmpSLT(vcol, end);
+        Value *g = b.CreateSelect(fold, b.CreateUDiv(vcol, v.n), b.getInt64(0));
+        Value *col = b.CreateSelect(fold, b.CreateURem(vcol, v.n), vcol);
+        Value *ih = b.CreateSub(b.CreateMul(b.CreateUDiv(col, w.ow), w.sh), w.ph);
+        Value *iw = b.CreateSub(b.CreateMul(b.CreateURem(col, w.ow), w.sw), w.pw);
+        Value *off = b.CreateAdd(b.CreateAdd(b.CreateMul(ih, w.hs), b.CreateMul(iw, w.ws)),
+                                 b.CreateMul(g, v.bBs));
+        auto put = [&](unsigned table, Value *x, Value *dflt) {
+          b.CreateStore(b.CreateSelect(in, b.CreateTrunc(x, i32), dflt),
+                        b.CreateInBoundsGEP(i32, cols, b.CreateAdd(b.getInt64(table * pnc), j)));
+        };
+        put(0, ih, outside);
+        put(1, iw, outside);
+        put(2, off, b.getInt32(0));
+      },
+      "cc");
+  // Per vector of columns, its runs of adjacent inputs (segments table, see packBConv): where
+  // each starts, its first column's input offset, and how many there are.
+  unsigned vw = T.vecWidth;
+  Value *count = entryAlloca(b, i32, "segments");
+  emitLoop(
+      b, b.getInt64(0), b.getInt64(pnc / vw),
+      [&](Value *vec) {
+        Value *first = b.CreateMul(vec, b.getInt64(vw));
+        Value *seg = b.CreateInBoundsGEP(
+            i32, cols,
+            b.CreateAdd(b.getInt64(3 * pnc), b.CreateMul(vec, b.getInt64(SegmentStride))));
+        auto column = [&](unsigned table, Value *j) {
+          return b.CreateLoad(
+              i32, b.CreateInBoundsGEP(i32, cols, b.CreateAdd(b.getInt64(table * pnc), j)));
+        };
+        // Unused runs start past the last lane (no lane reads them) at offset 0.
+        for (unsigned s = 0; s < MaxSegments; ++s) {
+          b.CreateStore(b.getInt32(s == 0 ? 0 : vw), b.CreateConstInBoundsGEP1_32(i32, seg, s));
+          b.CreateStore(s == 0 ? static_cast<Value *>(column(2, first)) : b.getInt32(0),
+                        b.CreateConstInBoundsGEP1_32(i32, seg, MaxSegments + s));
+        }
+        b.CreateStore(b.getInt32(1), count);
+        emitLoop(
+            b, b.getInt64(1), b.getInt64(vw),
+            [&](Value *l) {
+              Value *j = b.CreateAdd(first, l);
+              // A run ends where the next column's input is not the next element (a new
+              // output row, a new image, a stride).
+              Value *newRow =
+                  b.CreateICmpNE(column(2, j), b.CreateAdd(column(2, b.CreateSub(j, b.getInt64(1))),
+                                                           b.getInt32(1)));
+              emitIf(
+                  b, newRow,
+                  [&] {
+                    Value *n = b.CreateLoad(i32, count);
+                    emitIf(
+                        b, b.CreateICmpULT(n, b.getInt32(MaxSegments)),
+                        [&] {
+                          Value *at = b.CreateZExt(n, b.getInt64Ty());
+                          b.CreateStore(b.CreateTrunc(l, i32), b.CreateInBoundsGEP(i32, seg, at));
+                          b.CreateStore(column(2, j),
+                                        b.CreateInBoundsGEP(
+                                            i32, seg, b.CreateAdd(at, b.getInt64(MaxSegments))));
+                        },
+                        [] {});
+                    b.CreateStore(b.CreateAdd(n, b.getInt32(1)), count);
+                  },
+                  [] {});
+            },
+            "cs");
+        b.CreateStore(b.CreateLoad(i32, count),
+                      b.CreateConstInBoundsGEP1_32(i32, seg, 2 * MaxSegments));
+      },
+      "cv");
+}
+
+// packB through the im2col window: per k row the (channel, tap) and so the base address are
+// fixed; each vector of NR-panel columns is a masked load per run of adjacent inputs (the
+// segments table), or one masked gather with 32-bit offsets.
+void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc,
+                            Value *panels, Value *bp, Value *cols) {
+  const WindowValues &w = *v.win;
+  Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
+  unsigned vw = T.vecWidth, pnc = T.paddedNc();
+  auto *fv = FixedVectorType::get(f32, vw);
+  auto *iv = FixedVectorType::get(i32, vw);
+  Value *nr = b.getInt64(T.nr());
+  Value *taps = b.CreateMul(w.kh, w.kw);
+  Value *hv = b.CreateVectorSplat(vw, b.CreateTrunc(w.h, i32));
+  Value *wv = b.CreateVectorSplat(vw, b.CreateTrunc(w.w, i32));
+  Value *image = b.CreateGEP(f32, v.b, b.CreateAdd(v.bOff, b.CreateMul(bi, v.bBs)));
+  Value *zero = ConstantAggregateZero::get(fv);
+  SmallVector<Constant *, 16> lanes;
+  for (unsigned l = 0; l < vw; ++l)
+    lanes.push_back(b.getInt32(l));
+  Value *lane = ConstantVector::get(lanes);
+  emitLoop(
+      b, b.getInt64(0), kc,
+      [&](Value *p) {
+        Value *kk = b.CreateAdd(k0, p);
+        Value *ci = b.CreateUDiv(kk, taps), *tap = b.CreateURem(kk, taps);
+        Value *fh = b.CreateMul(b.CreateUDiv(tap, w.kw), w.dh);
+        Value *fw = b.CreateMul(b.CreateURem(tap, w.kw), w.dw);
+        Value *rowOff = b.CreateAdd(b.CreateMul(ci, w.chs),
+                                    b.CreateAdd(b.CreateMul(fh, w.hs), b.CreateMul(fw, w.ws)));
+        // May point before the input (padding): only in-window lanes are read.
+        Value *base = b.CreateGEP(f32, image, rowOff);
+        Value *fhv = b.CreateVectorSplat(vw, b.CreateTrunc(fh, i32));
+        Value *fwv = b.CreateVectorSplat(vw, b.CreateTrunc(fw, i32));
+        emitLoop(
+            b, b.getInt64(0), panels,
+            [&](Value *jp) {
+              Value *dstRow = b.CreateInBoundsGEP(
+                  f32, bp, b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), nr));
+              for (unsigned q = 0; q < T.nrVecs; ++q) {
+                Value *j0 = b.CreateAdd(b.CreateMul(jp, nr), b.getInt64(q * vw));
+                auto table = [&](unsigned t) {
+                  Value *at = b.CreateInBoundsGEP(i32, cols, b.CreateAdd(b.getInt64(t * pnc), j0));
+                  return b.CreateAlignedLoad(iv, at, Align(4 * vw));
+                };
+                Value *ih = b.CreateAdd(table(0), fhv), *iw = b.CreateAdd(table(1), fwv);
+                Value *mask =
+                    b.CreateAnd(b.CreateICmpULT(ih, hv), b.CreateICmpULT(iw, wv), "inwindow");
+                Value *dst = b.CreateConstInBoundsGEP1_32(f32, dstRow, q * vw);
+                // Columns of one output row read adjacent inputs when the window moves by one
+                // element: a masked load per row the vector touches instead of a gather.
+                Value *seg = b.CreateInBoundsGEP(
+                    i32, cols,
+                    b.CreateAdd(b.getInt64(3 * pnc), b.CreateMul(b.CreateUDiv(j0, b.getInt64(vw)),
+                                                                 b.getInt64(SegmentStride))));
+                auto segEntry = [&](unsigned at) {
+                  return b.CreateLoad(i32, b.CreateConstInBoundsGEP1_32(i32, seg, at));
+                };
+                Value *segments = segEntry(2 * MaxSegments);
+                auto runLoad = [&](unsigned s) {
+                  // Lane l of run s reads base + offset(start) + (l - start).
+                  Value *start = segEntry(s);
+                  Value *at = b.CreateGEP(
+                      f32, base,
+                      b.CreateSExt(b.CreateSub(segEntry(MaxSegments + s), start), b.getInt64Ty()));
+                  Value *end =
+                      s + 1 < MaxSegments ? static_cast<Value *>(segEntry(s + 1)) : b.getInt32(vw);
+                  Value *inRun = b.CreateAnd(b.CreateICmpSGE(lane, b.CreateVectorSplat(vw, start)),
+                                             b.CreateICmpSLT(lane, b.CreateVectorSplat(vw, end)));
+                  return std::pair(
+                      b.CreateMaskedLoad(fv, at, Align(4), b.CreateAnd(mask, inRun), zero), inRun);
+                };
+                auto store = [&](Value *x) { b.CreateAlignedStore(x, dst, Align(4 * vw)); };
+                emitIf(
+                    b, b.CreateICmpEQ(segments, b.getInt32(1)), [&] { store(runLoad(0).first); },
+                    [&] {
+                      emitIf(
+                          b, b.CreateICmpULE(segments, b.getInt32(MaxSegments)),
+                          [&] {
+                            Value *x = zero;
+                            for (unsigned s = 0; s < MaxSegments; ++s) {
+                              auto [run, inRun] = runLoad(s);
+                              x = b.CreateSelect(inRun, run, x);
+                            }
+                            store(x);
+                          },
+                          [&] {
+                            Value *ptrs = b.CreateGEP(f32, base, table(2));
+                            store(b.CreateMaskedGather(fv, ptrs, Align(4), mask, zero));
+                          });
+                    });
+              }
+            },
+            "pcj");
+      },
+      "pcp");
+}
+
+void GemmEmitter::packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff,
+                        Value *k0, Value *kc, Value *ap) {
+  // Element (i, p) at ap[p*MR + i], rows past mrEff zero.
+  Type *f32 = b.getFloatTy();
+  Value *mr = b.getInt64(T.mr);
+  emitLoop(
+      b, b.getInt64(0), mrEff,
+      [&](Value *i) {
+        emitLoop(
+            b, b.getInt64(0), kc,
+            [&](Value *p) {
+              Value *x = b.CreateLoad(f32, ptrA(b, v, bi, b.CreateAdd(i0, i), b.CreateAdd(k0, p)));
+              b.CreateStore(x, b.CreateInBoundsGEP(f32, ap, b.CreateAdd(b.CreateMul(p, mr), i)));
+            },
+            "pap");
+      },
+      "pai");
+  emitLoop(
+      b, mrEff, mr,
+      [&](Value *i) {
+        emitLoop(
+            b, b.getInt64(0), kc,
+            [&](Value *p) {
+              b.CreateStore(ConstantFP::get(f32, 0.0),
+                            b.CreateInBoundsGEP(f32, ap, b.CreateAdd(b.CreateMul(p, mr), i)));
+            },
+            "pzp");
+      },
+      "pzi");
+}
+
+} // namespace aotc::cpu::gemm
