@@ -13,8 +13,8 @@ namespace aotc::cpu::gemm {
 using namespace llvm;
 
 // A conv view's segments table: per vector of columns, up to MaxSegments runs of adjacent inputs
-// (their first lanes, then their first columns' input offsets, then the count), SegmentStride
-// i32 entries apart.
+// (their first lanes, then their first columns' input offsets, then the count, then whether the
+// inputs are every other element), SegmentStride i32 entries apart.
 inline constexpr unsigned MaxSegments = 4, SegmentStride = 16;
 
 /// i32 entries of a conv view's tables: three column tables and the segments table.

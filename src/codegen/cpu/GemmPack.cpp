@@ -165,9 +165,12 @@ void GemmEmitter::convColumns(Builder &b, const GemmValues &v, Value *n0, Value 
       },
       "cc");
   // Per vector of columns, its runs of adjacent inputs (segments table, see packBConv): where
-  // each starts, its first column's input offset, and how many there are.
+  // each starts, its first column's input offset, how many there are, and whether all its inputs
+  // are every other element (a stride-2 window along one output row).
   unsigned vw = T.vecWidth;
   Value *count = entryAlloca(b, i32, "segments");
+  // Whether the vector's inputs are every other element from the first (stride 2).
+  Value *everyOther = entryAlloca(b, i32, "every.other");
   emitLoop(
       b, b.getInt64(0), b.getInt64(pnc / vw),
       [&](Value *vec) {
@@ -186,10 +189,15 @@ void GemmEmitter::convColumns(Builder &b, const GemmValues &v, Value *n0, Value 
                         b.CreateConstInBoundsGEP1_32(i32, seg, MaxSegments + s));
         }
         b.CreateStore(b.getInt32(1), count);
+        b.CreateStore(b.getInt32(1), everyOther);
         emitLoop(
             b, b.getInt64(1), b.getInt64(vw),
             [&](Value *l) {
               Value *j = b.CreateAdd(first, l);
+              Value *prev = column(2, b.CreateSub(j, b.getInt64(1)));
+              Value *byTwo = b.CreateICmpEQ(column(2, j), b.CreateAdd(prev, b.getInt32(2)));
+              b.CreateStore(b.CreateSelect(byTwo, b.CreateLoad(i32, everyOther), b.getInt32(0)),
+                            everyOther);
               // A run ends where the next column's input is not the next element (a new
               // output row, a new image, a stride).
               Value *newRow =
@@ -216,13 +224,16 @@ void GemmEmitter::convColumns(Builder &b, const GemmValues &v, Value *n0, Value 
             "cs");
         b.CreateStore(b.CreateLoad(i32, count),
                       b.CreateConstInBoundsGEP1_32(i32, seg, 2 * MaxSegments));
+        b.CreateStore(b.CreateLoad(i32, everyOther),
+                      b.CreateConstInBoundsGEP1_32(i32, seg, 2 * MaxSegments + 1));
       },
       "cv");
 }
 
 // packB through the im2col window: per k row the (channel, tap) and so the base address are
 // fixed; each vector of NR-panel columns is a masked load per run of adjacent inputs (the
-// segments table), or one masked gather with 32-bit offsets.
+// segments table), two loads and a shuffle for a stride-2 run, or one masked gather with 32-bit
+// offsets.
 void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc,
                             Value *panels, Value *bp, Value *cols) {
   const WindowValues &w = *v.win;
@@ -292,6 +303,25 @@ void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k
                       b.CreateMaskedLoad(fv, at, Align(4), b.CreateAnd(mask, inRun), zero), inRun);
                 };
                 auto store = [&](Value *x) { b.CreateAlignedStore(x, dst, Align(4 * vw)); };
+                // Inputs every other element from the first column's: two masked loads of the
+                // 2 * vw elements from there, the even ones kept.
+                auto everyOtherLoad = [&](Value *m) {
+                  Value *at =
+                      b.CreateGEP(f32, base, b.CreateSExt(segEntry(MaxSegments), b.getInt64Ty()));
+                  Value *none = Constant::getNullValue(m->getType());
+                  SmallVector<int, 16> loIdx, hiIdx, even;
+                  for (unsigned e = 0; e < vw; ++e) {
+                    // Element e of a half is lane (half * vw + e) / 2 when e is even.
+                    loIdx.push_back(e % 2 ? vw : e / 2);
+                    hiIdx.push_back(e % 2 ? vw : (vw + e) / 2);
+                    even.push_back(2 * e);
+                  }
+                  Value *lo = b.CreateMaskedLoad(fv, at, Align(4),
+                                                 b.CreateShuffleVector(m, none, loIdx), zero);
+                  Value *hi = b.CreateMaskedLoad(fv, b.CreateConstGEP1_32(f32, at, vw), Align(4),
+                                                 b.CreateShuffleVector(m, none, hiIdx), zero);
+                  return b.CreateShuffleVector(lo, hi, even);
+                };
                 emitIf(
                     b, b.CreateICmpEQ(segments, b.getInt32(1)), [&] { store(runLoad(0).first); },
                     [&] {
@@ -306,8 +336,13 @@ void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k
                             store(x);
                           },
                           [&] {
-                            Value *ptrs = b.CreateGEP(f32, base, table(2));
-                            store(b.CreateMaskedGather(fv, ptrs, Align(4), mask, zero));
+                            emitIf(
+                                b, b.CreateICmpNE(segEntry(2 * MaxSegments + 1), b.getInt32(0)),
+                                [&] { store(everyOtherLoad(mask)); },
+                                [&] {
+                                  Value *ptrs = b.CreateGEP(f32, base, table(2));
+                                  store(b.CreateMaskedGather(fv, ptrs, Align(4), mask, zero));
+                                });
                           });
                     });
               }
