@@ -193,10 +193,10 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp
   // across the k loop.
   Value *full =
       b.CreateAnd(b.CreateICmpEQ(rows, b.getInt64(T.mr)), b.CreateICmpEQ(cols, b.getInt64(T.nr())));
-  Value *noLanes = Constant::getNullValue(FixedVectorType::get(b.getInt1Ty(), vw));
-  // Masks of the first block's lanes, or of the second's.
-  auto masks = [&](bool second) {
-    SmallVector<Value *, 32> m(nacc);
+  // Column masks of the first block's lanes and of the second's; rows past `rows` are skipped
+  // by branches, so no per-row mask exists.
+  auto colMasks = [&](bool second) {
+    SmallVector<Value *, 4> m;
     for (unsigned j = 0; j < T.nrVecs; ++j) {
       Value *col = b.CreateAdd(lane, b.CreateVectorSplat(vw, b.getInt64(j * vw)));
       Value *colMask = b.CreateICmpSLT(col, b.CreateVectorSplat(vw, cols));
@@ -204,9 +204,7 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp
         colMask =
             b.CreateAnd(b.CreateNot(colMask),
                         b.CreateICmpSLT(col, b.CreateVectorSplat(vw, b.CreateAdd(cols, cols2))));
-      for (unsigned i = 0; i < T.mr; ++i)
-        m[i * T.nrVecs + j] =
-            b.CreateSelect(b.CreateICmpSLT(b.getInt64(i), rows), colMask, noLanes);
+      m.push_back(colMask);
     }
     return m;
   };
@@ -231,13 +229,31 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp
       initFull[i * T.nrVecs + j] = b.CreateAlignedLoad(vt, cVec(i, j), Align(4));
   b.CreateBr(pre);
   b.SetInsertPoint(loadEdge);
-  SmallVector<Value *, 32> m = masks(false), m2 = masks(true);
-  for (unsigned i = 0; i < T.mr; ++i)
-    for (unsigned j = 0; j < T.nrVecs; ++j) {
-      unsigned x = i * T.nrVecs + j;
-      Value *second = b.CreateMaskedLoad(vt, cVec2(i, j), Align(4), m2[x], zeroV);
-      initEdge[x] = b.CreateMaskedLoad(vt, cVec(i, j), Align(4), m[x], second);
+  {
+    SmallVector<Value *, 4> m = colMasks(false), m2 = colMasks(true);
+    for (unsigned i = 0; i < T.mr; ++i) {
+      // Row i when it exists, else zeros.
+      BasicBlock *from = b.GetInsertBlock();
+      BasicBlock *row = BasicBlock::Create(ctx, "uk.loadc.row", f);
+      BasicBlock *join = BasicBlock::Create(ctx, "uk.loadc.next", f);
+      b.CreateCondBr(b.CreateICmpSLT(b.getInt64(i), rows), row, join);
+      b.SetInsertPoint(row);
+      SmallVector<Value *, 4> got;
+      for (unsigned j = 0; j < T.nrVecs; ++j) {
+        Value *second = b.CreateMaskedLoad(vt, cVec2(i, j), Align(4), m2[j], zeroV);
+        got.push_back(b.CreateMaskedLoad(vt, cVec(i, j), Align(4), m[j], second));
+      }
+      b.CreateBr(join);
+      b.SetInsertPoint(join);
+      for (unsigned j = 0; j < T.nrVecs; ++j) {
+        PHINode *phi = b.CreatePHI(vt, 2, "acc.row");
+        phi->addIncoming(got[j], row);
+        phi->addIncoming(zeroV, from);
+        initEdge[i * T.nrVecs + j] = phi;
+      }
     }
+  }
+  loadEdge = b.GetInsertBlock();
   b.CreateBr(pre);
   b.SetInsertPoint(zero);
   b.CreateBr(pre);
@@ -291,11 +307,23 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp
           b.CreateAlignedStore(next[i], cVec(i / T.nrVecs, i % T.nrVecs), Align(4));
       },
       [&] {
-        SmallVector<Value *, 32> m = masks(false), m2 = masks(true);
-        for (unsigned i = 0; i < nacc; ++i) {
-          b.CreateMaskedStore(next[i], cVec(i / T.nrVecs, i % T.nrVecs), Align(4), m[i]);
-          b.CreateMaskedStore(next[i], cVec2(i / T.nrVecs, i % T.nrVecs), Align(4), m2[i]);
-        }
+        SmallVector<Value *, 4> m = colMasks(false), m2 = colMasks(true);
+        Value *twoBlocks = b.CreateICmpSGT(cols2, b.getInt64(0));
+        for (unsigned i = 0; i < T.mr; ++i)
+          emitIf(
+              b, b.CreateICmpSLT(b.getInt64(i), rows),
+              [&] {
+                for (unsigned j = 0; j < T.nrVecs; ++j)
+                  b.CreateMaskedStore(next[i * T.nrVecs + j], cVec(i, j), Align(4), m[j]);
+                emitIf(
+                    b, twoBlocks,
+                    [&] {
+                      for (unsigned j = 0; j < T.nrVecs; ++j)
+                        b.CreateMaskedStore(next[i * T.nrVecs + j], cVec2(i, j), Align(4), m2[j]);
+                    },
+                    [] {});
+              },
+              [] {});
       });
 }
 
@@ -347,6 +375,9 @@ Function *GemmEmitter::blockedTask() {
         Value *n0 = b.CreateMul(nb, nBlock);
         Value *n1 = smin(b, v.n, b.CreateAdd(n0, nBlock));
         Value *kBlocks = ceilDiv(v.k, kcMax);
+        // k blocks of equal depth (k = 576: 192 x 3, not 256 + 256 + 64), so that no short block
+        // pays a whole pass over C for little work.
+        Value *kcEven = ceilDiv(v.k, kBlocks);
         Value *imagePanels = ceilDiv(b.CreateSub(n1, n0), nr);
         // Folded, the images' columns follow one another without padding (the n-block is all of
         // n, at least NR wide): panel jp holds columns jp*NR .. of the concatenation, a tile
@@ -359,8 +390,8 @@ Function *GemmEmitter::blockedTask() {
         emitLoop(
             b, b.getInt64(0), kBlocks,
             [&](Value *kb) {
-              Value *k0 = b.CreateMul(kb, kcMax);
-              Value *kc = smin(b, kcMax, b.CreateSub(v.k, k0));
+              Value *k0 = b.CreateMul(kb, kcEven);
+              Value *kc = smin(b, kcEven, b.CreateSub(v.k, k0));
               Value *first = b.CreateICmpEQ(kb, b.getInt64(0));
               Value *last = b.CreateICmpEQ(b.CreateAdd(kb, b.getInt64(1)), kBlocks);
               if (v.win) {
