@@ -166,20 +166,21 @@ Function *GemmEmitter::startTask(const Twine &suffix, Builder &b, TaskSetup &ts)
   return ts.fn;
 }
 
-// Adds the MR x NR product of an A micro-panel and a B panel to the `rows` x `cols` block of C at
+// Adds the tileRows x NR product of an A micro-panel (its first tileRows rows) and a B panel to the
+// `rows` x `cols` block of C at
 // `c` (rows `ldc` apart), or stores it there when `loadC` is false; the tile's next `cols2`
 // columns (folded images: the next image's first columns) go to the block at `c2`. Edge tiles
 // read and write C with masked vector accesses, so they need no scratch tile and nothing outside
 // the blocks is touched.
-void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp, Value *kc,
-                              Value *c, Value *ldc, Value *rows, Value *cols, Value *c2,
+void GemmEmitter::microKernel(Builder &b, unsigned tileRows, Value *ap, unsigned aStride, Value *bp,
+                              Value *kc, Value *c, Value *ldc, Value *rows, Value *cols, Value *c2,
                               Value *cols2, Value *loadC) {
   LLVMContext &ctx = b.getContext();
   Function *f = b.GetInsertBlock()->getParent();
   Type *f32 = b.getFloatTy();
   unsigned vw = T.vecWidth;
   auto *vt = FixedVectorType::get(f32, vw);
-  unsigned nacc = T.mr * T.nrVecs;
+  unsigned nacc = tileRows * T.nrVecs;
   Value *zeroV = ConstantAggregateZero::get(vt);
   auto cVec = [&](unsigned i, unsigned j) {
     return b.CreateInBoundsGEP(f32, c,
@@ -191,8 +192,8 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp
   Value *lane = ConstantVector::get(lanes);
   // Whole tiles use plain accesses; edge tiles masks made where used, so that none is live
   // across the k loop.
-  Value *full =
-      b.CreateAnd(b.CreateICmpEQ(rows, b.getInt64(T.mr)), b.CreateICmpEQ(cols, b.getInt64(T.nr())));
+  Value *full = b.CreateAnd(b.CreateICmpEQ(rows, b.getInt64(tileRows)),
+                            b.CreateICmpEQ(cols, b.getInt64(T.nr())));
   // Column masks of the first block's lanes and of the second's; rows past `rows` are skipped
   // by branches, so no per-row mask exists.
   auto colMasks = [&](bool second) {
@@ -224,14 +225,14 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp
   b.CreateCondBr(full, loadFull, loadEdge);
   b.SetInsertPoint(loadFull);
   SmallVector<Value *, 32> initFull(nacc), initEdge(nacc);
-  for (unsigned i = 0; i < T.mr; ++i)
+  for (unsigned i = 0; i < tileRows; ++i)
     for (unsigned j = 0; j < T.nrVecs; ++j)
       initFull[i * T.nrVecs + j] = b.CreateAlignedLoad(vt, cVec(i, j), Align(4));
   b.CreateBr(pre);
   b.SetInsertPoint(loadEdge);
   {
     SmallVector<Value *, 4> m = colMasks(false), m2 = colMasks(true);
-    for (unsigned i = 0; i < T.mr; ++i) {
+    for (unsigned i = 0; i < tileRows; ++i) {
       // Row i when it exists, else zeros.
       BasicBlock *from = b.GetInsertBlock();
       BasicBlock *row = BasicBlock::Create(ctx, "uk.loadc.row", f);
@@ -286,7 +287,7 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp
         b.CreateAlignedLoad(vt, b.CreateConstInBoundsGEP1_32(f32, brow, j * vw), Align(4 * vw)));
   Value *arow = b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, b.getInt64(aStride)));
   SmallVector<Value *, 32> next(nacc);
-  for (unsigned i = 0; i < T.mr; ++i) {
+  for (unsigned i = 0; i < tileRows; ++i) {
     Value *a = b.CreateLoad(f32, b.CreateConstInBoundsGEP1_32(f32, arow, i));
     Value *splat = b.CreateVectorSplat(vw, a);
     for (unsigned j = 0; j < T.nrVecs; ++j) {
@@ -309,7 +310,7 @@ void GemmEmitter::microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp
       [&] {
         SmallVector<Value *, 4> m = colMasks(false), m2 = colMasks(true);
         Value *twoBlocks = b.CreateICmpSGT(cols2, b.getInt64(0));
-        for (unsigned i = 0; i < T.mr; ++i)
+        for (unsigned i = 0; i < tileRows; ++i)
           emitIf(
               b, b.CreateICmpSLT(b.getInt64(i), rows),
               [&] {
@@ -466,9 +467,15 @@ Function *GemmEmitter::blockedTask() {
                               b.CreateInBoundsGEP(f32, v.out, outOffset(b, v, bi, i0, col0));
                           Value *cBlock2 = b.CreateInBoundsGEP(
                               f32, v.out, outOffset(b, v, bi2, i0, b.getInt64(0)));
-                          microKernel(b, aPanel, v.aPanels ? kir::PanelRows : T.mr, panel, kc,
-                                      cBlock, v.n, mrEff, nrEff, cBlock2, nrEff2,
-                                      b.CreateNot(first));
+                          // A panel of few rows (m = 64 leaves 4 of 12) takes a shorter tile.
+                          unsigned aStride = v.aPanels ? kir::PanelRows : T.mr;
+                          auto tile = [&](unsigned tileRows) {
+                            microKernel(b, tileRows, aPanel, aStride, panel, kc, cBlock, v.n, mrEff,
+                                        nrEff, cBlock2, nrEff2, b.CreateNot(first));
+                          };
+                          emitIf(
+                              b, b.CreateICmpSGT(mrEff, b.getInt64(T.mr / 3)), [&] { tile(T.mr); },
+                              [&] { tile(T.mr / 3); });
                           if (G.epilogue == kir::NoExpr)
                             return;
                           auto epilogue = [&](Value *image, Value *from, Value *count) {

@@ -80,8 +80,9 @@ private:
                  Value *bp, Value *cols);
   void packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
              Value *kc, Value *ap);
-  void microKernel(Builder &b, Value *ap, unsigned aStride, Value *bp, Value *kc, Value *c,
-                   Value *ldc, Value *rows, Value *cols, Value *c2, Value *cols2, Value *loadC);
+  void microKernel(Builder &b, unsigned tileRows, Value *ap, unsigned aStride, Value *bp, Value *kc,
+                   Value *c, Value *ldc, Value *rows, Value *cols, Value *c2, Value *cols2,
+                   Value *loadC);
 
   ModuleEmitter &ME;
   const kir::EntryKernels &Entry;
