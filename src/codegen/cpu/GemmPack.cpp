@@ -357,30 +357,88 @@ void GemmEmitter::packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, V
   // Element (i, p) at ap[p*MR + i], rows past mrEff zero.
   Type *f32 = b.getFloatTy();
   Value *mr = b.getInt64(T.mr);
-  emitLoop(
-      b, b.getInt64(0), mrEff,
-      [&](Value *i) {
+  unsigned vw = T.vecWidth;
+  auto *fv = FixedVectorType::get(f32, vw);
+  Value *zero = ConstantAggregateZero::get(fv);
+  SmallVector<Constant *, 16> lanes;
+  for (unsigned l = 0; l < vw; ++l)
+    lanes.push_back(b.getInt64(l));
+  Value *lane = ConstantVector::get(lanes);
+  // A's rows run along k (activations, row-major): vw x vw blocks are loaded a row per vector
+  // and transposed in registers, so each k step's MR values are stored together.
+  Value *rowMajor = b.CreateICmpEQ(v.aCs, b.getInt64(1));
+  emitIf(
+      b, rowMajor,
+      [&] {
+        Value *chunks = b.CreateUDiv(b.CreateAdd(kc, b.getInt64(vw - 1)), b.getInt64(vw));
         emitLoop(
-            b, b.getInt64(0), kc,
-            [&](Value *p) {
-              Value *x = b.CreateLoad(f32, ptrA(b, v, bi, b.CreateAdd(i0, i), b.CreateAdd(k0, p)));
-              b.CreateStore(x, b.CreateInBoundsGEP(f32, ap, b.CreateAdd(b.CreateMul(p, mr), i)));
+            b, b.getInt64(0), chunks,
+            [&](Value *ch) {
+              Value *p0 = b.CreateMul(ch, b.getInt64(vw));
+              Value *valid = smin(b, b.getInt64(vw), b.CreateSub(kc, p0));
+              Value *kMask = b.CreateICmpSLT(lane, b.CreateVectorSplat(vw, valid));
+              Value *none = Constant::getNullValue(kMask->getType());
+              SmallVector<Value *, 16> x(vw, zero);
+              for (unsigned r = 0; r < T.mr; ++r) {
+                Value *exists = b.CreateICmpSLT(b.getInt64(r), mrEff);
+                // Rows past mrEff read nothing (their address is clamped to a real row).
+                Value *row = smin(b, b.getInt64(r), b.CreateSub(mrEff, b.getInt64(1)));
+                Value *at = ptrA(b, v, bi, b.CreateAdd(i0, row), b.CreateAdd(k0, p0));
+                x[r] =
+                    b.CreateMaskedLoad(fv, at, Align(4), b.CreateSelect(exists, kMask, none), zero);
+              }
+              // Butterfly transpose: stage d swaps bit d of the row with bit d of the lane.
+              for (unsigned d = 1; d < vw; d *= 2) {
+                SmallVector<int, 16> lo, hi;
+                for (unsigned l = 0; l < vw; ++l) {
+                  lo.push_back(l & d ? int(vw + l - d) : int(l));
+                  hi.push_back(l & d ? int(vw + l) : int(l + d));
+                }
+                for (unsigned r = 0; r < vw; ++r)
+                  if (!(r & d)) {
+                    Value *a = x[r], *c = x[r + d];
+                    x[r] = b.CreateShuffleVector(a, c, lo);
+                    x[r + d] = b.CreateShuffleVector(a, c, hi);
+                  }
+              }
+              Value *firstMr = b.CreateICmpSLT(lane, b.CreateVectorSplat(vw, b.getInt64(T.mr)));
+              for (unsigned q = 0; q < vw; ++q) {
+                Value *p = b.CreateAdd(p0, b.getInt64(q));
+                Value *store = b.CreateSelect(b.CreateICmpSLT(b.getInt64(q), valid), firstMr, none);
+                b.CreateMaskedStore(x[q], b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, mr)),
+                                    Align(4), store);
+              }
             },
-            "pap");
+            "pat");
       },
-      "pai");
-  emitLoop(
-      b, mrEff, mr,
-      [&](Value *i) {
+      [&] {
         emitLoop(
-            b, b.getInt64(0), kc,
-            [&](Value *p) {
-              b.CreateStore(ConstantFP::get(f32, 0.0),
-                            b.CreateInBoundsGEP(f32, ap, b.CreateAdd(b.CreateMul(p, mr), i)));
+            b, b.getInt64(0), mrEff,
+            [&](Value *i) {
+              emitLoop(
+                  b, b.getInt64(0), kc,
+                  [&](Value *p) {
+                    Value *x =
+                        b.CreateLoad(f32, ptrA(b, v, bi, b.CreateAdd(i0, i), b.CreateAdd(k0, p)));
+                    b.CreateStore(x,
+                                  b.CreateInBoundsGEP(f32, ap, b.CreateAdd(b.CreateMul(p, mr), i)));
+                  },
+                  "pap");
             },
-            "pzp");
-      },
-      "pzi");
+            "pai");
+        emitLoop(
+            b, mrEff, mr,
+            [&](Value *i) {
+              emitLoop(
+                  b, b.getInt64(0), kc,
+                  [&](Value *p) {
+                    b.CreateStore(ConstantFP::get(f32, 0.0),
+                                  b.CreateInBoundsGEP(f32, ap, b.CreateAdd(b.CreateMul(p, mr), i)));
+                  },
+                  "pzp");
+            },
+            "pzi");
+      });
 }
 
 } // namespace aotc::cpu::gemm
