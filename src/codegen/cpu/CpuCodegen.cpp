@@ -159,6 +159,17 @@ Value *smin(Builder &b, Value *x, Value *y) {
   return b.CreateBinaryIntrinsic(Intrinsic::smin, x, y);
 }
 
+Value *emitCeilDiv(Builder &b, Value *x, Value *y) {
+  return b.CreateUDiv(b.CreateAdd(x, b.CreateSub(y, ConstantInt::get(y->getType(), 1))), y);
+}
+
+Value *lanesBelow(Builder &b, unsigned width, Value *n) {
+  SmallVector<Constant *, 16> lanes;
+  for (unsigned l = 0; l < width; ++l)
+    lanes.push_back(ConstantInt::get(n->getType(), l));
+  return b.CreateICmpSLT(ConstantVector::get(lanes), b.CreateVectorSplat(width, n));
+}
+
 AllocaInst *entryAlloca(Builder &b, Type *type, const Twine &name) {
   Function *f = b.GetInsertBlock()->getParent();
   IRBuilder<> eb(&f->getEntryBlock(), f->getEntryBlock().begin());

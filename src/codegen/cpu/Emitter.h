@@ -79,6 +79,10 @@ void emitIf(Builder &b, llvm::Value *cond, llvm::function_ref<void()> then,
             llvm::function_ref<void()> otherwise);
 /// Signed minimum of two integers.
 llvm::Value *smin(Builder &b, llvm::Value *x, llvm::Value *y);
+/// ceil(x / y) for integers x >= 0, y > 0.
+llvm::Value *emitCeilDiv(Builder &b, llvm::Value *x, llvm::Value *y);
+/// The mask of the lanes l < n of a `width`-lane vector (n an integer of any width).
+llvm::Value *lanesBelow(Builder &b, unsigned width, llvm::Value *n);
 /// An alloca in the function's entry block.
 llvm::AllocaInst *entryAlloca(Builder &b, llvm::Type *type, const llvm::Twine &name = "");
 

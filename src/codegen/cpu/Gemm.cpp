@@ -186,10 +186,6 @@ void GemmEmitter::microKernel(Builder &b, unsigned tileRows, Value *ap, unsigned
     return b.CreateInBoundsGEP(f32, c,
                                b.CreateAdd(b.CreateMul(b.getInt64(i), ldc), b.getInt64(j * vw)));
   };
-  SmallVector<Constant *, 16> lanes;
-  for (unsigned l = 0; l < vw; ++l)
-    lanes.push_back(b.getInt64(l));
-  Value *lane = ConstantVector::get(lanes);
   // Whole tiles use plain accesses; edge tiles masks made where used, so that none is live
   // across the k loop.
   Value *full = b.CreateAnd(b.CreateICmpEQ(rows, b.getInt64(tileRows)),
@@ -199,12 +195,12 @@ void GemmEmitter::microKernel(Builder &b, unsigned tileRows, Value *ap, unsigned
   auto colMasks = [&](bool second) {
     SmallVector<Value *, 4> m;
     for (unsigned j = 0; j < T.nrVecs; ++j) {
-      Value *col = b.CreateAdd(lane, b.CreateVectorSplat(vw, b.getInt64(j * vw)));
-      Value *colMask = b.CreateICmpSLT(col, b.CreateVectorSplat(vw, cols));
+      // Lane l is column j * vw + l.
+      Value *at = b.getInt64(j * vw);
+      Value *colMask = lanesBelow(b, vw, b.CreateSub(cols, at));
       if (second)
-        colMask =
-            b.CreateAnd(b.CreateNot(colMask),
-                        b.CreateICmpSLT(col, b.CreateVectorSplat(vw, b.CreateAdd(cols, cols2))));
+        colMask = b.CreateAnd(b.CreateNot(colMask),
+                              lanesBelow(b, vw, b.CreateSub(b.CreateAdd(cols, cols2), at)));
       m.push_back(colMask);
     }
     return m;
@@ -358,9 +354,6 @@ Function *GemmEmitter::blockedTask() {
   Value *fold = b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 6)),
                                b.getInt64(0));
   Value *nr = b.getInt64(T.nr()), *mr = b.getInt64(T.mr), *kcMax = b.getInt64(T.kc);
-  auto ceilDiv = [&](Value *x, Value *y) {
-    return b.CreateUDiv(b.CreateAdd(x, b.CreateSub(y, b.getInt64(1))), y);
-  };
   emitLoop(
       b, ts.begin, ts.end,
       [&](Value *t) {
@@ -375,16 +368,16 @@ Function *GemmEmitter::blockedTask() {
         Value *m1 = smin(b, v.m, b.CreateAdd(m0, mChunk));
         Value *n0 = b.CreateMul(nb, nBlock);
         Value *n1 = smin(b, v.n, b.CreateAdd(n0, nBlock));
-        Value *kBlocks = ceilDiv(v.k, kcMax);
+        Value *kBlocks = emitCeilDiv(b, v.k, kcMax);
         // k blocks of equal depth (k = 576: 192 x 3, not 256 + 256 + 64), so that no short block
         // pays a whole pass over C for little work.
-        Value *kcEven = ceilDiv(v.k, kBlocks);
-        Value *imagePanels = ceilDiv(b.CreateSub(n1, n0), nr);
+        Value *kcEven = emitCeilDiv(b, v.k, kBlocks);
+        Value *imagePanels = emitCeilDiv(b, b.CreateSub(n1, n0), nr);
         // Folded, the images' columns follow one another without padding (the n-block is all of
         // n, at least NR wide): panel jp holds columns jp*NR .. of the concatenation, a tile
         // spans at most two images. Else each image's columns start a panel.
         Value *folded = b.CreateAnd(fold, b.CreateICmpSGT(images, b.getInt64(1)));
-        Value *panels = b.CreateSelect(folded, ceilDiv(b.CreateMul(images, v.n), nr),
+        Value *panels = b.CreateSelect(folded, emitCeilDiv(b, b.CreateMul(images, v.n), nr),
                                        b.CreateMul(images, imagePanels));
         if (v.win)
           convColumns(b, v, n0, n1, folded, images, cols);
@@ -425,7 +418,7 @@ Function *GemmEmitter::blockedTask() {
                           "pg");
                     });
               }
-              Value *rowPanels = ceilDiv(b.CreateSub(m1, m0), mr);
+              Value *rowPanels = emitCeilDiv(b, b.CreateSub(m1, m0), mr);
               emitLoop(
                   b, b.getInt64(0), rowPanels,
                   [&](Value *ip) {
@@ -526,7 +519,7 @@ Function *GemmEmitter::smallTask() {
   accBuf->setAlignment(Align(64));
   ExprEmitter ex(ME, b, Entry, SymIndex, ts.syms, ts.buffers);
   Value *chunk = b.getInt64(SmallNChunk);
-  Value *nChunks = b.CreateUDiv(b.CreateAdd(v.n, b.getInt64(SmallNChunk - 1)), chunk);
+  Value *nChunks = emitCeilDiv(b, v.n, chunk);
   emitLoop(
       b, ts.begin, ts.end,
       [&](Value *t) {
@@ -634,17 +627,12 @@ Function *GemmEmitter::dotTask() {
   DotTile dt = dotTile(ME.variant());
   ExprEmitter ex(ME, b, Entry, SymIndex, ts.syms, ts.buffers);
   Value *chunk = b.getInt64(DotNChunk);
-  Value *nChunks = b.CreateUDiv(b.CreateAdd(v.n, b.getInt64(DotNChunk - 1)), chunk);
+  Value *nChunks = emitCeilDiv(b, v.n, chunk);
   Value *kFull = b.CreateUDiv(v.k, b.getInt64(vw));
   Value *tailAt = b.CreateMul(kFull, b.getInt64(vw));
-  SmallVector<Constant *, 16> lanes;
-  for (unsigned l = 0; l < vw; ++l)
-    lanes.push_back(b.getInt32(l));
-  Value *tailMask = b.CreateICmpULT(
-      ConstantVector::get(lanes),
-      b.CreateVectorSplat(vw, b.CreateTrunc(b.CreateSub(v.k, tailAt), b.getInt32Ty())));
+  Value *tailMask = lanesBelow(b, vw, b.CreateTrunc(b.CreateSub(v.k, tailAt), b.getInt32Ty()));
   Value *zero = ConstantAggregateZero::get(vt);
-  Value *rowTiles = b.CreateUDiv(b.CreateAdd(v.m, b.getInt64(dt.rows - 1)), b.getInt64(dt.rows));
+  Value *rowTiles = emitCeilDiv(b, v.m, b.getInt64(dt.rows));
   Value *mLast = b.CreateSub(v.m, b.getInt64(1)), *nLast = b.CreateSub(v.n, b.getInt64(1));
   emitLoop(
       b, ts.begin, ts.end,
@@ -652,8 +640,7 @@ Function *GemmEmitter::dotTask() {
         Value *bi = b.CreateUDiv(t, nChunks);
         Value *n0 = b.CreateMul(b.CreateURem(t, nChunks), chunk);
         Value *n1 = smin(b, v.n, b.CreateAdd(n0, chunk));
-        Value *colTiles = b.CreateUDiv(b.CreateAdd(b.CreateSub(n1, n0), b.getInt64(dt.cols - 1)),
-                                       b.getInt64(dt.cols));
+        Value *colTiles = emitCeilDiv(b, b.CreateSub(n1, n0), b.getInt64(dt.cols));
         // Column tiles outside, so that the tile's B rows stay in L1 across all of A.
         emitLoop(
             b, b.getInt64(0), colTiles,
@@ -783,8 +770,7 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
   b.CreateCondBr(useDot, dotBB, packBB);
   b.SetInsertPoint(dotBB);
   if (dot) {
-    Value *nChunks =
-        b.CreateUDiv(b.CreateAdd(v.n, b.getInt64(DotNChunk - 1)), b.getInt64(DotNChunk));
+    Value *nChunks = emitCeilDiv(b, v.n, b.getInt64(DotNChunk));
     Value *per = b.CreateMul(b.CreateMul(v.m, b.getInt64(DotNChunk)), v.k);
     emitDispatch(me, b, exec, dot, gclosure, b.CreateMul(v.batch, nChunks), per);
   }
@@ -793,8 +779,7 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
   emitIf(
       b, useSmall,
       [&] {
-        Value *nChunks =
-            b.CreateUDiv(b.CreateAdd(v.n, b.getInt64(SmallNChunk - 1)), b.getInt64(SmallNChunk));
+        Value *nChunks = emitCeilDiv(b, v.n, b.getInt64(SmallNChunk));
         Value *total = b.CreateMul(v.batch, nChunks);
         Value *per = b.CreateMul(b.CreateMul(v.m, b.getInt64(SmallNChunk)),
                                  b.CreateBinaryIntrinsic(Intrinsic::smax, v.k, b.getInt64(1)));
@@ -807,19 +792,15 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
         threads = b.CreateBinaryIntrinsic(Intrinsic::smax, threads, b.getInt64(1));
         // n-blocks of equal width (whole NR panels, at most NC), so that none idles a thread;
         // where there are few, a multiple of the thread count of them.
-        Value *nBlocks = b.CreateUDiv(b.CreateAdd(v.n, b.getInt64(t.nc - 1)), b.getInt64(t.nc));
+        Value *nBlocks = emitCeilDiv(b, v.n, b.getInt64(t.nc));
         Value *few = b.CreateAnd(
             b.CreateICmpSGT(nBlocks, b.getInt64(1)),
             b.CreateICmpSLT(b.CreateMul(v.batch, nBlocks), b.CreateMul(threads, b.getInt64(4))));
-        Value *evenBlocks = b.CreateMul(
-            b.CreateUDiv(b.CreateAdd(nBlocks, b.CreateSub(threads, b.getInt64(1))), threads),
-            threads);
+        Value *evenBlocks = b.CreateMul(emitCeilDiv(b, nBlocks, threads), threads);
         nBlocks = b.CreateSelect(few, evenBlocks, nBlocks);
-        Value *panels = b.CreateUDiv(b.CreateAdd(v.n, b.getInt64(t.nr() - 1)), b.getInt64(t.nr()));
-        Value *nBlock = b.CreateMul(
-            b.CreateUDiv(b.CreateAdd(panels, b.CreateSub(nBlocks, b.getInt64(1))), nBlocks),
-            b.getInt64(t.nr()));
-        nBlocks = b.CreateUDiv(b.CreateAdd(v.n, b.CreateSub(nBlock, b.getInt64(1))), nBlock);
+        Value *panels = emitCeilDiv(b, v.n, b.getInt64(t.nr()));
+        Value *nBlock = b.CreateMul(emitCeilDiv(b, panels, nBlocks), b.getInt64(t.nr()));
+        nBlocks = emitCeilDiv(b, v.n, nBlock);
         // Where A is the same for every image (a convolution's weight) and n-blocks are narrow,
         // one task takes as many images as fill a B block, so each A micro-panel is packed once
         // for all of them.
@@ -828,17 +809,15 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
             b.CreateBinaryIntrinsic(Intrinsic::smin, v.batch,
                                     b.CreateUDiv(b.getInt64(t.paddedNc()), nBlock)));
         group = b.CreateSelect(b.CreateICmpEQ(v.aBs, b.getInt64(0)), group, b.getInt64(1));
-        Value *groups =
-            b.CreateUDiv(b.CreateAdd(v.batch, b.CreateSub(group, b.getInt64(1))), group);
+        Value *groups = emitCeilDiv(b, v.batch, group);
         // Split m only as far as needed to give every thread a task: each m-chunk packs B again.
         Value *have = b.CreateMul(groups, nBlocks);
-        Value *want = b.CreateUDiv(b.CreateAdd(threads, b.CreateSub(have, b.getInt64(1))), have);
-        Value *rowPanels = b.CreateUDiv(b.CreateAdd(v.m, b.getInt64(t.mr - 1)), b.getInt64(t.mr));
+        Value *want = emitCeilDiv(b, threads, have);
+        Value *rowPanels = emitCeilDiv(b, v.m, b.getInt64(t.mr));
         Value *mChunks = b.CreateBinaryIntrinsic(Intrinsic::smin, want, rowPanels);
-        Value *panelsPerChunk =
-            b.CreateUDiv(b.CreateAdd(rowPanels, b.CreateSub(mChunks, b.getInt64(1))), mChunks);
+        Value *panelsPerChunk = emitCeilDiv(b, rowPanels, mChunks);
         Value *mChunk = b.CreateMul(panelsPerChunk, b.getInt64(t.mr));
-        mChunks = b.CreateUDiv(b.CreateAdd(v.m, b.CreateSub(mChunk, b.getInt64(1))), mChunk);
+        mChunks = emitCeilDiv(b, v.m, mChunk);
         b.CreateStore(mChunk, b.CreateStructGEP(gct, gclosure, 1));
         b.CreateStore(mChunks, b.CreateStructGEP(gct, gclosure, 2));
         b.CreateStore(nBlocks, b.CreateStructGEP(gct, gclosure, 3));

@@ -11,14 +11,10 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
                         Value *n1, Value *bp) {
   // Panel jp holds columns n0 + jp*NR ..; element (p, j) at bp[(jp*kc + p)*NR + j], zero-padded.
   Value *nr = b.getInt64(T.nr());
-  Value *panels = b.CreateUDiv(b.CreateAdd(b.CreateSub(n1, n0), b.getInt64(T.nr() - 1)), nr);
+  Value *panels = emitCeilDiv(b, b.CreateSub(n1, n0), nr);
   Type *f32 = b.getFloatTy();
   unsigned vw = T.vecWidth;
   auto *fv = FixedVectorType::get(f32, vw);
-  SmallVector<Constant *, 16> lanes;
-  for (unsigned l = 0; l < vw; ++l)
-    lanes.push_back(b.getInt64(l));
-  Value *lane = ConstantVector::get(lanes);
   auto dst = [&](Value *jp, Value *p, Value *j) {
     return b.CreateInBoundsGEP(
         f32, bp, b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), nr), j));
@@ -35,8 +31,7 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
             [&] {
               SmallVector<Value *, 4> masks;
               for (unsigned q = 0; q < T.nrVecs; ++q)
-                masks.push_back(b.CreateICmpSLT(
-                    lane, b.CreateVectorSplat(vw, b.CreateSub(jn, b.getInt64(q * vw)))));
+                masks.push_back(lanesBelow(b, vw, b.CreateSub(jn, b.getInt64(q * vw))));
               emitLoop(
                   b, b.getInt64(0), kc,
                   [&](Value *p) {
@@ -87,14 +82,8 @@ void GemmEmitter::packBFolded(Builder &b, const GemmValues &v, Value *bi0, Value
   unsigned vw = T.vecWidth;
   auto *fv = FixedVectorType::get(f32, vw);
   Value *zero = ConstantAggregateZero::get(fv);
-  SmallVector<Constant *, 16> lanes;
-  for (unsigned l = 0; l < vw; ++l)
-    lanes.push_back(b.getInt64(l));
-  Value *lane = ConstantVector::get(lanes);
   Value *total = b.CreateMul(images, v.n);
-  Value *vectors =
-      b.CreateMul(b.CreateUDiv(b.CreateAdd(total, b.getInt64(T.nr() - 1)), b.getInt64(T.nr())),
-                  b.getInt64(T.nrVecs));
+  Value *vectors = b.CreateMul(emitCeilDiv(b, total, b.getInt64(T.nr())), b.getInt64(T.nrVecs));
   emitLoop(
       b, b.getInt64(0), vectors,
       [&](Value *vec) {
@@ -103,10 +92,8 @@ void GemmEmitter::packBFolded(Builder &b, const GemmValues &v, Value *bi0, Value
         // Lanes [0, split) read image g from col; lanes [split, valid) image g + 1 from 0.
         Value *valid = smin(b, b.getInt64(vw), b.CreateSub(total, v0));
         Value *split = smin(b, valid, b.CreateSub(v.n, col));
-        Value *splitV = b.CreateVectorSplat(vw, split);
-        Value *first = b.CreateICmpSLT(lane, splitV);
-        Value *second = b.CreateAnd(b.CreateICmpSGE(lane, splitV),
-                                    b.CreateICmpSLT(lane, b.CreateVectorSplat(vw, valid)));
+        Value *first = lanesBelow(b, vw, split);
+        Value *second = b.CreateAnd(b.CreateNot(first), lanesBelow(b, vw, valid));
         // Past the last image all lanes are off: the images are clamped to stay in the buffer.
         Value *lastImage = b.CreateSub(v.batch, b.getInt64(1));
         Value *bi = smin(b, b.CreateAdd(bi0, g), lastImage);
@@ -247,10 +234,6 @@ void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k
   Value *wv = b.CreateVectorSplat(vw, b.CreateTrunc(w.w, i32));
   Value *image = b.CreateGEP(f32, v.b, b.CreateAdd(v.bOff, b.CreateMul(bi, v.bBs)));
   Value *zero = ConstantAggregateZero::get(fv);
-  SmallVector<Constant *, 16> lanes;
-  for (unsigned l = 0; l < vw; ++l)
-    lanes.push_back(b.getInt32(l));
-  Value *lane = ConstantVector::get(lanes);
   emitLoop(
       b, b.getInt64(0), kc,
       [&](Value *p) {
@@ -297,8 +280,8 @@ void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k
                       b.CreateSExt(b.CreateSub(segEntry(MaxSegments + s), start), b.getInt64Ty()));
                   Value *end =
                       s + 1 < MaxSegments ? static_cast<Value *>(segEntry(s + 1)) : b.getInt32(vw);
-                  Value *inRun = b.CreateAnd(b.CreateICmpSGE(lane, b.CreateVectorSplat(vw, start)),
-                                             b.CreateICmpSLT(lane, b.CreateVectorSplat(vw, end)));
+                  Value *inRun =
+                      b.CreateAnd(b.CreateNot(lanesBelow(b, vw, start)), lanesBelow(b, vw, end));
                   return std::pair(
                       b.CreateMaskedLoad(fv, at, Align(4), b.CreateAnd(mask, inRun), zero), inRun);
                 };
@@ -360,23 +343,19 @@ void GemmEmitter::packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, V
   unsigned vw = T.vecWidth;
   auto *fv = FixedVectorType::get(f32, vw);
   Value *zero = ConstantAggregateZero::get(fv);
-  SmallVector<Constant *, 16> lanes;
-  for (unsigned l = 0; l < vw; ++l)
-    lanes.push_back(b.getInt64(l));
-  Value *lane = ConstantVector::get(lanes);
   // A's rows run along k (activations, row-major): vw x vw blocks are loaded a row per vector
   // and transposed in registers, so each k step's MR values are stored together.
   Value *rowMajor = b.CreateICmpEQ(v.aCs, b.getInt64(1));
   emitIf(
       b, rowMajor,
       [&] {
-        Value *chunks = b.CreateUDiv(b.CreateAdd(kc, b.getInt64(vw - 1)), b.getInt64(vw));
+        Value *chunks = emitCeilDiv(b, kc, b.getInt64(vw));
         emitLoop(
             b, b.getInt64(0), chunks,
             [&](Value *ch) {
               Value *p0 = b.CreateMul(ch, b.getInt64(vw));
               Value *valid = smin(b, b.getInt64(vw), b.CreateSub(kc, p0));
-              Value *kMask = b.CreateICmpSLT(lane, b.CreateVectorSplat(vw, valid));
+              Value *kMask = lanesBelow(b, vw, valid);
               Value *none = Constant::getNullValue(kMask->getType());
               SmallVector<Value *, 16> x(vw, zero);
               for (unsigned r = 0; r < T.mr; ++r) {
@@ -401,7 +380,7 @@ void GemmEmitter::packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, V
                     x[r + d] = b.CreateShuffleVector(a, c, hi);
                   }
               }
-              Value *firstMr = b.CreateICmpSLT(lane, b.CreateVectorSplat(vw, b.getInt64(T.mr)));
+              Value *firstMr = lanesBelow(b, vw, b.getInt64(T.mr));
               for (unsigned q = 0; q < vw; ++q) {
                 Value *p = b.CreateAdd(p0, b.getInt64(q));
                 Value *store = b.CreateSelect(b.CreateICmpSLT(b.getInt64(q), valid), firstMr, none);
