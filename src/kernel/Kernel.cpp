@@ -227,10 +227,7 @@ void layoutWeights(Program &program) {
     for (Weight &w : program.weights) {
       if (w.mutableBuffer != (pass == 1))
         continue;
-      uint64_t numel = 1;
-      for (int64_t d : w.shape)
-        numel *= static_cast<uint64_t>(d);
-      w.nbytes = numel * byteSize(w.dtype);
+      w.nbytes = w.numel() * byteSize(w.dtype);
       w.offset = offset;
       offset = alignTo64(offset + w.nbytes);
     }

@@ -236,6 +236,13 @@ struct Weight {
   bool mutableBuffer = false;
   uint64_t offset = 0; // bytes into the weight blob; see layoutWeights
   uint64_t nbytes = 0;
+
+  uint64_t numel() const {
+    uint64_t n = 1;
+    for (int64_t d : shape)
+      n *= static_cast<uint64_t>(d);
+    return n;
+  }
 };
 
 struct Program {

@@ -80,7 +80,7 @@ private:
     buf.kind = kir::Buffer::Kind::Weight;
     buf.dtype = DType::F32;
     buf.index = *weight;
-    buf.numel = P.weights[*weight].shape[0] * kir::PanelRows * at->k;
+    buf.numel = static_cast<int64_t>(P.weights[*weight].numel());
     buf.name = P.weights[*weight].name;
     entry.buffers.push_back(buf);
     kir::MatrixOperand a;
@@ -112,16 +112,16 @@ private:
     w.dtype = DType::F32;
     w.shape = {panels, at.k, kir::PanelRows};
     if (WithData)
-      if (llvm::Error err = pack(at, src.name, name))
-        return std::move(err);
+      if (llvm::Error err = pack(at, src.name, w))
+        return err;
     P.weights.push_back(w);
     uint32_t index = P.weights.size() - 1;
     Made[at] = index;
     return index;
   }
 
-  // Appends weight `name` to the exported program: `source` read at `at`, as panels.
-  llvm::Error pack(const Addressing &at, const std::string &source, const std::string &name) {
+  // Appends the data of `packed` to the exported program: `source` read at `at`, as panels.
+  llvm::Error pack(const Addressing &at, const std::string &source, const kir::Weight &packed) {
     const Weight *data = Exported.findWeight(source);
     if (!data)
       return llvm::createStringError(
@@ -131,8 +131,7 @@ private:
     if (at.offset < 0 || at.rowStride < 0 || at.colStride < 0 || last >= numel)
       return llvm::createStringError(fmt::format(
           "pack-weights: a GEMM operand reads weight \"{}\" past its {} elements", source, numel));
-    int64_t panels = (at.m + kir::PanelRows - 1) / kir::PanelRows;
-    auto out = std::make_shared<std::vector<float>>(panels * kir::PanelRows * at.k, 0.0f);
+    auto out = std::make_shared<std::vector<float>>(packed.numel(), 0.0f);
     const uint8_t *bytes = data->bytes().data();
     for (int64_t r = 0; r < at.m; ++r)
       for (int64_t c = 0; c < at.k; ++c) {
@@ -143,8 +142,9 @@ private:
       }
     llvm::ArrayRef<uint8_t> view(reinterpret_cast<const uint8_t *>(out->data()),
                                  out->size() * sizeof(float));
-    Exported.weights.emplace_back(name, DType::F32,
-                                  std::vector<int64_t>{panels, at.k, kir::PanelRows}, view, out);
+    Exported.weights.emplace_back(packed.name, DType::F32,
+                                  std::vector<int64_t>(packed.shape.begin(), packed.shape.end()),
+                                  view, out);
     return llvm::Error::success();
   }
 

@@ -43,6 +43,16 @@ Counts counts(const std::string &text, std::string *program = nullptr) {
   return c;
 }
 
+/// Expects the fused lowering of `text` to have `gemms` GEMMs, `views` of them reading B through a
+/// conv window, and `loops` loop kernels.
+void expectSteps(const std::string &text, unsigned gemms, unsigned views, unsigned loops) {
+  std::string p;
+  Counts c = counts(text, &p);
+  EXPECT_EQ(c.gemms, gemms) << p;
+  EXPECT_EQ(c.views, views) << p;
+  EXPECT_EQ(c.loops, loops) << p;
+}
+
 // A 3x3 padded conv, bias, relu and a residual add: one GEMM gathering the input through its
 // window, with everything else in its epilogue.
 const char *const Conv3x3Residual = R"(graph @t opset 1.0
@@ -79,11 +89,7 @@ entry @f(%0 : f32[batch, 12, 7, 6] = input "x", %1 : f32[16, 12, 1, 1] = input "
 
 TEST(ConvGemm, Conv1x1UsesInputDirectly) {
   expectMatches(Conv1x1, Batches, 1e-5);
-  std::string p;
-  Counts c = counts(Conv1x1, &p);
-  EXPECT_EQ(c.gemms, 1u) << p;
-  EXPECT_EQ(c.views, 0u) << p;
-  EXPECT_EQ(c.loops, 0u) << p;
+  expectSteps(Conv1x1, 1, 0, 0);
 }
 
 // The downsample of a residual block: 1x1 stride 2 (the window gathers), without bias.
@@ -96,11 +102,7 @@ entry @f(%0 : f32[batch, 8, 9, 8] = input "x", %1 : f32[16, 8, 1, 1] = input "w"
 }
 )";
   expectMatches(text, Batches, 1e-5);
-  std::string p;
-  Counts c = counts(text, &p);
-  EXPECT_EQ(c.gemms, 1u) << p;
-  EXPECT_EQ(c.views, 1u) << p;
-  EXPECT_EQ(c.loops, 0u) << p;
+  expectSteps(text, 1, 1, 0);
 }
 
 // Stride, padding and dilation that differ per dim, a rectangular filter and a wide k.
@@ -130,10 +132,7 @@ entry @f(%0 : f32[batch, 7, 20] = input "x", %1 : f32[16, 7, 5] = input "w", %2 
 }
 )";
   expectMatches(text, Batches, 1e-5);
-  Counts c = counts(text);
-  EXPECT_EQ(c.gemms, 1u);
-  EXPECT_EQ(c.views, 1u);
-  EXPECT_EQ(c.loops, 0u);
+  expectSteps(text, 1, 1, 0);
 }
 
 std::string conv2d(int cin, int h, int w, int cout, int kh, int kw, int sh, int sw, int ph, int pw,
@@ -191,11 +190,7 @@ entry @f(%0 : f32[batch, 9, 8, 7] = input "x", %1 : f32[16, 4, 3, 3] = input "w"
 }
 )";
   expectMatches(text, Batches, 1e-5);
-  std::string p;
-  Counts c = counts(text, &p);
-  EXPECT_EQ(c.gemms, 1u) << p;
-  EXPECT_EQ(c.views, 1u) << p;
-  EXPECT_EQ(c.loops, 0u) << p;
+  expectSteps(text, 1, 1, 0);
 }
 
 // Grouped convolutions and those with few output channels keep the direct loops.
@@ -246,10 +241,7 @@ entry @f(%0 : f32[batch, 3, 224, 224] = input "x", %1 : f32[64, 3, 7, 7] = input
   return %2 as output "y"
 }
 )";
-  Counts c = counts(text);
-  EXPECT_EQ(c.gemms, 1u);
-  EXPECT_EQ(c.views, 1u);
-  EXPECT_EQ(c.loops, 0u);
+  expectSteps(text, 1, 1, 0);
 }
 
 // A window whose 32-bit plane offsets cannot be proved (spatial dims up to 100000) falls back to
