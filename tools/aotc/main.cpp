@@ -25,7 +25,15 @@ int main(int argc, char **argv) {
   llvm::setBugReportMsg("PLEASE report this aotc crash with the command line and its input.\n");
   // For compiler developers: LLVM's own options (e.g. -pass-remarks-missed=loop-vectorize).
   const char *llvmArgv[] = {"aotc"};
-  llvm::cl::ParseCommandLineOptions(1, llvmArgv, "", nullptr, "AOTC_LLVM_OPTIONS");
+  std::string llvmErrors;
+  llvm::raw_string_ostream llvmErrorStream(llvmErrors);
+  if (!llvm::cl::ParseCommandLineOptions(1, llvmArgv, "", &llvmErrorStream, "AOTC_LLVM_OPTIONS")) {
+    // LLVM's text names `aotc` and suggests `aotc --help`, which lists aotc's options, not LLVM's.
+    llvm::StringRef first = llvm::StringRef(llvmErrors).split('\n').first;
+    first.consume_front("aotc: ");
+    llvm::errs() << "aotc: error: AOTC_LLVM_OPTIONS: " << first.split(".  Try:").first << "\n";
+    return 1;
+  }
   using namespace aotc::cli;
 
   CLI::App app{"aotc: ahead-of-time model compiler for C++", "aotc"};
