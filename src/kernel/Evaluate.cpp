@@ -655,7 +655,7 @@ public:
     // The operands' addressing, evaluated once.
     struct Addressing {
       int64_t off = 0, bs = 0, rs = 0, cs = 0;
-      bool conv = false, panels = false;
+      bool conv = false, panels = false, winograd = false;
       int64_t chs = 0, hs = 0, ws = 0, h = 0, w = 0, kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0,
               dh = 1, dw = 1, ow = 1;
     };
@@ -666,6 +666,7 @@ public:
       a.rs = sym(o.rowStride);
       a.cs = sym(o.colStride);
       a.panels = o.panels;
+      a.winograd = o.winograd;
       if (const ConvWindow *w = o.conv ? &*o.conv : nullptr) {
         a.conv = true;
         a.chs = sym(w->channelStride);
@@ -686,11 +687,20 @@ public:
       return a;
     };
     Addressing aa = addressing(g.a), ba = addressing(g.b);
+    if (aa.winograd && B != 16)
+      return fail("a Winograd filter operand needs a batch of 16, not " + std::to_string(B));
     auto element = [&](uint32_t buffer, const Addressing &a, int64_t b, int64_t r,
                        int64_t c) -> float {
       int64_t base = a.off + b * a.bs;
       if (a.panels)
         return static_cast<float>(loadElem(buffer, base + panelOffset(r, c, K)).f);
+      if (a.winograd) {
+        float taps[9], u[16];
+        for (int t = 0; t < 9; ++t)
+          taps[t] = static_cast<float>(loadElem(buffer, a.off + r * a.rs + c * a.cs + t).f);
+        winogradFilter(taps, u);
+        return u[b];
+      }
       if (!a.conv)
         return static_cast<float>(loadElem(buffer, base + r * a.rs + c * a.cs).f);
       int64_t ci = r / (a.kh * a.kw), fh = r / a.kw % a.kh, fw = r % a.kw;

@@ -124,6 +124,29 @@ llvm::StringRef kindName(Buffer::Kind k) {
   return "?";
 }
 
+} // namespace
+
+void winogradFilter(const float g[9], float u[16]) {
+  // t = G g (4x3), then u = t G^T (4x4); the halves are exact in binary.
+  float t[4][3];
+  for (int c = 0; c < 3; ++c) {
+    float g0 = g[c], g1 = g[3 + c], g2 = g[6 + c];
+    t[0][c] = g0;
+    t[1][c] = 0.5f * (g0 + g1 + g2);
+    t[2][c] = 0.5f * (g0 - g1 + g2);
+    t[3][c] = g2;
+  }
+  for (int r = 0; r < 4; ++r) {
+    float t0 = t[r][0], t1 = t[r][1], t2 = t[r][2];
+    u[r * 4 + 0] = t0;
+    u[r * 4 + 1] = 0.5f * (t0 + t1 + t2);
+    u[r * 4 + 2] = 0.5f * (t0 - t1 + t2);
+    u[r * 4 + 3] = t2;
+  }
+}
+
+namespace {
+
 std::string operandText(const MatrixOperand &m) {
   if (const ConvWindow *w = m.conv ? &*m.conv : nullptr)
     return fmt::format("b{}[{} + batch*{} + channel*{} + h*{} + w*{}] im2col in {}x{} kernel {}x{} "
@@ -133,8 +156,14 @@ std::string operandText(const MatrixOperand &m) {
                        symStr(w->width), symStr(w->kernelH), symStr(w->kernelW), symStr(w->strideH),
                        symStr(w->strideW), symStr(w->padH), symStr(w->padW), symStr(w->dilH),
                        symStr(w->dilW), symStr(w->outWidth));
-  if (m.panels)
+  if (m.panels && m.batchStride == SymExpr(0))
     return fmt::format("b{}[{} + panels of {} rows]", m.buffer, symStr(m.offset), PanelRows);
+  if (m.panels)
+    return fmt::format("b{}[{} + batch*{} + panels of {} rows]", m.buffer, symStr(m.offset),
+                       symStr(m.batchStride), PanelRows);
+  if (m.winograd)
+    return fmt::format("winograd F(2x2, 3x3) of b{}[{} + row*{} + col*{}]", m.buffer,
+                       symStr(m.offset), symStr(m.rowStride), symStr(m.colStride));
   return fmt::format("b{}[{} + batch*{} + row*{} + col*{}]", m.buffer, symStr(m.offset),
                      symStr(m.batchStride), symStr(m.rowStride), symStr(m.colStride));
 }
@@ -144,7 +173,8 @@ void printSteps(const ExprPrinter &p, const std::vector<Step> &steps, const std:
   for (const Step &step : steps) {
     if (const auto *k = std::get_if<LoopKernel>(&step)) {
       os << indent << "kernel " << k->name << " outer " << shapeStr(k->outer) << " parallel "
-         << k->parallelLoops << "  # " << k->loc.str() << "\n";
+         << k->parallelLoops << (k->independent ? " independent" : "") << "  # " << k->loc.str()
+         << "\n";
       for (size_t s = 0; s < k->stages.size(); ++s) {
         const Stage &st = k->stages[s];
         os << indent << "  ";

@@ -118,6 +118,10 @@ struct LoopKernel {
   std::string name;           // "fused_relu_add_3": stable, for inspect and profiles
   std::vector<SymExpr> outer; // outer loop extents; may be empty (one point)
   unsigned parallelLoops = 0; // how many leading outer loops may run on several threads
+  /// No point reads an element that another point writes, and no two points write the same
+  /// element: the innermost loop's accesses may run in any order (several stores into one
+  /// buffer need no overlap checks before they vectorize).
+  bool independent = false;
   std::vector<Stage> stages;
   SourceLoc loc; // the model line the kernel's root op came from
 };
@@ -149,6 +153,12 @@ struct MatrixOperand {
   /// offset + panelOffset(row, col, k) with k the GEMM's; rows past m are zero, the strides are
   /// unused.
   bool panels = false;
+  /// An A operand only: the Winograd F(2x2, 3x3) transform of a filter [m, k, 3, 3] whose taps
+  /// for (row, col) are 9 contiguous elements, row-major, at offset + row * rowStride +
+  /// col * colStride. Batch b (0..15) is component (b / 4, b % 4) of the 4x4 G g G^T
+  /// (winogradFilter); batchStride is unused. pack-weights stores it at compile time; the code
+  /// generators never read such an operand.
+  bool winograd = false;
 
   /// Every symbolic field, the window's included.
   llvm::SmallVector<const SymExpr *, 20> syms() const {
@@ -164,6 +174,10 @@ struct MatrixOperand {
 inline int64_t panelOffset(int64_t row, int64_t col, int64_t k) {
   return row / PanelRows * PanelRows * k + col * PanelRows + row % PanelRows;
 }
+
+/// Winograd F(2x2, 3x3): the 4x4 transform U = G g G^T of a 3x3 filter `g` (row-major), with
+/// G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]]; `u` is row-major.
+void winogradFilter(const float g[9], float u[16]);
 
 /// out[b, m, n] = epilogue(sum_k a[b, m, k] * b[b, k, n]) over a batch of GEMMs; `out` is a dense
 /// [batch, m, n] row-major buffer. The epilogue is an expression over loop vars 0, 1, 2 = b, m, n

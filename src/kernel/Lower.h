@@ -13,6 +13,9 @@ namespace aotc {
 struct LowerOptions {
   /// Off: every graph value is realized in its own kernel (a debugging aid and a test oracle).
   bool fuse = true;
+  /// 3x3 stride-1 f32 convolutions as Winograd F(2x2, 3x3) where the shape suits it (2.25x fewer
+  /// multiplications; the sums round differently from the direct GEMM's).
+  bool winograd = true;
 };
 
 /// Lowers every entry of `graph` (after decompose + canonicalize/cse/dce). Every state tensor

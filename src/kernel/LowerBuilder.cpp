@@ -622,7 +622,10 @@ std::string Lowerer::kernelName(const Scope &s, const LValue *root) {
     base += (i ? "_" : "") + s.opNames[i];
   if (base.empty())
     base = root->opName.empty() ? "copy" : root->opName;
-  std::string name = fmt::format("{}_{}", base, root->number);
+  return uniqueKernelName(fmt::format("{}_{}", base, root->number));
+}
+
+std::string Lowerer::uniqueKernelName(std::string name) {
   unsigned &n = KernelNames[name];
   if (n++)
     name += fmt::format("_{}", n - 1);
@@ -673,6 +676,8 @@ llvm::Error Lowerer::realizeInto(LValue *v, uint32_t buffer) {
 
 llvm::Error Lowerer::emitGemm(LValue *root, LValue *g, uint32_t buffer) {
   const GemmSpec &spec = *g->gemm;
+  if (spec.winograd)
+    return emitWinograd(root, g, buffer);
   Scope s(3, {spec.batch, spec.m, spec.n}, false);
   s.accFor = g;
   ExprId b = loopVar(0), m = loopVar(1), n = loopVar(2);

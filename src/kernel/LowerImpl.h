@@ -54,6 +54,12 @@ struct GemmSpec {
   /// When not empty, the value's trailing dims in place of N, with n = numel(nDims) their
   /// row-major flattening (a convolution's output spatial dims).
   llvm::SmallVector<SymExpr, 3> nDims;
+  /// A Winograd F(2x2, 3x3) convolution (LowerWinograd.cpp): the GEMM is the batch of 16
+  /// transformed products, n = images x tiles, and the epilogue runs in the output transform.
+  struct Winograd {
+    SymExpr images, tilesH, tilesW;
+  };
+  std::optional<Winograd> winograd;
 };
 
 struct LValue {
@@ -88,6 +94,7 @@ public:
   std::map<std::pair<unsigned, std::vector<ExprId>>, ExprId> memo;
   const LValue *accFor = nullptr; // GEMM epilogue: the GEMM whose sum is Acc at accIdx
   IndexList accIdx;
+  ExprId accValue = NoExpr; // what stands for the sum instead of Acc (Winograd's output transform)
   const LValue *forceStage = nullptr; // the staged value this kernel realizes
   std::vector<std::string> opNames;
   SourceLoc loc;
@@ -106,6 +113,8 @@ struct StagedSpec {
   std::function<ExprId(Scope &, llvm::ArrayRef<ExprId> out, ExprId reduced)> finish;
 };
 
+using Epilogue = std::function<ExprId(Scope &, llvm::ArrayRef<ExprId>, ExprId)>;
+
 DType computeType(DType t);
 /// softmax / log_softmax of `x` along `dim`, computed in `out`'s compute type.
 LValue *softmaxOf(Lowerer &L, LValue *x, int64_t dim, DType out, bool log);
@@ -114,6 +123,16 @@ llvm::SmallVector<SymExpr, 4> denseStrides(llvm::ArrayRef<SymExpr> shape);
 SymExpr numelOf(llvm::ArrayRef<SymExpr> shape);
 /// An error "<loc>: <op> is not supported by the CPU backend yet".
 llvm::Error unsupported(const Node &node, llvm::StringRef what = {});
+
+/// An f32 GEMM value of `shape` waiting for its epilogue: `epilogue` (maybe null) maps the sum
+/// at an output index to the value; consumers fuse more pointwise ops on top (emitGemm).
+LValue *gemmValue(Lowerer &L, Shape shape, GemmSpec spec, std::vector<LValue *> deps,
+                  std::string opName, Epilogue epilogue);
+/// A 2-d f32 convolution with a constant 3x3 filter, stride 1, padding 1 as Winograd F(2x2, 3x3)
+/// (LowerWinograd.cpp); null when the shape does not qualify.
+llvm::Expected<LValue *> convAsWinograd(Lowerer &L, LValue *x, LValue *w, LValue *bias,
+                                        const Shape &shape, llvm::ArrayRef<SymExpr> stride,
+                                        llvm::ArrayRef<SymExpr> pad, llvm::ArrayRef<SymExpr> dil);
 
 class Lowerer {
 public:
@@ -223,7 +242,7 @@ public:
                  bool mean, std::string opName);
   llvm::Expected<LValue *>
   gemm(LValue *a, LValue *b, std::string opName,
-       std::function<ExprId(Scope &, llvm::ArrayRef<ExprId>, ExprId)> epilogue = nullptr,
+       Epilogue epilogue = nullptr,
        std::vector<LValue *> epilogueDeps = {});
 
   LValue *get(const Value *v) const { return Values.lookup(v); }
@@ -241,10 +260,13 @@ public:
   EntryKernels &entry() { return *E; }
   const Node *currentNode() const { return Current; }
   std::string valueName(const Value *v) const;
+  /// `name`, or `name_N` when an earlier kernel of the entry took it.
+  std::string uniqueKernelName(std::string name);
 
 private:
   llvm::Error lowerNode(const Node &n);
   llvm::Error emitGemm(LValue *root, LValue *g, uint32_t buffer);
+  llvm::Error emitWinograd(LValue *root, LValue *g, uint32_t buffer);
   LValue *findGemm(LValue *v, LValue *root);
   unsigned rowSplit(LValue *v);
   std::string kernelName(const Scope &s, const LValue *root);

@@ -13,8 +13,6 @@ namespace aotc::kir::lower {
 
 namespace {
 
-using Epilogue = std::function<ExprId(Scope &, llvm::ArrayRef<ExprId>, ExprId)>;
-
 /// `v` with a size-1 dim inserted at `pos`.
 LValue *unsqueezeAt(Lowerer &L, LValue *v, size_t pos) {
   Shape shape = v->shape;
@@ -67,8 +65,8 @@ LValue *transposeLast(Lowerer &L, LValue *v) {
       l);
 }
 
-/// An f32 GEMM value of `shape` waiting for its epilogue: `epilogue` (maybe null) maps the sum
-/// at an output index to the value; consumers fuse more pointwise ops on top (emitGemm).
+} // namespace
+
 LValue *gemmValue(Lowerer &L, Shape shape, GemmSpec spec, std::vector<LValue *> deps,
                   std::string opName, Epilogue epilogue) {
   LValue *v = L.newValue(DType::F32, std::move(shape), LKind::Gemm, std::move(opName));
@@ -77,7 +75,7 @@ LValue *gemmValue(Lowerer &L, Shape shape, GemmSpec spec, std::vector<LValue *> 
   v->cost = 1;
   v->point = [&L, v, epilogue](Scope &s, llvm::ArrayRef<ExprId> idx) -> ExprId {
     if (s.accFor == v && llvm::ArrayRef<ExprId>(s.accIdx) == idx) {
-      ExprId sum = L.acc(DType::F32);
+      ExprId sum = s.accValue != NoExpr ? s.accValue : L.acc(DType::F32);
       return epilogue ? epilogue(s, idx, sum) : sum;
     }
     if (auto l = L.realize(v); !l) {
@@ -88,6 +86,8 @@ LValue *gemmValue(Lowerer &L, Shape shape, GemmSpec spec, std::vector<LValue *> 
   };
   return v;
 }
+
+namespace {
 
 // Direct loops beat packing for few output channels (the GEMM's m, below one register tile)
 // and tiny filters; past this many im2col elements (at the largest sizes the dims' ranges allow,
@@ -470,7 +470,10 @@ llvm::Error Lowerer::lowerConvPool(const Node &n) {
          dil = ints("dilation", sd, 1);
     SymExpr groups = intAttr(n, "groups", 1);
     if (groups == SymExpr(1) && out == DType::F32) {
-      auto g = convAsGemm(*this, x, w, bias, shape, stride, pad, dil);
+      auto g = Options.winograd ? convAsWinograd(*this, x, w, bias, shape, stride, pad, dil)
+                                : llvm::Expected<LValue *>(nullptr);
+      if (g && !*g)
+        g = convAsGemm(*this, x, w, bias, shape, stride, pad, dil);
       if (!g)
         return g.takeError();
       if (*g) {

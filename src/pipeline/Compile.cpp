@@ -52,6 +52,7 @@ llvm::Expected<kir::Program> lowerGraph(ExportedProgram &exported, const Compile
     return e;
   LowerOptions lower;
   lower.fuse = options.fuse;
+  lower.winograd = options.winograd;
   auto program = lowerToKernels(*exported.graph, lower);
   if (!program)
     return program.takeError();

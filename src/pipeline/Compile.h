@@ -19,6 +19,7 @@ struct CompileOptions {
   PackageOptions package;
   /// Fuse pointwise chains, reductions and GEMM epilogues (off: one kernel per op, for debugging).
   bool fuse = true;
+  bool winograd = true; // LowerOptions::winograd
   /// False where the program carries no weight data (`aotc inspect --kernels` re-lowering an
   /// artifact's graph): weights derived at compile time are laid out without data.
   bool weightData = true;

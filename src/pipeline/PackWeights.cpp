@@ -22,9 +22,22 @@ constexpr int64_t MinRows = 16, DotM = 64;
 struct Addressing {
   uint32_t weight;
   int64_t offset, rowStride, colStride, m, k;
-  auto key() const { return std::tie(weight, offset, rowStride, colStride, m, k); }
+  bool winograd = false, panels = true;
+  auto key() const {
+    return std::tie(weight, offset, rowStride, colStride, m, k, winograd, panels);
+  }
   bool operator<(const Addressing &o) const { return key() < o.key(); }
+  // Components: 16 for a Winograd filter.
+  int64_t batch() const { return winograd ? 16 : 1; }
+  int64_t panelCount() const { return (m + kir::PanelRows - 1) / kir::PanelRows; }
+  // Elements per component in the packed weight.
+  int64_t stride() const { return panels ? panelCount() * k * kir::PanelRows : m * k; }
 };
+
+// Whether the GEMM reads an A of m rows as panels (its blocked path) rather than in place.
+bool readsPanels(const kir::GemmCall &g, int64_t m) {
+  return m >= MinRows && !(m <= DotM && !g.b.conv && g.b.rowStride.constant() == 1);
+}
 
 class Packer {
 public:
@@ -54,26 +67,35 @@ private:
     return llvm::Error::success();
   }
 
-  std::optional<Addressing> packable(const kir::EntryKernels &entry, const kir::GemmCall &g) {
+  // The constant addressing of A; null (or an error for a Winograd filter, which has to be
+  // computed here) when A is not an immutable f32 weight read at constant offsets.
+  llvm::Expected<std::optional<Addressing>> packable(const kir::EntryKernels &entry,
+                                                     const kir::GemmCall &g) {
     const kir::MatrixOperand &a = g.a;
     const kir::Buffer &buf = entry.buffers[a.buffer];
-    if (g.dtype != DType::F32 || buf.kind != kir::Buffer::Kind::Weight || a.conv || a.panels ||
-        buf.dtype != DType::F32)
-      return std::nullopt;
     auto m = g.m.constant(), k = g.k.constant(), off = a.offset.constant(),
          bs = a.batchStride.constant(), rs = a.rowStride.constant(), cs = a.colStride.constant();
-    if (!m || !k || !off || !bs || !rs || !cs || *bs != 0 || *m < MinRows || *k < 1)
-      return std::nullopt;
-    if (*m <= DotM && !g.b.conv && g.b.rowStride.constant() == 1)
+    bool constant = g.dtype == DType::F32 && buf.kind == kir::Buffer::Kind::Weight &&
+                    buf.dtype == DType::F32 && m && k && off && rs && cs && *m >= 1 && *k >= 1;
+    if (a.winograd) {
+      if (!constant || g.batch.constant() != 16)
+        return llvm::createStringError(fmt::format(
+            "pack-weights: GEMM {} reads a Winograd filter that is not a constant f32 weight",
+            g.name));
+      return Addressing{buf.index, *off, *rs, *cs, *m, *k, true, readsPanels(g, *m)};
+    }
+    if (!constant || a.conv || a.panels || !bs || *bs != 0 || !readsPanels(g, *m))
       return std::nullopt;
     return Addressing{buf.index, *off, *rs, *cs, *m, *k};
   }
 
   llvm::Error gemm(kir::EntryKernels &entry, kir::GemmCall &g) {
-    std::optional<Addressing> at = packable(entry, g);
+    auto at = packable(entry, g);
     if (!at)
+      return at.takeError();
+    if (!*at)
       return llvm::Error::success();
-    auto weight = packed(*at);
+    auto weight = packed(**at);
     if (!weight)
       return weight.takeError();
     kir::Buffer buf;
@@ -86,10 +108,10 @@ private:
     kir::MatrixOperand a;
     a.buffer = entry.buffers.size() - 1;
     a.offset = 0;
-    a.batchStride = 0;
-    a.rowStride = 0;
-    a.colStride = 0;
-    a.panels = true;
+    a.batchStride = (*at)->winograd ? (*at)->stride() : 0;
+    a.rowStride = (*at)->panels ? 0 : (*at)->k;
+    a.colStride = (*at)->panels ? 0 : 1;
+    a.panels = (*at)->panels;
     g.a = a;
     return llvm::Error::success();
   }
@@ -99,18 +121,23 @@ private:
     if (auto it = Made.find(at); it != Made.end())
       return it->second;
     const kir::Weight &src = P.weights[at.weight];
-    int64_t panels = (at.m + kir::PanelRows - 1) / kir::PanelRows;
-    std::string name = src.name + ".panels";
+    std::string suffix = at.winograd ? ".winograd" : ".panels";
+    std::string name = src.name + suffix;
     auto taken = [&](const std::string &n) {
       return Exported.findWeight(n) ||
              llvm::any_of(P.weights, [&](const kir::Weight &w) { return w.name == n; });
     };
     for (int n = 2; taken(name); ++n)
-      name = fmt::format("{}.panels.{}", src.name, n);
+      name = fmt::format("{}{}.{}", src.name, suffix, n);
     kir::Weight w;
     w.name = name;
     w.dtype = DType::F32;
-    w.shape = {panels, at.k, kir::PanelRows};
+    if (at.panels)
+      w.shape = {at.panelCount(), at.k, kir::PanelRows};
+    else
+      w.shape = {at.m, at.k};
+    if (at.winograd)
+      w.shape.insert(w.shape.begin(), 16);
     if (WithData)
       if (llvm::Error err = pack(at, src.name, w))
         return err;
@@ -120,14 +147,16 @@ private:
     return index;
   }
 
-  // Appends the data of `packed` to the exported program: `source` read at `at`, as panels.
+  // Appends the data of `packed` to the exported program: `source` read at `at` (each 3x3 filter
+  // transformed, for a Winograd operand), as panels or dense.
   llvm::Error pack(const Addressing &at, const std::string &source, const kir::Weight &packed) {
     const Weight *data = Exported.findWeight(source);
     if (!data)
       return llvm::createStringError(
           fmt::format("pack-weights: the program has no data for weight \"{}\"", source));
     int64_t numel = static_cast<int64_t>(data->bytes().size() / sizeof(float));
-    int64_t last = at.offset + (at.m - 1) * at.rowStride + (at.k - 1) * at.colStride;
+    int64_t taps = at.winograd ? 9 : 1;
+    int64_t last = at.offset + (at.m - 1) * at.rowStride + (at.k - 1) * at.colStride + taps - 1;
     if (at.offset < 0 || at.rowStride < 0 || at.colStride < 0 || last >= numel)
       return llvm::createStringError(fmt::format(
           "pack-weights: a GEMM operand reads weight \"{}\" past its {} elements", source, numel));
@@ -135,10 +164,16 @@ private:
     const uint8_t *bytes = data->bytes().data();
     for (int64_t r = 0; r < at.m; ++r)
       for (int64_t c = 0; c < at.k; ++c) {
-        float x;
-        std::memcpy(&x, bytes + sizeof(float) * (at.offset + r * at.rowStride + c * at.colStride),
-                    sizeof x);
-        (*out)[kir::panelOffset(r, c, at.k)] = x;
+        float in[9], u[16];
+        std::memcpy(in, bytes + sizeof(float) * (at.offset + r * at.rowStride + c * at.colStride),
+                    sizeof(float) * taps);
+        if (at.winograd)
+          kir::winogradFilter(in, u);
+        else
+          u[0] = in[0];
+        int64_t pos = at.panels ? kir::panelOffset(r, c, at.k) : r * at.k + c;
+        for (int64_t b = 0; b < at.batch(); ++b)
+          (*out)[b * at.stride() + pos] = u[b];
       }
     llvm::ArrayRef<uint8_t> view(reinterpret_cast<const uint8_t *>(out->data()),
                                  out->size() * sizeof(float));

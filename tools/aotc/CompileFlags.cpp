@@ -27,6 +27,8 @@ void CompileFlags::addTo(CLI::App &app) {
                  "Keep this op whole instead of decomposing it, e.g. aten.softmax.int "
                  "(repeatable)");
   app.add_flag("--no-fuse", noFuse, "One kernel per op (for debugging)");
+  app.add_flag("--no-winograd", noWinograd,
+               "3x3 convolutions as direct GEMMs only (no Winograd F(2x2, 3x3))");
   app.add_option("--print-after", printAfter, "Print the graph after this pass (repeatable)");
 }
 
@@ -50,6 +52,7 @@ llvm::Expected<CompileOptions> CompileFlags::options() const {
     o.decompose.keep.push_back(*kind);
   }
   o.fuse = !noFuse;
+  o.winograd = !noWinograd;
   o.passes.printAfter = printAfter;
   if (llvm::sys::Process::StandardErrIsDisplayed())
     o.package.progress = [](llvm::StringRef stage) { llvm::errs() << "aotc: " << stage << "\n"; };

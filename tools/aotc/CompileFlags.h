@@ -17,6 +17,7 @@ struct CompileFlags {
   std::string weightsFile = "embedded";
   std::vector<std::string> keep;
   bool noFuse = false;
+  bool noWinograd = false;
   std::vector<std::string> printAfter;
 
   void addTo(CLI::App &app);

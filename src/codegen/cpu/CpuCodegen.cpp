@@ -198,7 +198,7 @@ void emitLoop(Builder &b, Value *begin, Value *end, function_ref<void(Value *)> 
 }
 
 void emitParallelLoop(Builder &b, Value *begin, Value *end, function_ref<void(Value *)> body,
-                      const Twine &name) {
+                      const Twine &name, bool predicated) {
   Function *f = b.GetInsertBlock()->getParent();
   LLVMContext &c = f->getContext();
   SmallPtrSet<BasicBlock *, 32> before;
@@ -224,7 +224,16 @@ void emitParallelLoop(Builder &b, Value *begin, Value *end, function_ref<void(Va
   }
   assert(latch && "loop without a latch");
   MDNode *parallel = MDNode::get(c, {MDString::get(c, "llvm.loop.parallel_accesses"), group});
-  MDNode *loop = MDNode::getDistinct(c, {nullptr, parallel});
+  SmallVector<Metadata *, 4> props = {nullptr, parallel};
+  if (predicated) {
+    auto flag = [&](StringRef key) {
+      return MDNode::get(c, {MDString::get(c, key),
+                             ConstantAsMetadata::get(ConstantInt::getTrue(c))});
+    };
+    props.push_back(flag("llvm.loop.vectorize.enable"));
+    props.push_back(flag("llvm.loop.vectorize.predicate.enable"));
+  }
+  MDNode *loop = MDNode::getDistinct(c, props);
   loop->replaceOperandWith(0, loop);
   latch->setMetadata(LLVMContext::MD_loop, loop);
 }

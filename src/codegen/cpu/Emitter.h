@@ -71,9 +71,11 @@ void emitLoop(Builder &b, llvm::Value *begin, llvm::Value *end,
               llvm::function_ref<void(llvm::Value *)> body, const llvm::Twine &name = "i");
 /// emitLoop for a loop whose iterations are independent (no iteration reads what another
 /// writes): its memory accesses carry llvm.loop.parallel_accesses, so the vectorizer needs no
-/// alias checks.
+/// alias checks. With `predicated`, the vectorizer is asked to vectorize it whatever its cost
+/// model says, the last partial vector as masked operations (for short trip counts).
 void emitParallelLoop(Builder &b, llvm::Value *begin, llvm::Value *end,
-                      llvm::function_ref<void(llvm::Value *)> body, const llvm::Twine &name = "i");
+                      llvm::function_ref<void(llvm::Value *)> body, const llvm::Twine &name = "i",
+                      bool predicated = false);
 /// if (cond) then() else otherwise(); the builder ends after both.
 void emitIf(Builder &b, llvm::Value *cond, llvm::function_ref<void()> then,
             llvm::function_ref<void()> otherwise);

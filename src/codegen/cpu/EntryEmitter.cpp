@@ -41,6 +41,9 @@ static Error checkEntry(const kir::Program &program, const kir::EntryKernels &en
       if (g->dtype != DType::F32 && problem.empty())
         problem = "entry " + entry.name + ": GEMM " + g->name + " is " + toString(g->dtype).str() +
                   "; only f32 GEMMs are supported";
+      if (g->a.winograd && problem.empty())
+        problem = "entry " + entry.name + ": GEMM " + g->name +
+                  " reads a Winograd filter that pack-weights has not computed";
       for (const SymExpr *x : {&g->batch, &g->m, &g->n, &g->k})
         x->collectSymbols(used);
       for (const kir::MatrixOperand *o : {&g->a, &g->b})

@@ -100,13 +100,10 @@ public:
     Value *segEnd = B.CreateBinaryIntrinsic(
         Intrinsic::smin, end, B.CreateAdd(B.CreateSub(i, idx[p - 1]), Extents[p - 1]));
     Value *last = B.CreateAdd(idx[p - 1], B.CreateSub(segEnd, i));
-    emitLoop(
-        B, idx[p - 1], last,
-        [&](Value *j) {
-          Ex.loopVars[p - 1] = j;
-          nest(p);
-        },
-        "l" + Twine(p - 1));
+    loop(p - 1, idx[p - 1], last, [&](Value *j) {
+      Ex.loopVars[p - 1] = j;
+      nest(p);
+    });
     B.CreateStore(segEnd, pos);
     B.CreateBr(head);
     B.SetInsertPoint(exit);
@@ -126,13 +123,18 @@ private:
         stage(s);
       return;
     }
-    emitLoop(
-        B, B.getInt64(0), Extents[d],
-        [&](Value *v) {
-          Ex.loopVars[d] = v;
-          nest(d + 1);
-        },
-        "l" + Twine(d));
+    loop(d, B.getInt64(0), Extents[d], [&](Value *v) {
+      Ex.loopVars[d] = v;
+      nest(d + 1);
+    });
+  }
+
+  // Outer loop `d` over [begin, end): the innermost of an independent kernel is marked parallel.
+  void loop(unsigned d, Value *begin, Value *end, function_ref<void(Value *)> body) {
+    if (K.independent && d + 1 == K.outer.size())
+      emitParallelLoop(B, begin, end, body, "l" + Twine(d), true);
+    else
+      emitLoop(B, begin, end, body, "l" + Twine(d));
   }
 
   static constexpr int64_t MaxUnrolledPoints = 16;
