@@ -689,18 +689,27 @@ public:
     Addressing aa = addressing(g.a), ba = addressing(g.b);
     if (aa.winograd && B != 16)
       return fail("a Winograd filter operand needs a batch of 16, not " + std::to_string(B));
+    // A Winograd filter's transform, [16, M, K].
+    std::vector<float> filter;
+    if (aa.winograd) {
+      filter.resize(16 * M * K);
+      for (int64_t r = 0; r < M; ++r)
+        for (int64_t c = 0; c < K; ++c) {
+          float taps[9], u[16];
+          for (int t = 0; t < 9; ++t)
+            taps[t] = static_cast<float>(loadElem(g.a.buffer, aa.off + r * aa.rs + c * aa.cs + t).f);
+          winogradFilter(taps, u);
+          for (int b = 0; b < 16; ++b)
+            filter[(b * M + r) * K + c] = u[b];
+        }
+    }
     auto element = [&](uint32_t buffer, const Addressing &a, int64_t b, int64_t r,
                        int64_t c) -> float {
       int64_t base = a.off + b * a.bs;
       if (a.panels)
         return static_cast<float>(loadElem(buffer, base + panelOffset(r, c, K)).f);
-      if (a.winograd) {
-        float taps[9], u[16];
-        for (int t = 0; t < 9; ++t)
-          taps[t] = static_cast<float>(loadElem(buffer, a.off + r * a.rs + c * a.cs + t).f);
-        winogradFilter(taps, u);
-        return u[b];
-      }
+      if (a.winograd)
+        return filter[(b * M + r) * K + c];
       if (!a.conv)
         return static_cast<float>(loadElem(buffer, base + r * a.rs + c * a.cs).f);
       int64_t ci = r / (a.kh * a.kw), fh = r / a.kw % a.kh, fw = r % a.kw;

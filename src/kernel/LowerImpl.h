@@ -58,6 +58,7 @@ struct GemmSpec {
   /// transformed products, n = images x tiles, and the epilogue runs in the output transform.
   struct Winograd {
     SymExpr images, tilesH, tilesW;
+    bool evenHeight = true, evenWidth = true; // proved; else the last tiles overhang the map
   };
   std::optional<Winograd> winograd;
 };
@@ -267,6 +268,9 @@ private:
   llvm::Error lowerNode(const Node &n);
   llvm::Error emitGemm(LValue *root, LValue *g, uint32_t buffer);
   llvm::Error emitWinograd(LValue *root, LValue *g, uint32_t buffer);
+  llvm::Error emitWinogradOutput(LValue *root, LValue *g, uint32_t buffer, uint32_t mbuf,
+                                 const SymExpr &first, const SymExpr &step, const SymExpr &count,
+                                 bool clampColumns);
   LValue *findGemm(LValue *v, LValue *root);
   unsigned rowSplit(LValue *v);
   std::string kernelName(const Scope &s, const LValue *root);

@@ -1,5 +1,5 @@
 // Winograd F(2x2, 3x3): a 3x3 stride-1 padded f32 convolution with a constant filter, at least 128
-// input and 64 output channels and even spatial dims, lowers to the input transform kernels, one
+// input and 64 output channels and maps of at least 25 tiles, lowers to the input transform kernels, one
 // batched GEMM of 16 over the filter's transform, and the output transform holding the bias and
 // the pointwise ops after it; the results match the reference interpreter (fused and unfused);
 // other shapes keep the direct GEMM.
@@ -68,9 +68,12 @@ const std::string Padded = "stride = [1, 1], padding = [1, 1]";
 // reaches 2e-5 there, the direct GEMM's as much as Winograd's (measured: 2.1e-5 and 2.4e-5).
 constexpr double Tolerance = 1e-4;
 
+// Maps of at least 25 tiles (10 x 10) take Winograd.
+const std::string Dims10 = "dim batch in 1..3\ndim h in 10..16 divisible by 2\n";
+
 TEST(Winograd, BiasReluResidualMatchTheInterpreter) {
-  std::string text = convGraph(128, 64, "h", "6", "h", "6", Padded);
-  expectMatches(text, {{{"batch", 1}, {"h", 2}}, {{"batch", 3}, {"h", 4}}, {{"batch", 2}, {"h", 10}}},
+  std::string text = convGraph(128, 64, "h", "10", "h", "10", Padded, Dims10);
+  expectMatches(text, {{{"batch", 1}, {"h", 10}}, {{"batch", 3}, {"h", 12}}, {{"batch", 2}, {"h", 16}}},
                 Tolerance);
   Steps s = steps(text);
   // The interior and edge input transforms, the GEMM, the output transform with the epilogue.
@@ -78,21 +81,35 @@ TEST(Winograd, BiasReluResidualMatchTheInterpreter) {
   EXPECT_EQ(s.winograd, 1u) << s.program;
   EXPECT_EQ(s.loops, 3u) << s.program;
   EXPECT_NE(s.program.find("gemm winograd_gemm_"), std::string::npos) << s.program;
-  EXPECT_NE(s.program.find("f32 batch 16 m 64 n 3*batch*floordiv(h, 2) k 128"), std::string::npos)
+  EXPECT_NE(s.program.find("f32 batch 16 m 64 n 5*batch*floordiv(h, 2) k 128"), std::string::npos)
       << s.program;
   EXPECT_NE(s.program.find("kernel add_relu_conv_"), std::string::npos) << s.program;
 }
 
+TEST(Winograd, OddMapsMatchTheInterpreter) {
+  // An odd width and a height of either parity: the last tiles overhang the map, their outputs
+  // past it are dropped (the last tile column in a kernel of its own).
+  std::string text = convGraph(128, 64, "h", "11", "h", "11", Padded,
+                               "dim batch in 1..3\ndim h in 9..13\n");
+  expectMatches(text, {{{"batch", 1}, {"h", 9}}, {{"batch", 2}, {"h", 10}}, {{"batch", 3}, {"h", 13}}},
+                Tolerance);
+  Steps s = steps(text);
+  EXPECT_EQ(s.winograd, 1u) << s.program;
+  EXPECT_EQ(s.loops, 4u) << s.program;
+  EXPECT_NE(s.program.find("min(((i2 * 2) + 1), (h - 1))"), std::string::npos) << s.program;
+}
+
 TEST(Winograd, TwoTileColumnsHaveNoInterior) {
-  // w = 4: both tile columns are edges, the interior kernel runs no iteration.
-  expectMatches(convGraph(128, 64, "4", "4", "4", "4", Padded, "dim batch in 1..3\n"),
-                {{{"batch", 1}}, {{"batch", 2}}}, Tolerance);
+  // w = 4: both tile columns are edges, the interior input kernel runs no iteration.
+  std::string text = convGraph(128, 64, "26", "4", "26", "4", Padded, "dim batch in 1..3\n");
+  expectMatches(text, {{{"batch", 1}}, {{"batch", 2}}}, Tolerance);
+  EXPECT_EQ(steps(text).winograd, 1u);
 }
 
 TEST(Winograd, OptionOff) {
   LowerOptions off;
   off.winograd = false;
-  Steps s = steps(convGraph(128, 64, "h", "6", "h", "6", Padded), off);
+  Steps s = steps(convGraph(128, 64, "h", "10", "h", "10", Padded, Dims10), off);
   EXPECT_EQ(s.gemms, 1u) << s.program;
   EXPECT_EQ(s.winograd, 0u) << s.program;
   EXPECT_EQ(s.loops, 0u) << s.program;
@@ -104,16 +121,17 @@ TEST(Winograd, OtherShapesKeepTheDirectGemm) {
     std::string text;
   };
   std::vector<Case> cases = {
-      {"odd width", convGraph(128, 64, "h", "7", "h", "7", Padded)},
-      {"one tile column", convGraph(128, 64, "h", "2", "h", "2", Padded)},
-      {"height of either parity",
-       convGraph(128, 64, "h", "6", "h", "6", Padded, "dim batch in 1..3\ndim h in 2..10\n")},
-      {"stride 2", convGraph(128, 64, "8", "8", "4", "4", "stride = [2, 2], padding = [1, 1]",
+      {"few tiles (7 x 7: 16)", convGraph(128, 64, "7", "7", "7", "7", Padded, "dim batch in 1..3\n")},
+      {"maybe few tiles", convGraph(128, 64, "h", "10", "h", "10", Padded)},
+      {"one tile column", convGraph(128, 64, "60", "2", "60", "2", Padded, "dim batch in 1..3\n")},
+      {"odd and thin: a third of the tiles' area overhangs",
+       convGraph(128, 64, "h", "3", "h", "3", Padded, "dim batch in 1..3\ndim h in 40..60\n")},
+      {"stride 2", convGraph(128, 64, "20", "20", "10", "10", "stride = [2, 2], padding = [1, 1]",
                              "dim batch in 1..3\n")},
-      {"no padding", convGraph(128, 64, "8", "8", "6", "6", "stride = [1, 1], padding = [0, 0]",
+      {"no padding", convGraph(128, 64, "14", "14", "12", "12", "stride = [1, 1], padding = [0, 0]",
                                "dim batch in 1..3\n")},
-      {"few input channels", convGraph(64, 64, "h", "6", "h", "6", Padded)},
-      {"few output channels", convGraph(128, 32, "h", "6", "h", "6", Padded)},
+      {"few input channels", convGraph(64, 64, "h", "10", "h", "10", Padded, Dims10)},
+      {"few output channels", convGraph(128, 32, "h", "10", "h", "10", Padded, Dims10)},
   };
   for (const Case &c : cases) {
     Steps s = steps(c.text);
@@ -127,8 +145,8 @@ TEST(Winograd, FilterFromAnInputKeepsTheDirectGemm) {
   // have it.
   const char *text = R"(graph @t opset 1.0
 dim batch in 1..3
-entry @f(%0 : f32[batch, 128, 6, 6] = input "x", %1 : f32[64, 128, 3, 3] = input "w") {
-  %2 = aten.convolution(%0, %1, none) {stride = [1, 1], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1} : f32[batch, 64, 6, 6]
+entry @f(%0 : f32[batch, 128, 10, 10] = input "x", %1 : f32[64, 128, 3, 3] = input "w") {
+  %2 = aten.convolution(%0, %1, none) {stride = [1, 1], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1} : f32[batch, 64, 10, 10]
   return %2 as output "y"
 }
 )";
