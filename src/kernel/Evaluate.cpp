@@ -655,7 +655,8 @@ public:
     // The operands' addressing, evaluated once.
     struct Addressing {
       int64_t off = 0, bs = 0, rs = 0, cs = 0;
-      bool conv = false, panels = false, winograd = false;
+      bool conv = false, panels = false;
+      int winograd = 0;
       int64_t chs = 0, hs = 0, ws = 0, h = 0, w = 0, kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0,
               dh = 1, dw = 1, ow = 1;
     };
@@ -666,7 +667,7 @@ public:
       a.rs = sym(o.rowStride);
       a.cs = sym(o.colStride);
       a.panels = o.panels;
-      a.winograd = o.winograd;
+      a.winograd = o.winogradTile;
       if (const ConvWindow *w = o.conv ? &*o.conv : nullptr) {
         a.conv = true;
         a.chs = sym(w->channelStride);
@@ -687,19 +688,22 @@ public:
       return a;
     };
     Addressing aa = addressing(g.a), ba = addressing(g.b);
-    if (aa.winograd && B != 16)
-      return fail("a Winograd filter operand needs a batch of 16, not " + std::to_string(B));
-    // A Winograd filter's transform, [16, M, K].
+    // A Winograd filter's transform, [points^2, M, K].
     std::vector<float> filter;
     if (aa.winograd) {
-      filter.resize(16 * M * K);
+      int64_t components = (aa.winograd + 2) * (aa.winograd + 2);
+      if (B != components)
+        return fail(fmt::format("a Winograd F({0}x{0}, 3x3) filter operand needs a batch of {1}, "
+                                "not {2}",
+                                aa.winograd, components, B));
+      filter.resize(components * M * K);
       for (int64_t r = 0; r < M; ++r)
         for (int64_t c = 0; c < K; ++c) {
-          float taps[9], u[16];
+          float taps[9], u[36];
           for (int t = 0; t < 9; ++t)
             taps[t] = static_cast<float>(loadElem(g.a.buffer, aa.off + r * aa.rs + c * aa.cs + t).f);
-          winogradFilter(taps, u);
-          for (int b = 0; b < 16; ++b)
+          winogradFilter(aa.winograd, taps, u);
+          for (int64_t b = 0; b < components; ++b)
             filter[(b * M + r) * K + c] = u[b];
         }
     }

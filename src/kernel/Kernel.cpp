@@ -126,23 +126,40 @@ llvm::StringRef kindName(Buffer::Kind k) {
 
 } // namespace
 
-void winogradFilter(const float g[9], float u[16]) {
-  // t = G g (4x3), then u = t G^T (4x4); the halves are exact in binary.
-  float t[4][3];
-  for (int c = 0; c < 3; ++c) {
-    float g0 = g[c], g1 = g[3 + c], g2 = g[6 + c];
-    t[0][c] = g0;
-    t[1][c] = 0.5f * (g0 + g1 + g2);
-    t[2][c] = 0.5f * (g0 - g1 + g2);
-    t[3][c] = g2;
-  }
-  for (int r = 0; r < 4; ++r) {
-    float t0 = t[r][0], t1 = t[r][1], t2 = t[r][2];
-    u[r * 4 + 0] = t0;
-    u[r * 4 + 1] = 0.5f * (t0 + t1 + t2);
-    u[r * 4 + 2] = 0.5f * (t0 - t1 + t2);
-    u[r * 4 + 3] = t2;
-  }
+const WinogradMatrices &winogradMatrices(int tile) {
+  static const double inputT2[] = {1, 0, -1, 0, 0, 1, 1, 0, 0, -1, 1, 0, 0, 1, 0, -1};
+  static const double filter2[] = {1, 0, 0, 0.5, 0.5, 0.5, 0.5, -0.5, 0.5, 0, 0, 1};
+  static const double outputT2[] = {1, 1, 1, 0, 0, 1, -1, -1};
+  static const double inputT4[] = {4, 0, -5, 0,  1, 0, 0, -4, -4, 1, 1, 0, 0, 4, -4, -1, 1, 0,
+                                   0, -2, -1, 2, 1, 0, 0, 2, -1, -2, 1, 0, 0, 4, 0, -5, 0, 1};
+  static const double filter4[] = {1.0 / 4,  0,         0,       -1.0 / 6, -1.0 / 6, -1.0 / 6,
+                                   -1.0 / 6, 1.0 / 6,   -1.0 / 6, 1.0 / 24, 1.0 / 12, 1.0 / 6,
+                                   1.0 / 24, -1.0 / 12, 1.0 / 6,  0,        0,        1};
+  static const double outputT4[] = {1, 1, 1,  1, 1,  0, 0, 1, -1, 2, -2, 0,
+                                    0, 1, 1,  4, 4,  0, 0, 1, -1, 8, -8, 1};
+  static const WinogradMatrices f2{2, 4, inputT2, filter2, outputT2};
+  static const WinogradMatrices f4{4, 6, inputT4, filter4, outputT4};
+  return tile == 4 ? f4 : f2;
+}
+
+void winogradFilter(int tile, const float g[9], float *u) {
+  const WinogradMatrices &w = winogradMatrices(tile);
+  int p = w.points;
+  // t = G g (p x 3), then u = t G^T (p x p).
+  double t[6][3];
+  for (int r = 0; r < p; ++r)
+    for (int c = 0; c < 3; ++c) {
+      t[r][c] = 0;
+      for (int k = 0; k < 3; ++k)
+        t[r][c] += w.filter[r * 3 + k] * g[k * 3 + c];
+    }
+  for (int r = 0; r < p; ++r)
+    for (int c = 0; c < p; ++c) {
+      double v = 0;
+      for (int k = 0; k < 3; ++k)
+        v += t[r][k] * w.filter[c * 3 + k];
+      u[r * p + c] = static_cast<float>(v);
+    }
 }
 
 namespace {
@@ -161,9 +178,10 @@ std::string operandText(const MatrixOperand &m) {
   if (m.panels)
     return fmt::format("b{}[{} + batch*{} + panels of {} rows]", m.buffer, symStr(m.offset),
                        symStr(m.batchStride), PanelRows);
-  if (m.winograd)
-    return fmt::format("winograd F(2x2, 3x3) of b{}[{} + row*{} + col*{}]", m.buffer,
-                       symStr(m.offset), symStr(m.rowStride), symStr(m.colStride));
+  if (m.winogradTile)
+    return fmt::format("winograd F({0}x{0}, 3x3) of b{1}[{2} + row*{3} + col*{4}]",
+                       m.winogradTile, m.buffer, symStr(m.offset), symStr(m.rowStride),
+                       symStr(m.colStride));
   return fmt::format("b{}[{} + batch*{} + row*{} + col*{}]", m.buffer, symStr(m.offset),
                      symStr(m.batchStride), symStr(m.rowStride), symStr(m.colStride));
 }

@@ -153,12 +153,12 @@ struct MatrixOperand {
   /// offset + panelOffset(row, col, k) with k the GEMM's; rows past m are zero, the strides are
   /// unused.
   bool panels = false;
-  /// An A operand only: the Winograd F(2x2, 3x3) transform of a filter [m, k, 3, 3] whose taps
-  /// for (row, col) are 9 contiguous elements, row-major, at offset + row * rowStride +
-  /// col * colStride. Batch b (0..15) is component (b / 4, b % 4) of the 4x4 G g G^T
-  /// (winogradFilter); batchStride is unused. pack-weights stores it at compile time; the code
-  /// generators never read such an operand.
-  bool winograd = false;
+  /// An A operand only, when not 0: the Winograd F(t x t, 3x3) transform (t = winogradTile, 2 or
+  /// 4) of a filter [m, k, 3, 3] whose taps for (row, col) are 9 contiguous elements, row-major,
+  /// at offset + row * rowStride + col * colStride. Batch b, 0..(t+2)^2 - 1, is component
+  /// (b / (t+2), b % (t+2)) of G g G^T (winogradFilter); batchStride is unused. pack-weights
+  /// stores it at compile time; the code generators never read such an operand.
+  int winogradTile = 0;
 
   /// Every symbolic field, the window's included.
   llvm::SmallVector<const SymExpr *, 20> syms() const {
@@ -175,9 +175,18 @@ inline int64_t panelOffset(int64_t row, int64_t col, int64_t k) {
   return row / PanelRows * PanelRows * k + col * PanelRows + row % PanelRows;
 }
 
-/// Winograd F(2x2, 3x3): the 4x4 transform U = G g G^T of a 3x3 filter `g` (row-major), with
-/// G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]]; `u` is row-major.
-void winogradFilter(const float g[9], float u[16]);
+/// Winograd F(t x t, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks"),
+/// t = 2 or 4: an output tile is A^T [(G g G^T) .* (B^T d B)] A over the (t+2)^2 input tile d.
+struct WinogradMatrices {
+  int tile, points;         // t, and t + 2
+  const double *inputT;     // B^T, points x points, row-major
+  const double *filter;     // G, points x 3
+  const double *outputT;    // A^T, tile x points
+};
+const WinogradMatrices &winogradMatrices(int tile);
+/// The points x points transform U = G g G^T of a 3x3 filter `g` (row-major), in double and
+/// rounded once; `u` is row-major.
+void winogradFilter(int tile, const float g[9], float *u);
 
 /// out[b, m, n] = epilogue(sum_k a[b, m, k] * b[b, k, n]) over a batch of GEMMs; `out` is a dense
 /// [batch, m, n] row-major buffer. The epilogue is an expression over loop vars 0, 1, 2 = b, m, n

@@ -54,11 +54,13 @@ struct GemmSpec {
   /// When not empty, the value's trailing dims in place of N, with n = numel(nDims) their
   /// row-major flattening (a convolution's output spatial dims).
   llvm::SmallVector<SymExpr, 3> nDims;
-  /// A Winograd F(2x2, 3x3) convolution (LowerWinograd.cpp): the GEMM is the batch of 16
-  /// transformed products, n = images x tiles, and the epilogue runs in the output transform.
+  /// A Winograd F(t x t, 3x3) convolution (LowerWinograd.cpp): the GEMM is the batch of
+  /// (t+2)^2 transformed products, n = images x tiles, and the epilogue runs in the output
+  /// transform.
   struct Winograd {
+    int tile = 2;
     SymExpr images, tilesH, tilesW;
-    bool evenHeight = true, evenWidth = true; // proved; else the last tiles overhang the map
+    bool wholeHeight = true, wholeWidth = true; // proved; else the last tiles overhang the map
   };
   std::optional<Winograd> winograd;
 };
@@ -129,8 +131,8 @@ llvm::Error unsupported(const Node &node, llvm::StringRef what = {});
 /// at an output index to the value; consumers fuse more pointwise ops on top (emitGemm).
 LValue *gemmValue(Lowerer &L, Shape shape, GemmSpec spec, std::vector<LValue *> deps,
                   std::string opName, Epilogue epilogue);
-/// A 2-d f32 convolution with a constant 3x3 filter, stride 1, padding 1 as Winograd F(2x2, 3x3)
-/// (LowerWinograd.cpp); null when the shape does not qualify.
+/// A 2-d f32 convolution with a constant 3x3 filter, stride 1, padding 1 as Winograd
+/// F(4x4, 3x3) or F(2x2, 3x3) (LowerWinograd.cpp); null when the shape does not qualify.
 llvm::Expected<LValue *> convAsWinograd(Lowerer &L, LValue *x, LValue *w, LValue *bias,
                                         const Shape &shape, llvm::ArrayRef<SymExpr> stride,
                                         llvm::ArrayRef<SymExpr> pad, llvm::ArrayRef<SymExpr> dil);

@@ -1,19 +1,21 @@
-// 3x3 stride-1 convolutions as Winograd F(2x2, 3x3) (Lavin and Gray, "Fast Algorithms for
-// Convolutional Neural Networks"): each 2x2 output tile is A^T [(G g G^T) .* (B^T d B)] A over the
-// 4x4 input tile d it reads, and summed over input channels the 16 elementwise products are 16
-// GEMMs [Cout x Cin] x [Cin x tiles]: 2.25x fewer multiplications than the direct 3x3 GEMM.
+// 3x3 stride-1 convolutions as Winograd F(t x t, 3x3), t = 4 or 2 (Lavin and Gray, "Fast
+// Algorithms for Convolutional Neural Networks"): each t x t output tile is
+// A^T [(G g G^T) .* (B^T d B)] A over the (t+2)^2 input tile d it reads, and summed over input
+// channels the (t+2)^2 elementwise products are as many GEMMs [Cout x Cin] x [Cin x tiles]: 4x
+// (t = 4) or 2.25x (t = 2) fewer multiplications than the direct 3x3 GEMM.
 //
-// Three steps: an input transform writes V [16, Cin, images x tiles] (two loop kernels: the
-// interior tile columns, whose loads never leave the input, and the two edge columns, which read
-// the zero padding); a batched GEMM multiplies U [16, Cout, Cin], the filter's transform that
-// pack-weights computes at compile time, by V into M [16, Cout, images x tiles]; the output
-// transform sums each tile's four outputs from M and runs the convolution's epilogue on each
-// (the bias and whatever pointwise ops fuse after it: relu, a residual add).
+// Three steps: an input transform writes V [points^2, Cin, images x tiles] (two loop kernels:
+// rows, then columns, see emitInputTransform); a batched GEMM multiplies U [points^2, Cout, Cin], the filter's transform
+// that pack-weights computes at compile time, by V into M [points^2, Cout, images x tiles]; the
+// output transform sums each tile's outputs from M and runs the convolution's epilogue on each
+// (the bias and whatever pointwise ops fuse after it: relu, a residual add). Tiles may overhang
+// the map's bottom and right: their taps past it read 0, their outputs past it are dropped.
 #include "kernel/LowerImpl.h"
 
 #include <fmt/format.h>
 
 #include <array>
+#include <cmath>
 
 namespace aotc::kir::lower {
 
@@ -21,100 +23,172 @@ namespace {
 
 // Below this many output channels the GEMMs are too thin to gain from the transforms; below this
 // many input channels (the GEMMs' k) the transformed tensors' traffic outweighs the saved
-// multiplications (ResNet-18's 64-channel 56x56 layers at batch 8: 72 ms against 68.5 ms).
-constexpr int64_t WinogradMinOutChannels = 64, WinogradMinInChannels = 128;
-// Tiles per image at least; the tiles' area at most 5/4 of the map's (the overhang of odd maps).
+// multiplications: 2x2 tiles read and write 4x the input and output, 4x4 ones 2.25x (F(2x2, 3x3)
+// on ResNet-18's 64-channel 56x56 layers, batch 8: 72 against 68.5 ms).
+constexpr int64_t WinogradMinOutChannels = 64, WinogradMinInChannels4 = 64,
+                  WinogradMinInChannels2 = 128;
+// Tiles per image at least; the tiles' area at most 5/4 of the map's (the overhang): ResNet's 7x7
+// maps (16 tiles of 2x2 overhanging by 31 %) ran slower (ResNet-18 batch 1: 13.4 against 10.5 ms).
 constexpr int64_t WinogradMinTiles = 25;
 // V and M live in the arena at the largest sizes the dims allow; past this many elements each
 // the convolution stays a direct GEMM.
 constexpr int64_t WinogradMaxElements = int64_t(32) << 20;
 
-using Four = std::array<ExprId, 4>;
+using Exprs = llvm::SmallVector<ExprId, 6>;
 
-/// B^T x for a column x of a 4x4 input tile: B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0],
-/// [0, 1, 0, -1]].
-Four inputTransform(Lowerer &L, const Four &x) {
-  auto add = [&](ExprId a, ExprId b) { return L.binary(BinaryOp::Add, a, b); };
-  auto sub = [&](ExprId a, ExprId b) { return L.binary(BinaryOp::Sub, a, b); };
-  return {sub(x[0], x[2]), add(x[1], x[2]), sub(x[2], x[1]), sub(x[1], x[3])};
+/// sum_k row[k] * x[k] (zeros skipped, +-1 as additions), in f32.
+ExprId combine(Lowerer &L, const double *row, const Exprs &x) {
+  ExprId sum = NoExpr;
+  for (size_t k = 0; k < x.size(); ++k) {
+    double c = row[k];
+    if (c == 0)
+      continue;
+    ExprId term = x[k];
+    bool negate = c < 0;
+    if (std::abs(c) != 1)
+      term = L.binary(BinaryOp::Mul, L.cFloat(std::abs(c), DType::F32), term);
+    if (sum == NoExpr)
+      sum = negate ? L.unary(UnaryOp::Neg, term) : term;
+    else
+      sum = L.binary(negate ? BinaryOp::Sub : BinaryOp::Add, sum, term);
+  }
+  return sum == NoExpr ? L.cFloat(0, DType::F32) : sum;
 }
 
-/// A^T m for a column m of a 4x4 product tile: A^T = [[1, 1, 1, 0], [0, 1, -1, -1]].
-std::array<ExprId, 2> outputTransform(Lowerer &L, const Four &m) {
-  auto add = [&](ExprId a, ExprId b) { return L.binary(BinaryOp::Add, a, b); };
-  auto sub = [&](ExprId a, ExprId b) { return L.binary(BinaryOp::Sub, a, b); };
-  return {add(add(m[0], m[1]), m[2]), sub(sub(m[1], m[2]), m[3])};
+/// M x for a column x: `rows` rows of the row-major matrix `m` with x.size() columns.
+Exprs transform(Lowerer &L, const double *m, int rows, const Exprs &x) {
+  Exprs out;
+  for (int r = 0; r < rows; ++r)
+    out.push_back(combine(L, m + r * x.size(), x));
+  return out;
 }
 
 struct Tiles {
+  int tile = 2;
   SymExpr images, channels, tilesH, tilesW;
-  bool evenHeight = true, evenWidth = true;
+  bool wholeHeight = true, wholeWidth = true; // no tile overhangs the map
+  int points() const { return tile + 2; }
+  int components() const { return points() * points(); }
   SymExpr perImage() const { return tilesH * tilesW; }
   SymExpr columns() const { return images * perImage(); }
 };
 
-/// Input position 2q + r - 1 of tap r of tile q; with `clamp`, where it may fall outside
-/// [0, size) (the first tap before the first tile, the last two past the last one, the third only
-/// past an odd size), clamped into it with the condition that it was not ANDed into `ok`.
-ExprId tapPosition(Lowerer &L, ExprId q, int r, const SymExpr &size, bool even, bool clamp,
-                   ExprId &ok) {
-  ExprId pos = L.iadd(L.imul(q, L.cInt(2)), L.cInt(r - 1));
-  if (!clamp || r == 1 || (r == 2 && even))
-    return pos;
-  ExprId in = r == 0 ? L.binary(BinaryOp::Ge, pos, L.cInt(0))
-                     : L.binary(BinaryOp::Lt, pos, L.dim(size));
-  ok = ok == NoExpr ? in : L.binary(BinaryOp::And, ok, in);
-  return L.clampIndex(pos, size);
-}
-
-/// The loop kernel writing V [16, channels, images x tiles] for the tile columns `j = l3 * step +
-/// first` (l3 the last outer loop, `count` of them); with `edge`, input columns outside the image
-/// read 0 (the interior ones never do).
-void emitInputTransform(Lowerer &L, LValue *x, uint32_t vbuf, const Tiles &t, const SymExpr &first,
-                        const SymExpr &step, const SymExpr &count, bool edge) {
+/// The input transform B^T d B in two loop kernels. Rows first: per tile row, R = B^T over the
+/// map's points rows (rows outside it read 0) for every column, into R [images, channels,
+/// tilesH, points, width'] with a zero column before the map and zeros after it up to width' =
+/// t tilesW + 2, so that columns: per tile, V = R B over its points columns, reads no column
+/// outside R and no tile is special. Both loops run over contiguous columns and vectorize.
+void emitInputTransform(Lowerer &L, LValue *x, uint32_t vbuf, const Tiles &t) {
+  const WinogradMatrices &wm = winogradMatrices(t.tile);
+  int p = t.points();
   const SymExpr &height = x->shape[2], &width = x->shape[3];
-  LoopKernel k;
-  k.outer = {t.images, t.channels, t.tilesH, count};
-  k.parallelLoops = 2;
-  k.independent = true;
-  Scope s(4, k.outer, false);
+  SymExpr padded = SymExpr(t.tile) * t.tilesW + 2;
+  uint32_t rbuf = L.newBuffer(Buffer::Kind::Arena, DType::F32, 0,
+                              t.images * t.channels * t.tilesH * SymExpr(p) * padded,
+                              x->name + ".winograd_rows");
   ExprId n = L.loopVar(0), c = L.loopVar(1), i = L.loopVar(2);
-  ExprId j = L.iadd(L.imul(L.loopVar(3), L.dim(step)), L.dim(first));
-  // Taps outside the map read the padding's 0.
-  std::array<Four, 4> cols; // cols[s][r]: tap (r, s)
-  for (int r = 0; r < 4; ++r) {
-    ExprId rowOk = NoExpr;
-    ExprId y = tapPosition(L, i, r, height, t.evenHeight, true, rowOk);
-    for (int q = 0; q < 4; ++q) {
-      ExprId ok = rowOk;
-      ExprId xpos = tapPosition(L, j, q, width, t.evenWidth, edge, ok);
-      ExprId v = L.read(x, s, {n, c, y, xpos});
-      cols[q][r] = ok == NoExpr ? v : L.select(ok, v, L.cFloat(0, DType::F32));
+  // R's offset of (n, c, i, a, column).
+  auto rowsAt = [&](int a, ExprId column) {
+    ExprId tileRow = L.iadd(L.imul(L.iadd(L.imul(n, L.dim(t.channels)), c), L.dim(t.tilesH)), i);
+    return L.iadd(L.imul(L.iadd(L.imul(tileRow, L.cInt(p)), L.cInt(a)), L.dim(padded)), column);
+  };
+
+  LoopKernel rows;
+  rows.outer = {t.images, t.channels, t.tilesH};
+  rows.parallelLoops = 2;
+  {
+    Scope s(3, rows.outer, false);
+    ExprId col = L.loopVar(3); // the stages' inner loop
+    Exprs taps;
+    for (int r = 0; r < p; ++r) {
+      ExprId y = L.iadd(L.imul(i, L.cInt(t.tile)), L.cInt(r - 1));
+      ExprId ok = NoExpr;
+      if (r == 0)
+        ok = L.binary(BinaryOp::Ge, y, L.cInt(0));
+      else if (r >= 2 && (!t.wholeHeight || r == p - 1))
+        ok = L.binary(BinaryOp::Lt, y, L.dim(height));
+      if (ok != NoExpr)
+        y = L.clampIndex(y, height);
+      ExprId v = L.read(x, s, {n, c, y, col});
+      taps.push_back(ok == NoExpr ? v : L.select(ok, v, L.cFloat(0, DType::F32)));
     }
-  }
-  // B^T d B: the columns' transforms, then the rows' of the result.
-  std::array<Four, 4> bt; // bt[a][s]
-  for (int q = 0; q < 4; ++q) {
-    Four col = inputTransform(L, cols[q]);
-    for (int a = 0; a < 4; ++a)
-      bt[a][q] = col[a];
-  }
-  ExprId column = L.iadd(L.imul(n, L.dim(t.perImage())), L.iadd(L.imul(i, L.dim(t.tilesW)), j));
-  for (int a = 0; a < 4; ++a) {
-    Four row = inputTransform(L, bt[a]);
-    for (int b = 0; b < 4; ++b) {
+    Exprs transformed = transform(L, wm.inputT, p, taps);
+    ExprId zero = L.cFloat(0, DType::F32);
+    for (int a = 0; a < p; ++a) {
       Stage store;
       store.kind = Stage::Kind::Store;
-      store.buffer = vbuf;
-      SymExpr plane = SymExpr(a * 4 + b) * t.channels;
-      store.offset = L.iadd(L.imul(L.iadd(L.dim(plane), c), L.dim(t.columns())), column);
-      store.value = row[b];
-      k.stages.push_back(std::move(store));
+      store.buffer = rbuf;
+      store.inner = {width};
+      store.offset = rowsAt(a, L.iadd(col, L.cInt(1)));
+      store.value = transformed[a];
+      rows.stages.push_back(store);
+      // The zero columns: the padding before the map, and after it up to width'.
+      store.inner = {};
+      store.offset = rowsAt(a, L.cInt(0));
+      store.value = zero;
+      rows.stages.push_back(store);
+      store.inner = {padded - width - 1};
+      store.offset = rowsAt(a, L.iadd(col, L.dim(width + 1)));
+      rows.stages.push_back(store);
     }
   }
-  k.name = L.uniqueKernelName(fmt::format("winograd_input_{}", x->number));
-  k.loc = L.currentNode() ? L.currentNode()->loc() : SourceLoc();
-  L.entry().steps.push_back(std::move(k));
+  SourceLoc loc = L.currentNode() ? L.currentNode()->loc() : SourceLoc();
+  rows.name = L.uniqueKernelName(fmt::format("winograd_rows_{}", x->number));
+  rows.loc = loc;
+  L.entry().steps.push_back(std::move(rows));
+
+  LoopKernel cols;
+  cols.outer = {t.images, t.channels, t.tilesH, t.tilesW};
+  cols.parallelLoops = 2;
+  cols.independent = true;
+  {
+    Scope s(4, cols.outer, false);
+    ExprId j = L.loopVar(3);
+    ExprId column = L.iadd(L.imul(n, L.dim(t.perImage())), L.iadd(L.imul(i, L.dim(t.tilesW)), j));
+    for (int a = 0; a < p; ++a) {
+      Exprs taps;
+      for (int q = 0; q < p; ++q)
+        taps.push_back(L.load(rbuf, rowsAt(a, L.iadd(L.imul(j, L.cInt(t.tile)), L.cInt(q)))));
+      Exprs row = transform(L, wm.inputT, p, taps);
+      for (int b = 0; b < p; ++b) {
+        Stage store;
+        store.kind = Stage::Kind::Store;
+        store.buffer = vbuf;
+        SymExpr plane = SymExpr(a * p + b) * t.channels;
+        store.offset = L.iadd(L.imul(L.iadd(L.dim(plane), c), L.dim(t.columns())), column);
+        store.value = row[b];
+        cols.stages.push_back(std::move(store));
+      }
+    }
+  }
+  cols.name = L.uniqueKernelName(fmt::format("winograd_input_{}", x->number));
+  cols.loc = loc;
+  L.entry().steps.push_back(std::move(cols));
+}
+
+/// The tiling of an h x w map by t x t tiles if Winograd suits it: enough tiles, little
+/// overhang, the arena's V and M bounded.
+std::optional<Tiles> tiling(Lowerer &L, int tile, const SymExpr &height, const SymExpr &width,
+                            const SymExpr &images, const SymExpr &channels, int64_t widest) {
+  const ShapeEnv &env = L.shapeEnv();
+  auto proved = [](Truth t) { return t == Truth::True; };
+  Tiles t;
+  t.tile = tile;
+  t.images = images;
+  t.channels = channels;
+  t.wholeHeight = proved(env.proveDivisible(L.expand(height), tile));
+  t.wholeWidth = proved(env.proveDivisible(L.expand(width), tile));
+  t.tilesH = SymExpr::floorDiv(t.wholeHeight ? height : height + (tile - 1), tile);
+  t.tilesW = SymExpr::floorDiv(t.wholeWidth ? width : width + (tile - 1), tile);
+  SymExpr tiles = t.perImage();
+  if (!proved(env.proveLE(SymExpr(WinogradMinTiles), L.expand(tiles))) ||
+      !proved(env.proveLE(L.expand(SymExpr(4 * tile * tile) * tiles),
+                          L.expand(SymExpr(5) * height * width))))
+    return std::nullopt;
+  SymExpr most = SymExpr(t.components() * widest) * t.columns();
+  if (!proved(env.proveLE(L.expand(most), SymExpr(WinogradMaxElements))))
+    return std::nullopt;
+  return t;
 }
 
 } // namespace
@@ -130,7 +204,7 @@ llvm::Expected<LValue *> convAsWinograd(Lowerer &L, LValue *x, LValue *w, LValue
         !(pad[d] == SymExpr(1)) || !(dil[d] == SymExpr(1)))
       return nullptr;
   std::optional<int64_t> cout = w->shape[0].constant(), cin = w->shape[1].constant();
-  if (!cout || !cin || *cout < WinogradMinOutChannels || *cin < WinogradMinInChannels)
+  if (!cout || !cin || *cout < WinogradMinOutChannels || *cin < WinogradMinInChannels4)
     return nullptr;
   // The filter must be a weight (pack-weights transforms it), its taps contiguous.
   auto wl = L.realize(w);
@@ -139,47 +213,33 @@ llvm::Expected<LValue *> convAsWinograd(Lowerer &L, LValue *x, LValue *w, LValue
   const Buffer &wbuf = L.entry().buffers[wl->buffer];
   if (wbuf.kind != Buffer::Kind::Weight || !L.isContiguous(*wl, w->shape))
     return nullptr;
-  const ShapeEnv &env = L.shapeEnv();
-  const SymExpr &height = x->shape[2], &width = x->shape[3];
-  auto proved = [](Truth t) { return t == Truth::True; };
-  // At least two tile columns (the edge kernel's). Where a dim is not proved even its last tiles
-  // overhang the map: their taps past it read 0 and their outputs past it are not kept.
-  if (!proved(env.proveLE(SymExpr(3), L.expand(width))))
-    return nullptr;
-  Tiles t;
-  t.images = x->shape[0];
-  t.channels = x->shape[1];
-  t.evenHeight = proved(env.proveDivisible(L.expand(height), 2));
-  t.evenWidth = proved(env.proveDivisible(L.expand(width), 2));
-  t.tilesH = SymExpr::floorDiv(t.evenHeight ? height : height + 1, 2);
-  t.tilesW = SymExpr::floorDiv(t.evenWidth ? width : width + 1, 2);
-  // Few tiles make thin GEMMs, and tiles overhanging an odd map waste their work: ResNet's 7x7
-  // maps (16 tiles, 31 % overhang) ran slower this way (ResNet-18 batch 1: 13.4 against 10.5 ms).
-  SymExpr tiles = t.tilesH * t.tilesW;
-  if (!proved(env.proveLE(SymExpr(WinogradMinTiles), L.expand(tiles))) ||
-      !proved(env.proveLE(L.expand(SymExpr(4 * 4) * tiles), L.expand(SymExpr(5) * height * width))))
-    return nullptr;
-  SymExpr most = SymExpr(16 * std::max(*cin, *cout)) * t.columns();
-  if (!proved(env.proveLE(L.expand(most), SymExpr(WinogradMaxElements))))
+  // 4x4 tiles where they suit the map, else 2x2 ones.
+  int64_t widest = std::max(*cin, *cout);
+  std::optional<Tiles> t =
+      tiling(L, 4, x->shape[2], x->shape[3], x->shape[0], x->shape[1], widest);
+  if (!t && *cin >= WinogradMinInChannels2)
+    t = tiling(L, 2, x->shape[2], x->shape[3], x->shape[0], x->shape[1], widest);
+  if (!t)
     return nullptr;
   auto xl = L.realize(x);
   if (!xl)
     return xl.takeError();
 
-  uint32_t vbuf = L.newBuffer(Buffer::Kind::Arena, DType::F32, 0, SymExpr(16) * t.channels *
-                              t.columns(), x->name + ".winograd");
-  emitInputTransform(L, x, vbuf, t, 1, 1, t.tilesW - 2, false);
-  emitInputTransform(L, x, vbuf, t, 0, t.tilesW - 1, 2, true);
+  uint32_t vbuf = L.newBuffer(Buffer::Kind::Arena, DType::F32, 0,
+                              SymExpr(t->components()) * t->channels * t->columns(),
+                              x->name + ".winograd");
+  emitInputTransform(L, x, vbuf, *t);
 
   GemmSpec spec;
-  spec.batch = 16;
+  spec.batch = t->components();
   spec.m = *cout;
-  spec.n = t.columns();
+  spec.n = t->columns();
   spec.k = *cin;
   spec.a = {wl->buffer, wl->offset, 0, wl->strides[0], wl->strides[1]};
-  spec.a.winograd = true;
-  spec.b = {vbuf, 0, t.channels * t.columns(), t.columns(), 1};
-  spec.winograd = GemmSpec::Winograd{t.images, t.tilesH, t.tilesW, t.evenHeight, t.evenWidth};
+  spec.a.winogradTile = t->tile;
+  spec.b = {vbuf, 0, t->channels * t->columns(), t->columns(), 1};
+  spec.winograd =
+      GemmSpec::Winograd{t->tile, t->images, t->tilesH, t->tilesW, t->wholeHeight, t->wholeWidth};
   std::vector<LValue *> deps = {w, x};
   Epilogue epi;
   if (bias) {
@@ -194,7 +254,7 @@ llvm::Expected<LValue *> convAsWinograd(Lowerer &L, LValue *x, LValue *w, LValue
 llvm::Error Lowerer::emitWinograd(LValue *root, LValue *g, uint32_t buffer) {
   const GemmSpec &spec = *g->gemm;
   const GemmSpec::Winograd &wg = *spec.winograd;
-  uint32_t mbuf = newBuffer(Buffer::Kind::Arena, DType::F32, 0, SymExpr(16) * spec.m * spec.n,
+  uint32_t mbuf = newBuffer(Buffer::Kind::Arena, DType::F32, 0, spec.batch * spec.m * spec.n,
                             g->name + ".winograd");
   GemmCall call;
   call.dtype = DType::F32;
@@ -208,13 +268,12 @@ llvm::Error Lowerer::emitWinograd(LValue *root, LValue *g, uint32_t buffer) {
   call.name = uniqueKernelName(fmt::format("winograd_gemm_{}", g->number));
   call.loc = g->loc;
   E->steps.push_back(std::move(call));
-
-  // The tile columns whose outputs all lie in the map, and with an odd width the last one apart
-  // (its second column clamped onto its first).
+  // The tile columns, and where tiles overhang the map's right the last one apart (its columns
+  // past the map clamped onto its last one inside).
   if (llvm::Error err = emitWinogradOutput(root, g, buffer, mbuf, 0, 1,
-                                           wg.evenWidth ? wg.tilesW : wg.tilesW - 1, false))
+                                           wg.wholeWidth ? wg.tilesW : wg.tilesW - 1, false))
     return err;
-  if (!wg.evenWidth)
+  if (!wg.wholeWidth)
     if (llvm::Error err = emitWinogradOutput(root, g, buffer, mbuf, wg.tilesW - 1, 1, 1, true))
       return err;
   // Only now: the kernels above compute the value rather than read it.
@@ -227,9 +286,11 @@ llvm::Error Lowerer::emitWinogradOutput(LValue *root, LValue *g, uint32_t buffer
                                         const SymExpr &count, bool clampColumns) {
   const GemmSpec &spec = *g->gemm;
   const GemmSpec::Winograd &wg = *spec.winograd;
-  // Per tile (image n, channel k, tile row i, column j): the 16 products, A^T M A, and the
-  // epilogue at each of the four outputs (2i + a, 2j + b). An output past an odd map is clamped
-  // onto its tile's first row or column and stored before it, which then overwrites it.
+  const WinogradMatrices &wm = winogradMatrices(wg.tile);
+  int p = wg.tile + 2;
+  // Per tile (image n, channel k, tile row i, column j): the products, A^T M A, and the epilogue
+  // at each output (t i + a, t j + b). An output past the map is clamped onto the last row or
+  // column inside and stored before the output that belongs there, which overwrites it.
   Scope s(4, {wg.images, spec.m, wg.tilesH, count}, false);
   s.accFor = g;
   ExprId n = loopVar(0), k = loopVar(1), i = loopVar(2);
@@ -237,28 +298,30 @@ llvm::Error Lowerer::emitWinogradOutput(LValue *root, LValue *g, uint32_t buffer
   SymExpr perImage = wg.tilesH * wg.tilesW;
   ExprId at = iadd(imul(k, dim(spec.n)),
                    iadd(imul(n, dim(perImage)), iadd(imul(i, dim(wg.tilesW)), j)));
-  std::array<std::array<ExprId, 2>, 4> cols; // cols[b][a]: (A^T M)[a][b]
-  for (int b = 0; b < 4; ++b) {
-    Four m;
-    for (int a = 0; a < 4; ++a)
-      m[a] = load(mbuf, iadd(dim(SymExpr(a * 4 + b) * spec.m * spec.n), at));
-    cols[b] = outputTransform(*this, m);
+  std::vector<Exprs> cols(p); // cols[b][a]: (A^T M)[a][b]
+  for (int b = 0; b < p; ++b) {
+    Exprs m;
+    for (int a = 0; a < p; ++a)
+      m.push_back(load(mbuf, iadd(dim(SymExpr(a * p + b) * spec.m * spec.n), at)));
+    cols[b] = transform(*this, wm.outputT, wg.tile, m);
   }
   const SymExpr &height = root->shape[2], &width = root->shape[3];
   auto position = [&](ExprId q, int r, const SymExpr &size, bool clamp) {
-    ExprId pos = iadd(imul(q, cInt(2)), cInt(r));
-    return clamp && r == 1 ? imin(pos, dim(size - 1)) : pos;
+    ExprId pos = iadd(imul(q, cInt(wg.tile)), cInt(r));
+    return clamp && r > 0 ? imin(pos, dim(size - 1)) : pos;
   };
   Layout dense{buffer, 0, denseStrides(root->shape)};
   LoopKernel kernel;
   kernel.outer = s.outer;
   kernel.parallelLoops = 2;
   kernel.independent = true;
-  for (int a = 1; a >= 0; --a) {
-    std::array<ExprId, 2> row =
-        outputTransform(*this, {cols[0][a], cols[1][a], cols[2][a], cols[3][a]});
-    for (int b = 1; b >= 0; --b) {
-      IndexList idx = {n, k, position(i, a, height, !wg.evenHeight),
+  for (int a = wg.tile - 1; a >= 0; --a) {
+    Exprs across;
+    for (int b = 0; b < p; ++b)
+      across.push_back(cols[b][a]);
+    Exprs row = transform(*this, wm.outputT, wg.tile, across);
+    for (int b = wg.tile - 1; b >= 0; --b) {
+      IndexList idx = {n, k, position(i, a, height, !wg.wholeHeight),
                        position(j, b, width, clampColumns)};
       s.accIdx = idx;
       s.accValue = row[b];

@@ -22,13 +22,14 @@ constexpr int64_t MinRows = 16, DotM = 64;
 struct Addressing {
   uint32_t weight;
   int64_t offset, rowStride, colStride, m, k;
-  bool winograd = false, panels = true;
+  int winograd = 0; // F(t x t, 3x3): the filter's transform, else the operand as it is
+  bool panels = true;
   auto key() const {
     return std::tie(weight, offset, rowStride, colStride, m, k, winograd, panels);
   }
   bool operator<(const Addressing &o) const { return key() < o.key(); }
-  // Components: 16 for a Winograd filter.
-  int64_t batch() const { return winograd ? 16 : 1; }
+  // Components: (t + 2)^2 for a Winograd filter.
+  int64_t batch() const { return winograd ? (winograd + 2) * (winograd + 2) : 1; }
   int64_t panelCount() const { return (m + kir::PanelRows - 1) / kir::PanelRows; }
   // Elements per component in the packed weight.
   int64_t stride() const { return panels ? panelCount() * k * kir::PanelRows : m * k; }
@@ -77,12 +78,13 @@ private:
          bs = a.batchStride.constant(), rs = a.rowStride.constant(), cs = a.colStride.constant();
     bool constant = g.dtype == DType::F32 && buf.kind == kir::Buffer::Kind::Weight &&
                     buf.dtype == DType::F32 && m && k && off && rs && cs && *m >= 1 && *k >= 1;
-    if (a.winograd) {
-      if (!constant || g.batch.constant() != 16)
+    if (a.winogradTile) {
+      int64_t components = (a.winogradTile + 2) * (a.winogradTile + 2);
+      if (!constant || g.batch.constant() != components)
         return llvm::createStringError(fmt::format(
             "pack-weights: GEMM {} reads a Winograd filter that is not a constant f32 weight",
             g.name));
-      return Addressing{buf.index, *off, *rs, *cs, *m, *k, true, readsPanels(g, *m)};
+      return Addressing{buf.index, *off, *rs, *cs, *m, *k, a.winogradTile, readsPanels(g, *m)};
     }
     if (!constant || a.conv || a.panels || !bs || *bs != 0 || !readsPanels(g, *m))
       return std::nullopt;
@@ -137,7 +139,7 @@ private:
     else
       w.shape = {at.m, at.k};
     if (at.winograd)
-      w.shape.insert(w.shape.begin(), 16);
+      w.shape.insert(w.shape.begin(), at.batch());
     if (WithData)
       if (llvm::Error err = pack(at, src.name, w))
         return err;
@@ -164,11 +166,11 @@ private:
     const uint8_t *bytes = data->bytes().data();
     for (int64_t r = 0; r < at.m; ++r)
       for (int64_t c = 0; c < at.k; ++c) {
-        float in[9], u[16];
+        float in[9], u[36];
         std::memcpy(in, bytes + sizeof(float) * (at.offset + r * at.rowStride + c * at.colStride),
                     sizeof(float) * taps);
         if (at.winograd)
-          kir::winogradFilter(in, u);
+          kir::winogradFilter(at.winograd, in, u);
         else
           u[0] = in[0];
         int64_t pos = at.panels ? kir::panelOffset(r, c, at.k) : r * at.k + c;

@@ -41,7 +41,7 @@ static Error checkEntry(const kir::Program &program, const kir::EntryKernels &en
       if (g->dtype != DType::F32 && problem.empty())
         problem = "entry " + entry.name + ": GEMM " + g->name + " is " + toString(g->dtype).str() +
                   "; only f32 GEMMs are supported";
-      if (g->a.winograd && problem.empty())
+      if (g->a.winogradTile && problem.empty())
         problem = "entry " + entry.name + ": GEMM " + g->name +
                   " reads a Winograd filter that pack-weights has not computed";
       for (const SymExpr *x : {&g->batch, &g->m, &g->n, &g->k})

@@ -1,8 +1,9 @@
-// Winograd F(2x2, 3x3): a 3x3 stride-1 padded f32 convolution with a constant filter, at least 128
-// input and 64 output channels and maps of at least 25 tiles, lowers to the input transform kernels, one
-// batched GEMM of 16 over the filter's transform, and the output transform holding the bias and
-// the pointwise ops after it; the results match the reference interpreter (fused and unfused);
-// other shapes keep the direct GEMM.
+// Winograd F(4x4, 3x3) and F(2x2, 3x3): a 3x3 stride-1 padded f32 convolution with a constant
+// filter, at least 64 output channels, maps of at least 25 tiles and 64 (4x4 tiles) or 128 (2x2)
+// input channels lowers to the input transform kernels, one batched GEMM of 36 or 16 over the
+// filter's transform, and the output transform holding the bias and the pointwise ops after it;
+// the results match the reference interpreter (fused and unfused); other shapes keep the direct
+// GEMM.
 #include "KernelTestUtil.h"
 
 #include <fmt/format.h>
@@ -37,7 +38,7 @@ Steps steps(const std::string &text, LowerOptions options = {}) {
       ++c.loops;
     } else if (const auto *g = std::get_if<kir::GemmCall>(&s)) {
       ++c.gemms;
-      c.winograd += g->a.winograd;
+      c.winograd += g->a.winogradTile != 0;
     }
   }
   return c;
@@ -76,7 +77,7 @@ TEST(Winograd, BiasReluResidualMatchTheInterpreter) {
   expectMatches(text, {{{"batch", 1}, {"h", 10}}, {{"batch", 3}, {"h", 12}}, {{"batch", 2}, {"h", 16}}},
                 Tolerance);
   Steps s = steps(text);
-  // The interior and edge input transforms, the GEMM, the output transform with the epilogue.
+  // The input transform's rows and columns, the GEMM, the output transform with the epilogue.
   EXPECT_EQ(s.gemms, 1u) << s.program;
   EXPECT_EQ(s.winograd, 1u) << s.program;
   EXPECT_EQ(s.loops, 3u) << s.program;
@@ -99,11 +100,33 @@ TEST(Winograd, OddMapsMatchTheInterpreter) {
   EXPECT_NE(s.program.find("min(((i2 * 2) + 1), (h - 1))"), std::string::npos) << s.program;
 }
 
-TEST(Winograd, TwoTileColumnsHaveNoInterior) {
-  // w = 4: both tile columns are edges, the interior input kernel runs no iteration.
+TEST(Winograd, TwoTileColumns) {
+  // w = 4: two tile columns, both next to the padding.
   std::string text = convGraph(128, 64, "26", "4", "26", "4", Padded, "dim batch in 1..3\n");
   expectMatches(text, {{{"batch", 1}}, {{"batch", 2}}}, Tolerance);
   EXPECT_EQ(steps(text).winograd, 1u);
+}
+
+// F(4x4, 3x3) rounds more than F(2x2, 3x3) (its transforms scale by up to 8 and 1/24): on these
+// sums of 576 unit-variance products (magnitude ~24) it errs by up to 2.8e-4, about 1e-5 of their
+// scale, where the direct GEMM errs by 2e-5.
+constexpr double Tolerance4 = 5e-4;
+
+TEST(Winograd, FourByFourTilesMatchTheInterpreter) {
+  // 20 x 20 maps hold 25 tiles of 4 x 4: F(4x4, 3x3), 36 products; 64 input channels suffice.
+  std::string text = convGraph(64, 64, "20", "20", "20", "20", Padded, "dim batch in 1..3\n");
+  expectMatches(text, {{{"batch", 1}}, {{"batch", 2}}}, Tolerance4);
+  Steps s = steps(text);
+  EXPECT_EQ(s.winograd, 1u) << s.program;
+  EXPECT_NE(s.program.find("f32 batch 36 m 64 n 25*batch k 64"), std::string::npos) << s.program;
+  EXPECT_NE(s.program.find("winograd F(4x4, 3x3) of"), std::string::npos) << s.program;
+  // 18 x 18 and 19 x 18: the last tiles overhang by 2 rows and columns, or 1 row and 2 columns.
+  for (const char *h : {"18", "19"}) {
+    std::string odd = convGraph(64, 64, h, "18", h, "18", Padded, "dim batch in 1..3\n");
+    expectMatches(odd, {{{"batch", 2}}}, Tolerance4);
+    Steps o = steps(odd);
+    EXPECT_NE(o.program.find("f32 batch 36 m 64 n 25*batch k 64"), std::string::npos) << o.program;
+  }
 }
 
 TEST(Winograd, OptionOff) {
@@ -123,7 +146,6 @@ TEST(Winograd, OtherShapesKeepTheDirectGemm) {
   std::vector<Case> cases = {
       {"few tiles (7 x 7: 16)", convGraph(128, 64, "7", "7", "7", "7", Padded, "dim batch in 1..3\n")},
       {"maybe few tiles", convGraph(128, 64, "h", "10", "h", "10", Padded)},
-      {"one tile column", convGraph(128, 64, "60", "2", "60", "2", Padded, "dim batch in 1..3\n")},
       {"odd and thin: a third of the tiles' area overhangs",
        convGraph(128, 64, "h", "3", "h", "3", Padded, "dim batch in 1..3\ndim h in 40..60\n")},
       {"stride 2", convGraph(128, 64, "20", "20", "10", "10", "stride = [2, 2], padding = [1, 1]",
@@ -155,20 +177,27 @@ entry @f(%0 : f32[batch, 128, 10, 10] = input "x", %1 : f32[64, 128, 3, 3] = inp
 }
 
 TEST(Winograd, FilterTransform) {
-  // U = G g G^T against the definition, on a filter of distinct values.
-  const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-  float g[9], u[16];
+  // U = G g G^T against the definition, on a filter of distinct values, for both tile sizes.
+  const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  const double G4[6][3] = {{1.0 / 4, 0, 0},          {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                           {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                           {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+  float g[9], u[36];
   for (int i = 0; i < 9; ++i)
     g[i] = 0.25f * static_cast<float>(i * i) - 1.5f;
-  kir::winogradFilter(g, u);
-  for (int a = 0; a < 4; ++a)
-    for (int b = 0; b < 4; ++b) {
-      double want = 0;
-      for (int r = 0; r < 3; ++r)
-        for (int s = 0; s < 3; ++s)
-          want += G[a][r] * g[r * 3 + s] * G[b][s];
-      EXPECT_NEAR(u[a * 4 + b], want, 1e-6 * std::max(1.0, std::abs(want))) << a << "," << b;
-    }
+  for (int tile : {2, 4}) {
+    int p = tile + 2;
+    kir::winogradFilter(tile, g, u);
+    for (int a = 0; a < p; ++a)
+      for (int b = 0; b < p; ++b) {
+        double want = 0;
+        for (int r = 0; r < 3; ++r)
+          for (int s = 0; s < 3; ++s)
+            want += (tile == 2 ? G2[a][r] * G2[b][s] : G4[a][r] * G4[b][s]) * g[r * 3 + s];
+        EXPECT_NEAR(u[a * p + b], want, 1e-6 * std::max(1.0, std::abs(want)))
+            << tile << ": " << a << "," << b;
+      }
+  }
 }
 
 } // namespace
