@@ -93,12 +93,15 @@ void emitInputTransform(Lowerer &L, LValue *x, uint32_t vbuf, const Tiles &t) {
     return L.iadd(L.imul(L.iadd(L.imul(tileRow, L.cInt(p)), L.cInt(a)), L.dim(padded)), column);
   };
 
+  SourceLoc loc = L.currentNode() ? L.currentNode()->loc() : SourceLoc();
+  // The rows, at every column of the map: the taps read once, the points rows stored.
   LoopKernel rows;
-  rows.outer = {t.images, t.channels, t.tilesH};
+  rows.outer = {t.images, t.channels, t.tilesH, width};
   rows.parallelLoops = 2;
+  rows.independent = true;
   {
-    Scope s(3, rows.outer, false);
-    ExprId col = L.loopVar(3); // the stages' inner loop
+    Scope s(4, rows.outer, false);
+    ExprId col = L.loopVar(3);
     Exprs taps;
     for (int r = 0; r < p; ++r) {
       ExprId y = L.iadd(L.imul(i, L.cInt(t.tile)), L.cInt(r - 1));
@@ -113,29 +116,42 @@ void emitInputTransform(Lowerer &L, LValue *x, uint32_t vbuf, const Tiles &t) {
       taps.push_back(ok == NoExpr ? v : L.select(ok, v, L.cFloat(0, DType::F32)));
     }
     Exprs transformed = transform(L, wm.inputT, p, taps);
-    ExprId zero = L.cFloat(0, DType::F32);
     for (int a = 0; a < p; ++a) {
       Stage store;
       store.kind = Stage::Kind::Store;
       store.buffer = rbuf;
-      store.inner = {width};
       store.offset = rowsAt(a, L.iadd(col, L.cInt(1)));
       store.value = transformed[a];
       rows.stages.push_back(store);
-      // The zero columns: the padding before the map, and after it up to width'.
-      store.inner = {};
-      store.offset = rowsAt(a, L.cInt(0));
-      store.value = zero;
-      rows.stages.push_back(store);
-      store.inner = {padded - width - 1};
-      store.offset = rowsAt(a, L.iadd(col, L.dim(width + 1)));
-      rows.stages.push_back(store);
     }
   }
-  SourceLoc loc = L.currentNode() ? L.currentNode()->loc() : SourceLoc();
   rows.name = L.uniqueKernelName(fmt::format("winograd_rows_{}", x->number));
   rows.loc = loc;
   L.entry().steps.push_back(std::move(rows));
+
+  // The zero columns: the padding before the map, and after it up to width'.
+  LoopKernel zeros;
+  zeros.outer = {t.images, t.channels, t.tilesH, SymExpr(p)};
+  zeros.parallelLoops = 2;
+  {
+    ExprId a = L.loopVar(3);
+    auto at = [&](ExprId column) {
+      ExprId tileRow = L.iadd(L.imul(L.iadd(L.imul(n, L.dim(t.channels)), c), L.dim(t.tilesH)), i);
+      return L.iadd(L.imul(L.iadd(L.imul(tileRow, L.cInt(p)), a), L.dim(padded)), column);
+    };
+    Stage store;
+    store.kind = Stage::Kind::Store;
+    store.buffer = rbuf;
+    store.value = L.cFloat(0, DType::F32);
+    store.offset = at(L.cInt(0));
+    zeros.stages.push_back(store);
+    store.inner = {padded - width - 1};
+    store.offset = at(L.iadd(L.loopVar(4), L.dim(width + 1)));
+    zeros.stages.push_back(store);
+  }
+  zeros.name = L.uniqueKernelName(fmt::format("winograd_pad_{}", x->number));
+  zeros.loc = loc;
+  L.entry().steps.push_back(std::move(zeros));
 
   LoopKernel cols;
   cols.outer = {t.images, t.channels, t.tilesH, t.tilesW};

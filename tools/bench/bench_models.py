@@ -231,6 +231,8 @@ def main():
 
     table(["case", "aotc", "aotc throughput", "torch eager", "torch script", "torch best / aotc"],
           rows + [start_row])
+    print("throughput: the direct convolutions' FLOPs per second; the Winograd ones (3x3, stride 1)"
+          " do fewer multiplications, so for ResNet it is an effective rate")
     print()
     table(["export", "time", "artifact"], export_rows)
     print(f"load average {os.getloadavg()[0]:.1f} at the end (the machine is shared)")
