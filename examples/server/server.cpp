@@ -9,7 +9,9 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -109,6 +111,30 @@ json tensorMetadata(const aotc_tensor_info &info) {
     shape.push_back(info.dims[d].value >= 0 ? info.dims[d].value : -1);
   const char *datatype = aotc::server::kserveDatatype(info.dtype);
   return {{"name", info.name}, {"datatype", datatype ? datatype : "UNKNOWN"}, {"shape", shape}};
+}
+
+/// Debian's cpp-httplib is a compiled library that listens with a backlog of 5: clients connecting
+/// at once (a load balancer opening its pool, the load test's 16 under load) overflowed the
+/// accept queue and lost their first request ("no response: Read"). listen() again on the bound
+/// socket raises the backlog.
+void raiseListenBacklog(int port) {
+  for (int fd = 0; fd < 1024; ++fd) {
+    int listening = 0;
+    socklen_t size = sizeof listening;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) != 0 || !listening)
+      continue;
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length) != 0)
+      continue;
+    int bound = address.ss_family == AF_INET
+                    ? ntohs(reinterpret_cast<sockaddr_in *>(&address)->sin_port)
+                : address.ss_family == AF_INET6
+                    ? ntohs(reinterpret_cast<sockaddr_in6 *>(&address)->sin6_port)
+                    : -1;
+    if (bound == port)
+      listen(fd, SOMAXCONN);
+  }
 }
 
 /// Every endpoint, built before the server starts and read-only afterwards, so request threads
@@ -473,6 +499,7 @@ int main(int argc, char **argv) {
                  options.port);
     return 1;
   }
+  raiseListenBacklog(port);
   std::string served;
   for (const std::string &name : registry.names())
     served += (served.empty() ? "" : ", ") + name;
