@@ -4,12 +4,13 @@
 // channels the (t+2)^2 elementwise products are as many GEMMs [Cout x Cin] x [Cin x tiles]: 4x
 // (t = 4) or 2.25x (t = 2) fewer multiplications than the direct 3x3 GEMM.
 //
-// Three steps: an input transform writes V [points^2, Cin, images x tiles] (two loop kernels:
-// rows, then columns, see emitInputTransform); a batched GEMM multiplies U [points^2, Cout, Cin], the filter's transform
-// that pack-weights computes at compile time, by V into M [points^2, Cout, images x tiles]; the
-// output transform sums each tile's outputs from M and runs the convolution's epilogue on each
-// (the bias and whatever pointwise ops fuse after it: relu, a residual add). Tiles may overhang
-// the map's bottom and right: their taps past it read 0, their outputs past it are dropped.
+// Three steps: an input transform writes V [points^2, Cin, images x tiles] (loop kernels over
+// rows, then columns: emitInputTransform); a batched GEMM multiplies U [points^2, Cout, Cin], the
+// filter's transform that pack-weights computes at compile time, by V into
+// M [points^2, Cout, images x tiles]; the output transform sums each tile's outputs from M and
+// runs the convolution's epilogue on each (the bias and whatever pointwise ops fuse after it:
+// relu, a residual add). Tiles may overhang the map's bottom and right: their taps past it read
+// 0, their outputs past it are dropped.
 #include "kernel/LowerImpl.h"
 
 #include <fmt/format.h>
@@ -73,11 +74,12 @@ struct Tiles {
   SymExpr columns() const { return images * perImage(); }
 };
 
-/// The input transform B^T d B in two loop kernels. Rows first: per tile row, R = B^T over the
-/// map's points rows (rows outside it read 0) for every column, into R [images, channels,
-/// tilesH, points, width'] with a zero column before the map and zeros after it up to width' =
-/// t tilesW + 2, so that columns: per tile, V = R B over its points columns, reads no column
-/// outside R and no tile is special. Both loops run over contiguous columns and vectorize.
+/// The input transform B^T d B in loop kernels. Rows first: per tile row, R = B^T over the map's
+/// points rows (rows outside it read 0) at every column, into R [images, channels, tilesH,
+/// points, width'] with a zero column before the map and zeros after it up to width' =
+/// t tilesW + 2 (a kernel of their own), so that columns: per tile, V = R B over its points
+/// columns, reads no column outside R and no tile is special. Both run over contiguous columns
+/// and vectorize.
 void emitInputTransform(Lowerer &L, LValue *x, uint32_t vbuf, const Tiles &t) {
   const WinogradMatrices &wm = winogradMatrices(t.tile);
   int p = t.points();
