@@ -170,6 +170,11 @@ Value *lanesBelow(Builder &b, unsigned width, Value *n) {
   return b.CreateICmpSLT(ConstantVector::get(lanes), b.CreateVectorSplat(width, n));
 }
 
+void emitPrefetch(Builder &b, Value *ptr, int locality) {
+  b.CreateIntrinsic(Intrinsic::prefetch, {b.getPtrTy()},
+                    {ptr, b.getInt32(0), b.getInt32(locality), b.getInt32(1)});
+}
+
 AllocaInst *entryAlloca(Builder &b, Type *type, const Twine &name) {
   Function *f = b.GetInsertBlock()->getParent();
   IRBuilder<> eb(&f->getEntryBlock(), f->getEntryBlock().begin());

@@ -85,6 +85,11 @@ llvm::Value *smin(Builder &b, llvm::Value *x, llvm::Value *y);
 llvm::Value *emitCeilDiv(Builder &b, llvm::Value *x, llvm::Value *y);
 /// The mask of the lanes l < n of a `width`-lane vector (n an integer of any width).
 llvm::Value *lanesBelow(Builder &b, unsigned width, llvm::Value *n);
+/// A read prefetch of the cache line holding `ptr` (a hint: any address, no fault) into L1
+/// (locality 3) or L2 (locality 2).
+void emitPrefetch(Builder &b, llvm::Value *ptr, int locality);
+/// Floats per 64-byte cache line.
+inline constexpr int64_t FloatsPerLine = 16;
 /// An alloca in the function's entry block.
 llvm::AllocaInst *entryAlloca(Builder &b, llvm::Type *type, const llvm::Twine &name = "");
 
