@@ -217,7 +217,7 @@ public:
     mlp = register_module("mlp", gpt2::MLP(c));
   }
   Tensor forward(const Tensor &x, const Tensor &memory) {
-    Tensor h = x + attn(ln_1(x));
+    Tensor h = x + attn(ln_1(x)).first; // the self-attention's output, not its cache
     h = h + crossattention(ln_cross_attn(h), memory);
     return h + mlp(ln_2(h));
   }

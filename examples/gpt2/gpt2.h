@@ -5,7 +5,11 @@
 
 #include <aotc/aotc.h>
 
+#include <optional>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace gpt2 {
 
@@ -45,16 +49,24 @@ public:
     c_attn = register_module("c_attn", Conv1D(3 * c.n_embd, c.n_embd));
     c_proj = register_module("c_proj", Conv1D(c.n_embd, c.n_embd));
   }
-  Tensor forward(const Tensor &x) {
+  /// Causal self-attention over x, after the keys and values `past` cached for the positions
+  /// before it ([2, batch, heads, past, head_dim]) where given. Returns the output and the
+  /// layer's cache for every position so far ([2, batch, heads, past + seq, head_dim]).
+  std::pair<Tensor, Tensor> forward(const Tensor &x, const std::optional<Tensor> &past = {}) {
     SymInt batch = x.size(0), seq = x.size(1);
     std::vector<Tensor> qkv = c_attn(x).split(n_embd, 2);
     auto heads = [&](const Tensor &t) {
       return t.view({batch, seq, n_head, n_embd / n_head}).transpose(1, 2);
     };
-    // The scale is sdpa's default 1/sqrt(head_dim), HF's scale_attn_weights.
-    Tensor y = scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), {},
-                                            /*is_causal=*/true);
-    return c_proj(y.transpose(1, 2).reshape({batch, seq, n_embd}));
+    Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
+    if (past) {
+      k = cat({past->select(0, 0), k}, 2);
+      v = cat({past->select(0, 1), v}, 2);
+    }
+    // The scale is sdpa's default 1/sqrt(head_dim), HF's scale_attn_weights. With a cache the
+    // query is one token (the decode entry's), which attends to every position so far: no mask.
+    Tensor y = scaled_dot_product_attention(q, k, v, {}, /*is_causal=*/!past);
+    return {c_proj(y.transpose(1, 2).reshape({batch, seq, n_embd})), stack({k, v})};
   }
   int64_t n_head, n_embd;
   Conv1D c_attn{nullptr}, c_proj{nullptr};
@@ -81,9 +93,11 @@ public:
     ln_2 = register_module("ln_2", layerNorm(c));
     mlp = register_module("mlp", MLP(c));
   }
-  Tensor forward(const Tensor &x) {
-    Tensor h = x + attn(ln_1(x));
-    return h + mlp(ln_2(h));
+  /// The block's output and its layer's key/value cache (see Attention).
+  std::pair<Tensor, Tensor> forward(const Tensor &x, const std::optional<Tensor> &past = {}) {
+    auto [a, present] = attn(ln_1(x), past);
+    Tensor h = x + a;
+    return {h + mlp(ln_2(h)), present};
   }
   nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   Attention attn{nullptr};
@@ -104,17 +118,28 @@ public:
       h->push_back(Block(c));
     ln_f = register_module("ln_f", layerNorm(c));
   }
-  Tensor forward(const Tensor &input_ids) {
+  /// The final hidden states of input_ids, which follow `past` positions whose keys and values
+  /// are cached in `past` ([n_layer, 2, batch, heads, past, head_dim]) where given; and the
+  /// cache for every position so far ([n_layer, 2, batch, heads, past + seq, head_dim]).
+  std::pair<Tensor, Tensor> forward(const Tensor &input_ids, const std::optional<Tensor> &past = {}) {
+    SymInt start = past ? past->size(4) : SymInt(0), end = start + input_ids.size(1);
     // A comparison the dims' ranges cannot decide fails the export with the fix (written this way
-    // round, the fix it names is the range that holds), so a seq range past wpe's n_positions rows
-    // is refused there instead of reading past the table at run time.
-    if (!(input_ids.size(1) <= n_positions))
-      throw std::invalid_argument("input_ids is longer than n_positions");
-    Tensor positions = arange(input_ids.size(1), i64);
+    // round, the fix it names is the range that holds), so a seq (or past) range past wpe's
+    // n_positions rows is refused there instead of reading past the table at run time.
+    if (!(end <= n_positions))
+      throw std::invalid_argument("input_ids reach past n_positions");
+    Tensor positions = arange(start, end, 1, i64);
     Tensor x = wte(input_ids) + wpe(positions);
-    for (Block &block : *h)
-      x = block(x);
-    return ln_f(x);
+    std::vector<Tensor> present;
+    for (size_t i = 0; i < h->size(); ++i) {
+      std::optional<Tensor> layerPast;
+      if (past)
+        layerPast = past->select(0, int64_t(i));
+      auto [out, cache] = (*h)[i](x, layerPast);
+      x = out;
+      present.push_back(cache);
+    }
+    return {ln_f(x), stack(present)};
   }
   int64_t n_positions;
   nn::Embedding wte{nullptr}, wpe{nullptr};
@@ -127,10 +152,20 @@ AOTC_MODULE(Transformer);
 /// the logits reuse the token embedding: h @ wte^T.
 template <const Config &C> struct LMHeadModel : nn::Module {
   LMHeadModel() { transformer = register_module("transformer", Transformer(C)); }
-  Tensor forward(Tensor input_ids) {
-    Tensor h = transformer(input_ids);
-    return matmul(h, transformer->wte->weight.t());
+  Tensor forward(Tensor input_ids) { return logits(transformer(input_ids).first); }
+  /// Generation with a key/value cache: `prefill` runs the prompt and returns its logits and the
+  /// cache of its positions ([n_layer, 2, batch, heads, seq, head_dim]); `decode` runs one token
+  /// per sequence after `past` cached positions and returns its logits and the cache grown by one
+  /// position, which the next `decode` takes.
+  std::tuple<Tensor, Tensor> prefill(Tensor input_ids) {
+    auto [h, present] = transformer(input_ids);
+    return {logits(h), present};
   }
+  std::tuple<Tensor, Tensor> decode(Tensor input_ids, Tensor past) {
+    auto [h, present] = transformer(input_ids, past);
+    return {logits(h), present};
+  }
+  Tensor logits(const Tensor &h) { return matmul(h, transformer->wte->weight.t()); }
   Transformer transformer{nullptr};
 };
 

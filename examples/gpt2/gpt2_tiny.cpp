@@ -9,6 +9,12 @@ inline constexpr Config Tiny{
 
 using GPT2 = gpt2::LMHeadModel<gpt2::Tiny>;
 
-AOTC_MODEL(GPT2, aotc::dim("batch", 1, 32), aotc::dim("seq", 1, 16),
+// The cache of `past` positions: [n_layer, 2 (keys, values), batch, n_head, past, head_dim].
+AOTC_MODEL(GPT2, aotc::dim("batch", 1, 32), aotc::dim("seq", 1, 16), aotc::dim("past", 1, 15),
            AOTC_ENTRY(forward, aotc::input("input_ids", {"batch", "seq"}, aotc::i64),
-                      aotc::outputs({"logits"})));
+                      aotc::outputs({"logits"})),
+           AOTC_ENTRY(prefill, aotc::input("input_ids", {"batch", "seq"}, aotc::i64),
+                      aotc::outputs({"logits", "present"})),
+           AOTC_ENTRY(decode, aotc::input("input_ids", {"batch", 1}, aotc::i64),
+                      aotc::input("past", {2, 2, "batch", 4, "past", 8}),
+                      aotc::outputs({"logits", "present"})));

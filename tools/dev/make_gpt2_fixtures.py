@@ -63,6 +63,14 @@ def main():
             logits = model(input_ids=ids).logits
         np.save(os.path.join(args.out, name + ".npy"), ids.numpy())
         np.save(os.path.join(args.out, name + ".logits.npy"), logits.numpy().astype(np.float32))
+    # Generation with the cache: prefill the first 14 ids of ids_2x16, then decode ids 14 and 15
+    # one at a time; each decode's logits are the full sequence's logits at that position.
+    ids = np.load(os.path.join(args.out, "ids_2x16.npy"))
+    logits = np.load(os.path.join(args.out, "ids_2x16.logits.npy"))
+    np.save(os.path.join(args.out, "ids_2x16.prefix14.npy"), ids[:, :14])
+    for pos in (14, 15):
+        np.save(os.path.join(args.out, f"ids_2x16.token{pos}.npy"), ids[:, pos:pos + 1])
+        np.save(os.path.join(args.out, f"ids_2x16.token{pos}.logits.npy"), logits[:, pos:pos + 1])
     # An id one past the vocabulary, for the runtime's index-range check.
     bad = np.zeros((1, 4), dtype=np.int64)
     bad[0, 2] = TINY["vocab_size"]
