@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The model benchmark: ResNet-18 and ResNet-50 (examples/resnet) at 224x224, batch 1 and 8, and
-GPT-2 small (examples/gpt2) at seq 128, batch 1 and 8, aotc (through examples/run_model) against
+GPT-2 small (examples/gpt2) at seq 128, batch 1 and 8, and its decode step (one token after 127
+cached positions, batch 1 and 8), aotc (through examples/run_model) against
 PyTorch eager and TorchScript (trace + freeze + optimize_for_inference), as medians of several
 runs; then export times and start-up: a fresh process that loads the ResNet-50 artifact and runs
 it once, against a fresh Python process that imports torch, loads the saved TorchScript module
@@ -58,9 +59,9 @@ def flops(module, x):
     return total[0]
 
 
-def aotc_ms(run_model, so, batch, threads, iters, repeats, input_spec=None):
+def aotc_ms(run_model, so, batch, threads, iters, repeats, input_spec=None, extra=()):
     """Median over `repeats` processes of run_model's median over `iters` calls, in ms."""
-    cmd = [run_model, so, "--input", input_spec or f"x={batch}x3x224x224", "--threads",
+    cmd = [run_model, so, "--input", input_spec or f"x={batch}x3x224x224", *extra, "--threads",
            str(threads), "--iters", str(iters), "--median-only"]
     return statistics.median(float(run(cmd).split()[0]) for _ in range(repeats))
 
@@ -111,18 +112,43 @@ class GPT2(torch.nn.Module):
         self.ln_f = torch.nn.LayerNorm(embd)
 
     def forward(self, ids):
+        return self.run(ids, None)[0]
+
+    def decode(self, ids, past):
+        """One token per sequence after the cached positions `past` ([layers, 2, batch, heads,
+        past, head_dim], transformers' past_key_values stacked): logits and the grown cache."""
+        return self.run(ids, past)
+
+    def run(self, ids, past):
         b, t = ids.shape
-        h = self.wte(ids) + self.wpe(torch.arange(t).unsqueeze(0))
-        mask = torch.full((t, t), float("-inf")).triu(1)
-        for blk in self.blocks:
+        start = 0 if past is None else past.shape[4]
+        h = self.wte(ids) + self.wpe(torch.arange(start, start + t).unsqueeze(0))
+        mask = torch.full((t, t), float("-inf")).triu(1) if past is None else 0.0
+        present = []
+        for i, blk in enumerate(self.blocks):
             q, k, v = blk["c_attn"](blk["ln_1"](h)).split(h.shape[-1], dim=-1)
             q, k, v = (z.view(b, t, self.heads, -1).transpose(1, 2) for z in (q, k, v))
+            if past is not None:
+                k, v = torch.cat([past[i, 0], k], 2), torch.cat([past[i, 1], v], 2)
+                present.append(torch.stack([k, v]))
             att = torch.softmax(q @ k.transpose(-1, -2) / (q.shape[-1] ** 0.5) + mask, dim=-1)
             y = (att @ v).transpose(1, 2).reshape(b, t, -1)
             h = h + blk["c_proj"](y)
             h = h + blk["mlp_proj"](torch.nn.functional.gelu(blk["c_fc"](blk["ln_2"](h)),
                                                              approximate="tanh"))
-        return self.ln_f(h) @ self.wte.weight.t()
+        logits = self.ln_f(h) @ self.wte.weight.t()
+        return logits, (torch.stack(present) if present else None)
+
+
+class GPT2Decode(torch.nn.Module):
+    """GPT2.decode as a module's forward, for torch.jit.trace."""
+
+    def __init__(self, gpt2):
+        super().__init__()
+        self.gpt2 = gpt2
+
+    def forward(self, ids, past):
+        return self.gpt2.decode(ids, past)
 
 
 def gpt2_flops(batch, seq, layers=12, embd=768, vocab=50257):
@@ -153,7 +179,8 @@ def main():
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} CPUs, {a.threads} threads, load average {load:.1f} at "
           f"the start; FMA peak {peak:.1f} GF/s (AVX-512), {limits['fma_peak_avx2_gflops']:.1f} "
-          f"GF/s (AVX2); torch {torch.__version__}, torchvision {torchvision.__version__}")
+          f"GF/s (AVX2), read bandwidth {limits['read_bandwidth_gbs']:.1f} GB/s; torch "
+          f"{torch.__version__}, torchvision {torchvision.__version__}")
 
     rows, export_rows = [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -189,9 +216,10 @@ def main():
         # GPT-2 small: ids of random tokens in [0, 10) from run_model, random weights.
         gpt2_so = os.path.join(tmp, "gpt2.so")
         seconds = wall_s([aotc, "export", os.path.join(ROOT, "examples", "gpt2", "gpt2.cpp"),
-                          "--dyn", "batch=1..8", "--dyn", "seq=1..128", "-o", gpt2_so], 1)
-        export_rows.append(["export GPT-2 small (batch 1..8, seq 1..128)", f"{seconds:.1f} s",
-                            f"{os.path.getsize(gpt2_so) / 2**20:.1f} MiB"])
+                          "--entry", "forward", "--dyn", "batch=1..8", "--dyn", "seq=1..128",
+                          "-o", gpt2_so], 1)
+        export_rows.append(["export GPT-2 small (--entry forward, batch 1..8, seq 1..128)",
+                            f"{seconds:.1f} s", f"{os.path.getsize(gpt2_so) / 2**20:.1f} MiB"])
         gpt2 = GPT2().eval()
         for batch in BATCHES:
             seq = 128
@@ -209,6 +237,35 @@ def main():
             rows.append([f"GPT-2 small batch {batch} seq {seq} ({work / 1e9:.1f} GFLOP)",
                          f"{ms:.1f} ms", f"{gf:.1f} GF/s = {100 * gf / peak:.0f}% of peak",
                          f"{eager:.1f} ms", f"{scripted:.1f} ms",
+                         f"{min(eager, scripted) / ms:.2f}x"])
+            print("measured:", " | ".join(rows[-1]), flush=True)
+
+        # GPT-2 small generating one token after 127 cached positions (the 129th of a 128-token
+        # text): every weight is read once per step, so this is a memory-bound case.
+        decode_so = os.path.join(tmp, "gpt2_decode.so")
+        seconds = wall_s([aotc, "export", os.path.join(ROOT, "examples", "gpt2", "gpt2.cpp"),
+                          "--entry", "decode", "--dyn", "batch=1..8", "--dyn", "past=1..255",
+                          "-o", decode_so], 1)
+        export_rows.append(["export GPT-2 small (--entry decode, batch 1..8, past 1..255)",
+                            f"{seconds:.1f} s", f"{os.path.getsize(decode_so) / 2**20:.1f} MiB"])
+        decoder = GPT2Decode(gpt2).eval()
+        for batch in BATCHES:
+            past = 127
+            ids = torch.randint(0, 10, (batch, 1))
+            cache = torch.randn(12, 2, batch, 12, past, 64)
+            iters = 20
+            ms = aotc_ms(run_model, decode_so, batch, a.threads, iters, a.repeats,
+                         f"input_ids={batch}x1", ["--entry", "decode", "--input",
+                                                  f"past=12x2x{batch}x12x{past}x64"])
+            eager = torch_ms(lambda x: decoder(*x), (ids, cache), iters, a.repeats)
+            with torch.no_grad():
+                script = torch.jit.optimize_for_inference(
+                    torch.jit.freeze(torch.jit.trace(decoder, (ids, cache))))
+            scripted = torch_ms(lambda x: script(*x), (ids, cache), iters, a.repeats)
+            weights_gb = sum(p.numel() for p in gpt2.parameters()) * 4 / 1e9
+            rows.append([f"GPT-2 small decode batch {batch} after {past} positions",
+                         f"{ms:.2f} ms", f"{weights_gb / ms * 1e3:.1f} GB/s of weights read",
+                         f"{eager:.2f} ms", f"{scripted:.2f} ms",
                          f"{min(eager, scripted) / ms:.2f}x"])
             print("measured:", " | ".join(rows[-1]), flush=True)
 
