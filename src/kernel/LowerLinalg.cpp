@@ -593,6 +593,11 @@ llvm::Error Lowerer::lowerConvPool(const Node &n) {
           ok = j == 0 ? inb : binary(BinaryOp::And, ok, inb);
           xi[r - 2 + j] = clampIndex(pos, xs[r - 2 + j]);
         }
+        // Every max-pooling window holds an element of the map (PyTorch requires padding <= half
+        // the window), and with dilation 1 a tap past the map clamped to it lands on one of the
+        // window's own elements: the max is the same without the padding's -inf.
+        if (isMax && dil[0] == SymExpr(1) && dil[1] == SymExpr(1))
+          return cast(ct, read(x, s, xi));
         double fill = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
         return select(ok, cast(ct, read(x, s, xi)), cNum(fill, ct));
       };

@@ -231,6 +231,24 @@ entry @f(%0 : f32[batch, 4, 9, 8] = input "x", %1 : f32[6, 2, 3, 3] = parameter 
                 {{{"batch", 1}}, {{"batch", 2}}, {{"batch", 4}}}, 1e-4);
 }
 
+// Max pooling reads a tap past the map clamped to its edge instead of selecting -inf (with
+// dilation 1 the clamped tap is one of the window's own elements): on signed inputs, windows
+// that overhang every side, odd sizes and stride 1 give PyTorch's results; dilation 2, where a
+// clamped tap could leave the window, keeps the -inf.
+TEST(Lower, MaxPoolAtTheEdges) {
+  expectMatches(R"(graph @t opset 1.0
+dim batch in 1..4
+entry @f(%0 : f32[batch, 3, 7, 6] = input "x") {
+  %1 = aten.max_pool2d(%0) {kernel_size = [3, 3], stride = [2, 2], padding = [1, 1]} : f32[batch, 3, 4, 3]
+  %2 = aten.max_pool2d(%0) {kernel_size = [2, 3], stride = [1, 1], padding = [1, 1]} : f32[batch, 3, 8, 6]
+  %3 = aten.max_pool2d(%0) {kernel_size = [5, 5], stride = [3, 2], padding = [2, 2]} : f32[batch, 3, 3, 3]
+  %4 = aten.max_pool2d(%0) {kernel_size = [3, 3], stride = [1, 1], padding = [1, 1], dilation = [2, 2]} : f32[batch, 3, 5, 4]
+  return %1 as output "a", %2 as output "b", %3 as output "c", %4 as output "d"
+}
+)",
+                {{{"batch", 1}}, {{"batch", 3}}}, 1e-6);
+}
+
 TEST(Lower, Conv1dDilation) {
   expectMatches(R"(graph @t opset 1.0
 dim batch in 1..4
