@@ -151,6 +151,23 @@ class GPT2Decode(torch.nn.Module):
         return self.gpt2.decode(ids, past)
 
 
+def torchscript(module, example):
+    """TorchScript's inference mode: trace, freeze, optimize_for_inference."""
+    with torch.no_grad():
+        return torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(module, example)))
+
+
+def measured(rows, case, ms, throughput, eager, scripted, digits=1):
+    """Appends a row of the table (times with `digits` decimals) and prints it at once."""
+    rows.append([case, f"{ms:.{digits}f} ms", throughput, f"{eager:.{digits}f} ms",
+                 f"{scripted:.{digits}f} ms", f"{min(eager, scripted) / ms:.2f}x"])
+    print("measured:", " | ".join(rows[-1]), flush=True)
+
+
+def exported(export_rows, label, seconds, so):
+    export_rows.append([label, f"{seconds:.1f} s", f"{os.path.getsize(so) / 2**20:.1f} MiB"])
+
+
 def gpt2_flops(batch, seq, layers=12, embd=768, vocab=50257):
     per_token = layers * (2 * 12 * embd * embd + 2 * 2 * seq * embd) + 2 * embd * vocab
     return batch * seq * per_token
@@ -191,8 +208,7 @@ def main():
                    "--entry", "forward", "-o", so]
             seconds = wall_s(cmd, 1)
             sos[name] = so
-            export_rows.append([f"export {name} (--entry forward, batch 1..64)", f"{seconds:.1f} s",
-                                f"{os.path.getsize(so) / 2**20:.1f} MiB"])
+            exported(export_rows, f"export {name} (--entry forward, batch 1..64)", seconds, so)
 
         for name, (stem, make) in MODELS.items():
             module = make().eval()
@@ -202,24 +218,18 @@ def main():
                 iters = max(3, 24 // batch) if stem == "resnet18" else max(3, 12 // batch)
                 ms = aotc_ms(run_model, sos[name], batch, a.threads, iters, a.repeats)
                 eager = torch_ms(module, x, iters, a.repeats)
-                with torch.no_grad():
-                    script = torch.jit.optimize_for_inference(
-                        torch.jit.freeze(torch.jit.trace(module, x)))
-                scripted = torch_ms(script, x, iters, a.repeats)
+                scripted = torch_ms(torchscript(module, x), x, iters, a.repeats)
                 gf = work / ms / 1e6
-                rows.append([f"{name} batch {batch} ({work / 1e9:.2f} GFLOP)", f"{ms:.1f} ms",
-                             f"{gf:.1f} GF/s = {100 * gf / peak:.0f}% of peak",
-                             f"{eager:.1f} ms", f"{scripted:.1f} ms",
-                             f"{min(eager, scripted) / ms:.2f}x"])
-                print("measured:", " | ".join(rows[-1]), flush=True)
+                measured(rows, f"{name} batch {batch} ({work / 1e9:.2f} GFLOP)", ms,
+                         f"{gf:.1f} GF/s = {100 * gf / peak:.0f}% of peak", eager, scripted)
 
         # GPT-2 small: ids of random tokens in [0, 10) from run_model, random weights.
         gpt2_so = os.path.join(tmp, "gpt2.so")
         seconds = wall_s([aotc, "export", os.path.join(ROOT, "examples", "gpt2", "gpt2.cpp"),
                           "--entry", "forward", "--dyn", "batch=1..8", "--dyn", "seq=1..128",
                           "-o", gpt2_so], 1)
-        export_rows.append(["export GPT-2 small (--entry forward, batch 1..8, seq 1..128)",
-                            f"{seconds:.1f} s", f"{os.path.getsize(gpt2_so) / 2**20:.1f} MiB"])
+        exported(export_rows, "export GPT-2 small (--entry forward, batch 1..8, seq 1..128)",
+                 seconds, gpt2_so)
         gpt2 = GPT2().eval()
         for batch in BATCHES:
             seq = 128
@@ -229,16 +239,10 @@ def main():
             ms = aotc_ms(run_model, gpt2_so, batch, a.threads, iters, a.repeats,
                          f"input_ids={batch}x{seq}")
             eager = torch_ms(gpt2, ids, iters, a.repeats)
-            with torch.no_grad():
-                script = torch.jit.optimize_for_inference(
-                    torch.jit.freeze(torch.jit.trace(gpt2, ids)))
-            scripted = torch_ms(script, ids, iters, a.repeats)
+            scripted = torch_ms(torchscript(gpt2, ids), ids, iters, a.repeats)
             gf = work / ms / 1e6
-            rows.append([f"GPT-2 small batch {batch} seq {seq} ({work / 1e9:.1f} GFLOP)",
-                         f"{ms:.1f} ms", f"{gf:.1f} GF/s = {100 * gf / peak:.0f}% of peak",
-                         f"{eager:.1f} ms", f"{scripted:.1f} ms",
-                         f"{min(eager, scripted) / ms:.2f}x"])
-            print("measured:", " | ".join(rows[-1]), flush=True)
+            measured(rows, f"GPT-2 small batch {batch} seq {seq} ({work / 1e9:.1f} GFLOP)", ms,
+                     f"{gf:.1f} GF/s = {100 * gf / peak:.0f}% of peak", eager, scripted)
 
         # GPT-2 small generating one token after 127 cached positions (the 129th of a 128-token
         # text): every weight is read once per step, so this is a memory-bound case.
@@ -246,8 +250,8 @@ def main():
         seconds = wall_s([aotc, "export", os.path.join(ROOT, "examples", "gpt2", "gpt2.cpp"),
                           "--entry", "decode", "--dyn", "batch=1..8", "--dyn", "past=1..255",
                           "-o", decode_so], 1)
-        export_rows.append(["export GPT-2 small (--entry decode, batch 1..8, past 1..255)",
-                            f"{seconds:.1f} s", f"{os.path.getsize(decode_so) / 2**20:.1f} MiB"])
+        exported(export_rows, "export GPT-2 small (--entry decode, batch 1..8, past 1..255)",
+                 seconds, decode_so)
         decoder = GPT2Decode(gpt2).eval()
         for batch in BATCHES:
             past = 127
@@ -258,16 +262,11 @@ def main():
                          f"input_ids={batch}x1", ["--entry", "decode", "--input",
                                                   f"past=12x2x{batch}x12x{past}x64"])
             eager = torch_ms(lambda x: decoder(*x), (ids, cache), iters, a.repeats)
-            with torch.no_grad():
-                script = torch.jit.optimize_for_inference(
-                    torch.jit.freeze(torch.jit.trace(decoder, (ids, cache))))
+            script = torchscript(decoder, (ids, cache))
             scripted = torch_ms(lambda x: script(*x), (ids, cache), iters, a.repeats)
             weights_gb = sum(p.numel() for p in gpt2.parameters()) * 4 / 1e9
-            rows.append([f"GPT-2 small decode batch {batch} after {past} positions",
-                         f"{ms:.2f} ms", f"{weights_gb / ms * 1e3:.1f} GB/s of weights read",
-                         f"{eager:.2f} ms", f"{scripted:.2f} ms",
-                         f"{min(eager, scripted) / ms:.2f}x"])
-            print("measured:", " | ".join(rows[-1]), flush=True)
+            measured(rows, f"GPT-2 small decode batch {batch} after {past} positions", ms,
+                     f"{weights_gb / ms * 1e3:.1f} GB/s of weights read", eager, scripted, 2)
 
         # Start-up: everything a fresh process pays before its first answer. The module is saved
         # frozen: torch 1.13 cannot load what optimize_for_inference returns.
