@@ -78,6 +78,10 @@ llvm::Error verify(const VerifyArgs &a, bool &allPassed) {
   const ShapeEnv &env = g.shapeEnv();
   std::mt19937_64 rng(a.seed);
   allPassed = true;
+  // Entry names padded to the longest, so that the columns line up across entries.
+  size_t nameWidth = 0;
+  for (const auto &entry : g.entries())
+    nameWidth = std::max(nameWidth, entry->name().size());
   for (const auto &entry : g.entries()) {
     // The root dims of the user inputs, each sampled across its range; all at the same step.
     std::vector<const SymbolDecl *> dims;
@@ -135,8 +139,9 @@ llvm::Error verify(const VerifyArgs &a, bool &allPassed) {
         double err = relativeError((*got)[o], (*want)[o]);
         bool ok = err <= a.tolerance;
         allPassed &= ok;
-        llvm::outs() << fmt::format("{} {:<28} {:<16} max rel err {:.3g}  {}\n", entry->name(),
-                                    point, entry->outputs()[o].name, err, ok ? "ok" : "MISMATCH");
+        llvm::outs() << fmt::format("{:<{}} {:<28} {:<16} max rel err {:.3g}  {}\n",
+                                    entry->name(), nameWidth, point, entry->outputs()[o].name,
+                                    err, ok ? "ok" : "MISMATCH");
       }
     }
   }
