@@ -83,6 +83,7 @@ private:
   void microKernel(Builder &b, unsigned tileRows, Value *ap, unsigned aStride, Value *bp, Value *kc,
                    Value *c, Value *ldc, Value *rows, Value *cols, Value *c2, Value *cols2,
                    Value *loadC);
+  Function *microKernelFunction(unsigned tileRows, unsigned aStride);
 
   ModuleEmitter &ME;
   const kir::EntryKernels &Entry;
