@@ -121,7 +121,8 @@ public:
   /// The final hidden states of input_ids, which follow `past` positions whose keys and values
   /// are cached in `past` ([n_layer, 2, batch, heads, past, head_dim]) where given; and the
   /// cache for every position so far ([n_layer, 2, batch, heads, past + seq, head_dim]).
-  std::pair<Tensor, Tensor> forward(const Tensor &input_ids, const std::optional<Tensor> &past = {}) {
+  std::pair<Tensor, Tensor> forward(const Tensor &input_ids,
+                                    const std::optional<Tensor> &past = {}) {
     SymInt start = past ? past->size(4) : SymInt(0), end = start + input_ids.size(1);
     // A comparison the dims' ranges cannot decide fails the export with the fix (written this way
     // round, the fix it names is the range that holds), so a seq (or past) range past wpe's

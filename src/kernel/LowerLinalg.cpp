@@ -580,23 +580,27 @@ llvm::Error Lowerer::lowerConvPool(const Node &n) {
       bool isMax = n.kind() == OpKind::MaxPool2d;
       spec.inner = {kernel[0], kernel[1]};
       spec.op = isMax ? ReduceOp::Max : ReduceOp::Sum;
-      spec.body = [this, x, xs, ct, stride, pad, dil, isMax](Scope &s, llvm::ArrayRef<ExprId> o,
-                                                             llvm::ArrayRef<ExprId> in) {
+      // Every max-pooling window holds an element of the map (PyTorch requires padding <= half
+      // the window), and with dilation 1 a tap past the map clamped to it lands on one of the
+      // window's own elements: the max is the same without the padding's -inf, so no bounds
+      // test is built.
+      bool clampOnly = isMax && dil[0] == SymExpr(1) && dil[1] == SymExpr(1);
+      spec.body = [this, x, xs, ct, stride, pad, dil, isMax,
+                   clampOnly](Scope &s, llvm::ArrayRef<ExprId> o, llvm::ArrayRef<ExprId> in) {
         size_t r = o.size();
         IndexList xi(o.begin(), o.end());
         ExprId ok = cBool(true);
         for (size_t j = 0; j < 2; ++j) {
           ExprId pos =
               iadd(isub(imul(o[r - 2 + j], dim(stride[j])), dim(pad[j])), imul(in[j], dim(dil[j])));
+          xi[r - 2 + j] = clampIndex(pos, xs[r - 2 + j]);
+          if (clampOnly)
+            continue;
           ExprId inb = binary(BinaryOp::And, binary(BinaryOp::Ge, pos, cInt(0)),
                               binary(BinaryOp::Lt, pos, dim(xs[r - 2 + j])));
           ok = j == 0 ? inb : binary(BinaryOp::And, ok, inb);
-          xi[r - 2 + j] = clampIndex(pos, xs[r - 2 + j]);
         }
-        // Every max-pooling window holds an element of the map (PyTorch requires padding <= half
-        // the window), and with dilation 1 a tap past the map clamped to it lands on one of the
-        // window's own elements: the max is the same without the padding's -inf.
-        if (isMax && dil[0] == SymExpr(1) && dil[1] == SymExpr(1))
+        if (clampOnly)
           return cast(ct, read(x, s, xi));
         double fill = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
         return select(ok, cast(ct, read(x, s, xi)), cNum(fill, ct));
