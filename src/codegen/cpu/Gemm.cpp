@@ -147,6 +147,79 @@ void storeOut(Builder &b, ExprEmitter &ex, const kir::GemmCall &g, const GemmVal
   b.CreateStore(val, b.CreateInBoundsGEP(b.getFloatTy(), v.out, outOffset(b, v, bi, i, j)));
 }
 
+namespace {
+/// Whether `id` is index arithmetic over loop vars, dims and constants alone: it reads no
+/// memory and checks nothing, and so may be evaluated ahead of the epilogue.
+bool pureIndex(const kir::EntryKernels &e, kir::ExprId id) {
+  const kir::Expr &x = e.expr(id);
+  if (x.kind == kir::ExprKind::Load || x.kind == kir::ExprKind::CheckIndex ||
+      x.kind == kir::ExprKind::ReduceValue || x.kind == kir::ExprKind::Acc)
+    return false;
+  return llvm::all_of(x.operands, [&](kir::ExprId o) { return pureIndex(e, o); });
+}
+
+bool readsLoopVar(const kir::EntryKernels &e, kir::ExprId id, uint32_t loop) {
+  const kir::Expr &x = e.expr(id);
+  if (x.kind == kir::ExprKind::LoopVar)
+    return x.index == loop;
+  return llvm::any_of(x.operands, [&](kir::ExprId o) { return readsLoopVar(e, o, loop); });
+}
+
+void collectStreamedLoads(const kir::EntryKernels &e, kir::ExprId id,
+                          SmallVectorImpl<const kir::Expr *> &out) {
+  const kir::Expr &x = e.expr(id);
+  if (x.kind == kir::ExprKind::Load && pureIndex(e, x.operands[0]) &&
+      readsLoopVar(e, x.operands[0], 2)) {
+    out.push_back(&x);
+    return;
+  }
+  for (kir::ExprId o : x.operands)
+    collectStreamedLoads(e, o, out);
+}
+
+/// The epilogue's loads that move along the tile's columns (a residual, unlike a per-row bias),
+/// whose addresses can be computed ahead.
+SmallVector<const kir::Expr *, 2> streamedLoads(const kir::EntryKernels &e, kir::ExprId epilogue) {
+  SmallVector<const kir::Expr *, 2> out;
+  if (epilogue != kir::NoExpr)
+    collectStreamedLoads(e, epilogue, out);
+  return out;
+}
+
+/// Prefetches into L1 what `loads` read for rows i0 .. i0 + rows - 1 of image bi, columns col ..
+/// col + count - 1.
+void prefetchEpilogue(Builder &b, ExprEmitter &ex, const kir::EntryKernels &e,
+                      ArrayRef<const kir::Expr *> loads, ArrayRef<Value *> buffers, Value *bi,
+                      Value *i0, Value *rows, Value *col, Value *count) {
+  if (loads.empty())
+    return;
+  emitIf(
+      b, b.CreateICmpSGT(count, b.getInt64(0)),
+      [&] {
+        Value *last = b.CreateSub(count, b.getInt64(1));
+        // The run's first, middle and last column: each row's run spans up to three lines.
+        Value *points[] = {col, b.CreateAdd(col, smin(b, b.getInt64(FloatsPerLine), last)),
+                           b.CreateAdd(col, last)};
+        emitLoop(
+            b, b.getInt64(0), rows,
+            [&](Value *r) {
+              for (Value *at : points) {
+                ex.clearCache();
+                ex.loopVars = {bi, b.CreateAdd(i0, r), at};
+                for (const kir::Expr *load : loads) {
+                  Type *t = storageType(b.getContext(), e.buffers[load->index].dtype);
+                  emitPrefetch(b, b.CreateGEP(t, buffers[load->index], ex.emit(load->operands[0])),
+                               3);
+                }
+              }
+              ex.clearCache();
+            },
+            "pf");
+      },
+      [] {});
+}
+} // namespace
+
 // GEMM task closure: { ptr entryClosure, i64 mChunk, i64 mChunks, i64 nBlocks, i64 nBlock,
 // i64 group (images per blocked task), i64 fold (a group's columns packed without padding) }.
 StructType *gemmClosureType(LLVMContext &c) {
@@ -173,10 +246,10 @@ Function *GemmEmitter::startTask(const Twine &suffix, Builder &b, TaskSetup &ts)
 // columns (folded images: the next image's first columns) go to the block at `c2`. Edge tiles
 // read and write C with masked vector accesses, so they need no scratch tile and nothing outside
 // the blocks is touched.
-void GemmEmitter::microKernel(Builder &b, unsigned tileRows, Value *ap, unsigned aStride, Value *bp,
-                              Value *kc, Value *c, Value *ldc, Value *rows, Value *cols, Value *c2,
-                              Value *cols2, Value *loadC) {
-  b.CreateCall(microKernelFunction(tileRows, aStride),
+void GemmEmitter::microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, Value *ap,
+                              unsigned aStride, Value *bp, Value *kc, Value *c, Value *ldc,
+                              Value *rows, Value *cols, Value *c2, Value *cols2, Value *loadC) {
+  b.CreateCall(microKernelFunction(tileRows, tileVecs, aStride),
                {ap, bp, kc, c, ldc, rows, cols, c2, cols2, loadC});
 }
 
@@ -184,9 +257,10 @@ void GemmEmitter::microKernel(Builder &b, unsigned tileRows, Value *ap, unsigned
 // copies made most of the module's code (ResNet-50's ~60 GEMMs, two tile heights each), and the
 // call costs nothing beside the tile's kc x tileRows x NR multiply-adds. The builder is inside
 // the new function while its body is emitted.
-Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned aStride) {
+Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs,
+                                           unsigned aStride) {
   std::string name = ME.prefix() + "ukernel_" + std::to_string(tileRows) + "x" +
-                     std::to_string(T.nr()) + "_a" + std::to_string(aStride);
+                     std::to_string(tileVecs * T.vecWidth) + "_a" + std::to_string(aStride);
   if (Function *existing = ME.module().getFunction(name))
     return existing;
   LLVMContext &ctx = ME.ctx();
@@ -207,7 +281,7 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned aStride) 
   Type *f32 = b.getFloatTy();
   unsigned vw = T.vecWidth;
   auto *vt = FixedVectorType::get(f32, vw);
-  unsigned nacc = tileRows * T.nrVecs;
+  unsigned nacc = tileRows * tileVecs;
   Value *zeroV = ConstantAggregateZero::get(vt);
   auto cVec = [&](unsigned i, unsigned j) {
     return b.CreateInBoundsGEP(f32, c,
@@ -216,12 +290,12 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned aStride) 
   // Whole tiles use plain accesses; edge tiles masks made where used, so that none is live
   // across the k loop.
   Value *full = b.CreateAnd(b.CreateICmpEQ(rows, b.getInt64(tileRows)),
-                            b.CreateICmpEQ(cols, b.getInt64(T.nr())));
+                            b.CreateICmpEQ(cols, b.getInt64(tileVecs * vw)));
   // Column masks of the first block's lanes and of the second's; rows past `rows` are skipped
   // by branches, so no per-row mask exists.
   auto colMasks = [&](bool second) {
     SmallVector<Value *, 4> m;
-    for (unsigned j = 0; j < T.nrVecs; ++j) {
+    for (unsigned j = 0; j < tileVecs; ++j) {
       // Lane l is column j * vw + l.
       Value *at = b.getInt64(j * vw);
       Value *colMask = lanesBelow(b, vw, b.CreateSub(cols, at));
@@ -249,8 +323,8 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned aStride) 
   b.SetInsertPoint(loadFull);
   SmallVector<Value *, 32> initFull(nacc), initEdge(nacc);
   for (unsigned i = 0; i < tileRows; ++i)
-    for (unsigned j = 0; j < T.nrVecs; ++j)
-      initFull[i * T.nrVecs + j] = b.CreateAlignedLoad(vt, cVec(i, j), Align(4));
+    for (unsigned j = 0; j < tileVecs; ++j)
+      initFull[i * tileVecs + j] = b.CreateAlignedLoad(vt, cVec(i, j), Align(4));
   b.CreateBr(pre);
   b.SetInsertPoint(loadEdge);
   {
@@ -263,17 +337,17 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned aStride) 
       b.CreateCondBr(b.CreateICmpSLT(b.getInt64(i), rows), row, join);
       b.SetInsertPoint(row);
       SmallVector<Value *, 4> got;
-      for (unsigned j = 0; j < T.nrVecs; ++j) {
+      for (unsigned j = 0; j < tileVecs; ++j) {
         Value *second = b.CreateMaskedLoad(vt, cVec2(i, j), Align(4), m2[j], zeroV);
         got.push_back(b.CreateMaskedLoad(vt, cVec(i, j), Align(4), m[j], second));
       }
       b.CreateBr(join);
       b.SetInsertPoint(join);
-      for (unsigned j = 0; j < T.nrVecs; ++j) {
+      for (unsigned j = 0; j < tileVecs; ++j) {
         PHINode *phi = b.CreatePHI(vt, 2, "acc.row");
         phi->addIncoming(got[j], row);
         phi->addIncoming(zeroV, from);
-        initEdge[i * T.nrVecs + j] = phi;
+        initEdge[i * tileVecs + j] = phi;
       }
     }
   }
@@ -305,7 +379,7 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned aStride) 
   }
   SmallVector<Value *, 4> bv;
   Value *brow = b.CreateInBoundsGEP(f32, bp, b.CreateMul(p, b.getInt64(T.nr())));
-  for (unsigned j = 0; j < T.nrVecs; ++j)
+  for (unsigned j = 0; j < tileVecs; ++j)
     bv.push_back(
         b.CreateAlignedLoad(vt, b.CreateConstInBoundsGEP1_32(f32, brow, j * vw), Align(4 * vw)));
   Value *arow = b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, b.getInt64(aStride)));
@@ -313,8 +387,8 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned aStride) 
   for (unsigned i = 0; i < tileRows; ++i) {
     Value *a = b.CreateLoad(f32, b.CreateConstInBoundsGEP1_32(f32, arow, i));
     Value *splat = b.CreateVectorSplat(vw, a);
-    for (unsigned j = 0; j < T.nrVecs; ++j) {
-      unsigned idx = i * T.nrVecs + j;
+    for (unsigned j = 0; j < tileVecs; ++j) {
+      unsigned idx = i * tileVecs + j;
       next[idx] = b.CreateIntrinsic(Intrinsic::fma, {vt}, {splat, bv[j], accs[idx]});
     }
   }
@@ -328,7 +402,7 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned aStride) 
       b, full,
       [&] {
         for (unsigned i = 0; i < nacc; ++i)
-          b.CreateAlignedStore(next[i], cVec(i / T.nrVecs, i % T.nrVecs), Align(4));
+          b.CreateAlignedStore(next[i], cVec(i / tileVecs, i % tileVecs), Align(4));
       },
       [&] {
         SmallVector<Value *, 4> m = colMasks(false), m2 = colMasks(true);
@@ -337,13 +411,13 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned aStride) 
           emitIf(
               b, b.CreateICmpSLT(b.getInt64(i), rows),
               [&] {
-                for (unsigned j = 0; j < T.nrVecs; ++j)
-                  b.CreateMaskedStore(next[i * T.nrVecs + j], cVec(i, j), Align(4), m[j]);
+                for (unsigned j = 0; j < tileVecs; ++j)
+                  b.CreateMaskedStore(next[i * tileVecs + j], cVec(i, j), Align(4), m[j]);
                 emitIf(
                     b, twoBlocks,
                     [&] {
-                      for (unsigned j = 0; j < T.nrVecs; ++j)
-                        b.CreateMaskedStore(next[i * T.nrVecs + j], cVec2(i, j), Align(4), m2[j]);
+                      for (unsigned j = 0; j < tileVecs; ++j)
+                        b.CreateMaskedStore(next[i * tileVecs + j], cVec2(i, j), Align(4), m2[j]);
                     },
                     [] {});
               },
@@ -383,6 +457,7 @@ Function *GemmEmitter::blockedTask() {
   Value *fold = b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 6)),
                                b.getInt64(0));
   Value *nr = b.getInt64(T.nr()), *mr = b.getInt64(T.mr), *kcMax = b.getInt64(T.kc);
+  SmallVector<const kir::Expr *, 2> streamed = streamedLoads(Entry, G.epilogue);
   emitLoop(
       b, ts.begin, ts.end,
       [&](Value *t) {
@@ -491,10 +566,31 @@ Function *GemmEmitter::blockedTask() {
                               f32, v.out, outOffset(b, v, bi2, i0, b.getInt64(0)));
                           // A panel of few rows (m = 64 leaves 4 of 12) takes a shorter tile.
                           unsigned aStride = v.aPanels ? kir::PanelRows : T.mr;
+                          // So does a panel of few columns (n = 196 leaves 4 of 32): one vector
+                          // wide when they fit in one.
+                          Value *narrow = b.CreateICmpSLE(b.CreateAdd(nrEff, nrEff2),
+                                                          b.getInt64(T.vecWidth));
                           auto tile = [&](unsigned tileRows) {
-                            microKernel(b, tileRows, aPanel, aStride, panel, kc, cBlock, v.n, mrEff,
-                                        nrEff, cBlock2, nrEff2, b.CreateNot(first));
+                            auto call = [&](unsigned vecs) {
+                              microKernel(b, tileRows, vecs, aPanel, aStride, panel, kc, cBlock,
+                                          v.n, mrEff, nrEff, cBlock2, nrEff2, b.CreateNot(first));
+                            };
+                            if (T.nrVecs == 1)
+                              call(1);
+                            else
+                              emitIf(b, narrow, [&] { call(1); }, [&] { call(T.nrVecs); });
                           };
+                          // A residual the epilogue reads comes in while the tile's sums do.
+                          if (!streamed.empty())
+                            emitIf(
+                                b, last,
+                                [&] {
+                                  prefetchEpilogue(b, ex, Entry, streamed, ts.buffers, bi, i0,
+                                                   mrEff, col0, nrEff);
+                                  prefetchEpilogue(b, ex, Entry, streamed, ts.buffers, bi2, i0,
+                                                   mrEff, b.getInt64(0), nrEff2);
+                                },
+                                [] {});
                           emitIf(
                               b, b.CreateICmpSGT(mrEff, b.getInt64(T.mr / 3)), [&] { tile(T.mr); },
                               [&] { tile(T.mr / 3); });

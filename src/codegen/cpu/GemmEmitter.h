@@ -80,10 +80,11 @@ private:
                  Value *bp, Value *cols);
   void packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
              Value *kc, Value *ap);
-  void microKernel(Builder &b, unsigned tileRows, Value *ap, unsigned aStride, Value *bp, Value *kc,
-                   Value *c, Value *ldc, Value *rows, Value *cols, Value *c2, Value *cols2,
-                   Value *loadC);
-  Function *microKernelFunction(unsigned tileRows, unsigned aStride);
+  /// A tileRows x (tileVecs vectors) register tile over B panels NR columns wide.
+  void microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, Value *ap, unsigned aStride,
+                   Value *bp, Value *kc, Value *c, Value *ldc, Value *rows, Value *cols, Value *c2,
+                   Value *cols2, Value *loadC);
+  Function *microKernelFunction(unsigned tileRows, unsigned tileVecs, unsigned aStride);
 
   ModuleEmitter &ME;
   const kir::EntryKernels &Entry;
