@@ -339,6 +339,11 @@ const ConvCase ConvCases[] = {
     {1, 3, 37, 41, 24, 7, 7, 2, 2, 3, 3, 1, 1},
     // 1x1 stride 2 (downsample), k over two k blocks.
     {3, 300, 9, 8, 17, 1, 1, 2, 2, 0, 0, 1, 1},
+    // 3x3 stride 2 pad 1 onto 7 columns (ResNet's last stage): a vector spans up to four
+    // output rows, each a run of every other input; onto 3 columns, more runs than a vector
+    // loads (a gather).
+    {2, 24, 14, 14, 20, 3, 3, 2, 2, 1, 1, 1, 1},
+    {2, 8, 6, 6, 16, 3, 3, 2, 2, 1, 1, 1, 1},
     // Dilation, rectangular filter, padding past the filter's reach (zero rows and columns).
     {2, 5, 11, 13, 18, 3, 2, 1, 3, 4, 3, 2, 3},
     // A 1-d convolution (height 1), and the small-m path (m <= 8) through the same window.
