@@ -427,6 +427,82 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs,
   return f;
 }
 
+Function *GemmEmitter::columnKernelFunction(unsigned aStride) {
+  std::string name = ME.prefix() + "ukernel_columns_" + std::to_string(TailColumns) + "_a" +
+                     std::to_string(aStride);
+  if (Function *existing = ME.module().getFunction(name))
+    return existing;
+  LLVMContext &ctx = ME.ctx();
+  Builder b(ctx);
+  Type *ptr = b.getPtrTy(), *i64 = b.getInt64Ty(), *f32 = b.getFloatTy();
+  FunctionType *type =
+      FunctionType::get(b.getVoidTy(), {ptr, ptr, i64, ptr, i64, i64, i64, b.getInt1Ty()}, false);
+  Function *f = ME.createFunction(type, name);
+  f->addFnAttr(Attribute::NoInline);
+  for (unsigned arg : {0u, 1u}) {
+    f->addParamAttr(arg, Attribute::ReadOnly);
+    f->addParamAttr(arg, Attribute::NoCapture);
+  }
+  b.SetInsertPoint(BasicBlock::Create(ctx, "entry", f));
+  Value *ap = f->getArg(0), *bp = f->getArg(1), *kc = f->getArg(2), *c = f->getArg(3),
+        *ldc = f->getArg(4), *rows = f->getArg(5), *cols = f->getArg(6), *loadC = f->getArg(7);
+  unsigned vw = T.vecWidth;
+  auto *vt = FixedVectorType::get(f32, vw);
+  Value *zeroV = ConstantAggregateZero::get(vt);
+  // Lane i is row i: an A micro-panel's rows are adjacent at every k, C's are ldc apart.
+  Value *aLanes = lanesBelow(b, vw, b.getInt64(T.mr));
+  Value *rowLanes = lanesBelow(b, vw, rows);
+  SmallVector<Constant *, 16> iota;
+  for (unsigned l = 0; l < vw; ++l)
+    iota.push_back(ConstantInt::get(i64, l));
+  Value *rowOffsets = b.CreateMul(ConstantVector::get(iota), b.CreateVectorSplat(vw, ldc));
+  auto columnPtrs = [&](unsigned j) {
+    return b.CreateGEP(f32, b.CreateConstGEP1_32(f32, c, j), rowOffsets);
+  };
+  SmallVector<Value *, TailColumns> start;
+  for (unsigned j = 0; j < TailColumns; ++j) {
+    Value *use = b.CreateAnd(loadC, b.CreateICmpULT(b.getInt64(j), cols));
+    Value *mask = b.CreateAnd(rowLanes, b.CreateVectorSplat(vw, use));
+    start.push_back(b.CreateMaskedGather(vt, columnPtrs(j), Align(4), mask, zeroV));
+  }
+  BasicBlock *pre = b.GetInsertBlock();
+  BasicBlock *loop = BasicBlock::Create(ctx, "uc.loop", f);
+  BasicBlock *exit = BasicBlock::Create(ctx, "uc.exit", f);
+  // kc >= 1 always: the loop is bottom-tested.
+  b.CreateBr(loop);
+  b.SetInsertPoint(loop);
+  PHINode *p = b.CreatePHI(i64, 2, "p");
+  p->addIncoming(b.getInt64(0), pre);
+  SmallVector<PHINode *, TailColumns> accs;
+  for (unsigned j = 0; j < TailColumns; ++j) {
+    accs.push_back(b.CreatePHI(vt, 2, "acc"));
+    accs[j]->addIncoming(start[j], pre);
+  }
+  Value *a = b.CreateMaskedLoad(
+      vt, b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, b.getInt64(aStride))), Align(4), aLanes,
+      zeroV);
+  Value *brow = b.CreateInBoundsGEP(f32, bp, b.CreateMul(p, b.getInt64(T.nr())));
+  SmallVector<Value *, TailColumns> next;
+  for (unsigned j = 0; j < TailColumns; ++j) {
+    // Columns past `cols` hold whatever the panel has there; their sums are not stored.
+    Value *x =
+        b.CreateVectorSplat(vw, b.CreateLoad(f32, b.CreateConstInBoundsGEP1_32(f32, brow, j)));
+    next.push_back(b.CreateIntrinsic(Intrinsic::fma, {vt}, {a, x, accs[j]}));
+    accs[j]->addIncoming(next[j], loop);
+  }
+  Value *pn = b.CreateAdd(p, b.getInt64(1), "p.next", true, true);
+  p->addIncoming(pn, loop);
+  b.CreateCondBr(b.CreateICmpSLT(pn, kc), loop, exit);
+  b.SetInsertPoint(exit);
+  for (unsigned j = 0; j < TailColumns; ++j) {
+    Value *mask =
+        b.CreateAnd(rowLanes, b.CreateVectorSplat(vw, b.CreateICmpULT(b.getInt64(j), cols)));
+    b.CreateMaskedScatter(next[j], columnPtrs(j), Align(4), mask);
+  }
+  b.CreateRetVoid();
+  return f;
+}
+
 Function *GemmEmitter::blockedTask() {
   LLVMContext &c = ME.ctx();
   Builder b(c);
@@ -570,15 +646,41 @@ Function *GemmEmitter::blockedTask() {
                           // wide when they fit in one.
                           Value *narrow = b.CreateICmpSLE(b.CreateAdd(nrEff, nrEff2),
                                                           b.getInt64(T.vecWidth));
+                          // A few columns past whole vectors (n = 49: 32 + 16 + 1) go one A
+                          // vector at a time, rows in lanes: the kernel of columns.
+                          Value *vw = b.getInt64(T.vecWidth);
+                          Value *vecCols = b.CreateSelect(
+                              b.CreateICmpSGT(nrEff, vw), vw, b.getInt64(0));
+                          Value *tailCols = b.CreateSub(nrEff, vecCols);
+                          Value *columns = b.CreateAnd(
+                              b.CreateICmpEQ(nrEff2, b.getInt64(0)),
+                              b.CreateICmpSLE(tailCols, b.getInt64(TailColumns)));
                           auto tile = [&](unsigned tileRows) {
-                            auto call = [&](unsigned vecs) {
+                            auto call = [&](unsigned vecs, Value *cols) {
                               microKernel(b, tileRows, vecs, aPanel, aStride, panel, kc, cBlock,
-                                          v.n, mrEff, nrEff, cBlock2, nrEff2, b.CreateNot(first));
+                                          v.n, mrEff, cols, cBlock2, nrEff2, b.CreateNot(first));
                             };
-                            if (T.nrVecs == 1)
-                              call(1);
-                            else
-                              emitIf(b, narrow, [&] { call(1); }, [&] { call(T.nrVecs); });
+                            if (T.nrVecs == 1) {
+                              call(1, nrEff);
+                              return;
+                            }
+                            emitIf(
+                                b, columns,
+                                [&] {
+                                  emitIf(
+                                      b, b.CreateICmpSGT(vecCols, b.getInt64(0)),
+                                      [&] { call(1, vecCols); }, [] {});
+                                  b.CreateCall(
+                                      columnKernelFunction(aStride),
+                                      {aPanel, b.CreateInBoundsGEP(f32, panel, vecCols), kc,
+                                       b.CreateInBoundsGEP(f32, cBlock, vecCols), v.n, mrEff,
+                                       tailCols, b.CreateNot(first)});
+                                },
+                                [&] {
+                                  emitIf(
+                                      b, narrow, [&] { call(1, nrEff); },
+                                      [&] { call(T.nrVecs, nrEff); });
+                                });
                           };
                           // A residual the epilogue reads comes in while the tile's sums do.
                           if (!streamed.empty())

@@ -54,6 +54,9 @@ struct TaskSetup {
   Value *begin, *end, *gclosure;
 };
 
+/// Columns past a B panel's whole vectors that the kernel of columns takes (GemmEmitter).
+inline constexpr unsigned TailColumns = 4;
+
 /// The closure every GEMM task gets (see Gemm.cpp).
 StructType *gemmClosureType(LLVMContext &c);
 
@@ -85,6 +88,9 @@ private:
                    Value *bp, Value *kc, Value *c, Value *ldc, Value *rows, Value *cols, Value *c2,
                    Value *cols2, Value *loadC);
   Function *microKernelFunction(unsigned tileRows, unsigned tileVecs, unsigned aStride);
+  /// C[i, j] (+)= sum_p A[i, p] B[p, j] for i < rows, j < cols <= TailColumns of an A micro-panel
+  /// and a B panel: rows in a vector's lanes, one accumulator per column.
+  Function *columnKernelFunction(unsigned aStride);
 
   ModuleEmitter &ME;
   const kir::EntryKernels &Entry;

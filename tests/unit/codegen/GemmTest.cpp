@@ -156,6 +156,9 @@ const GemmCase Cases[] = {
     {1, 9, 300, 600, true, false},
     {2, 100, 515, 1000, false, true},
     {1, 1000, 17, 3, false, false},
+    // n = 49 (a 7x7 map): a whole panel, then one vector and a column (the kernel of columns,
+    // summing in C across two k blocks), 4-row tiles at the bottom.
+    {1, 52, 300, 49, false, false},
     {1, 8, 7, 0, false, false},
     {1, 37, 23, 0, true, false},
     // The dot path (A and B contiguous along k, m <= 64): MLP-sized, k tails, edge tiles.
