@@ -28,13 +28,9 @@ namespace {
 // on ResNet-18's 64-channel 56x56 layers, batch 8: 72 against 68.5 ms).
 constexpr int64_t WinogradMinOutChannels = 64, WinogradMinInChannels4 = 64,
                   WinogradMinInChannels2 = 128;
-// Tiles per image at least: with fewer, a batch-1 GEMM streams the transformed filter ((t+2)^2
-// taps against 9) for few columns and waits on memory. And the direct convolution's
-// multiplications over the transforms' ((t+2)^2 per tile, tiles overhanging the map included)
-// at least 9/5: ResNet's 7x7 maps, as 16 tiles of 2x2 (1.7), ran slower (ResNet-18 batch 1: 13.4
-// against 10.5 ms); its 14x14 ones, as 16 tiles of 4x4 (3.1), run faster than as 49 of 2x2
-// (2.25): ResNet-50 batch 8 300 -> 296 ms, ResNet-18 111 -> 108 ms.
-constexpr int64_t WinogradMinTiles = 16;
+// Tiles per image at least; the tiles' area at most 5/4 of the map's (the overhang): ResNet's 7x7
+// maps (16 tiles of 2x2 overhanging by 31 %) ran slower (ResNet-18 batch 1: 13.4 against 10.5 ms).
+constexpr int64_t WinogradMinTiles = 25;
 // V and M live in the arena at the largest sizes the dims allow; past this many elements each
 // the convolution stays a direct GEMM.
 constexpr int64_t WinogradMaxElements = int64_t(32) << 20;
@@ -188,8 +184,8 @@ void emitInputTransform(Lowerer &L, LValue *x, uint32_t vbuf, const Tiles &t) {
   L.entry().steps.push_back(std::move(cols));
 }
 
-/// The tiling of an h x w map by t x t tiles if Winograd suits it: enough tiles, enough
-/// multiplications saved, the arena's V and M bounded.
+/// The tiling of an h x w map by t x t tiles if Winograd suits it: enough tiles, little
+/// overhang, the arena's V and M bounded.
 std::optional<Tiles> tiling(Lowerer &L, int tile, const SymExpr &height, const SymExpr &width,
                             const SymExpr &images, const SymExpr &channels, int64_t widest) {
   const ShapeEnv &env = L.shapeEnv();
@@ -204,7 +200,7 @@ std::optional<Tiles> tiling(Lowerer &L, int tile, const SymExpr &height, const S
   t.tilesW = SymExpr::floorDiv(t.wholeWidth ? width : width + (tile - 1), tile);
   SymExpr tiles = t.perImage();
   if (!proved(env.proveLE(SymExpr(WinogradMinTiles), L.expand(tiles))) ||
-      !proved(env.proveLE(L.expand(SymExpr(t.components()) * tiles),
+      !proved(env.proveLE(L.expand(SymExpr(4 * tile * tile) * tiles),
                           L.expand(SymExpr(5) * height * width))))
     return std::nullopt;
   SymExpr most = SymExpr(t.components() * widest) * t.columns();
@@ -235,18 +231,12 @@ llvm::Expected<LValue *> convAsWinograd(Lowerer &L, LValue *x, LValue *w, LValue
   const Buffer &wbuf = L.entry().buffers[wl->buffer];
   if (wbuf.kind != Buffer::Kind::Weight || !L.isContiguous(*wl, w->shape))
     return nullptr;
-  // Of 4x4 and 2x2 tiles, those that suit the map; where both do, the fewer products (4x4 ones
-  // unless they overhang much more).
+  // 4x4 tiles where they suit the map, else 2x2 ones.
   int64_t widest = std::max(*cin, *cout);
   std::optional<Tiles> t =
       tiling(L, 4, x->shape[2], x->shape[3], x->shape[0], x->shape[1], widest);
-  std::optional<Tiles> two;
-  if (*cin >= WinogradMinInChannels2)
-    two = tiling(L, 2, x->shape[2], x->shape[3], x->shape[0], x->shape[1], widest);
-  if (two && (!t || L.shapeEnv().proveLE(L.expand(SymExpr(two->components()) * two->perImage()),
-                                         L.expand(SymExpr(t->components()) * t->perImage())) ==
-                        Truth::True))
-    t = two;
+  if (!t && *cin >= WinogradMinInChannels2)
+    t = tiling(L, 2, x->shape[2], x->shape[3], x->shape[0], x->shape[1], widest);
   if (!t)
     return nullptr;
   auto xl = L.realize(x);
