@@ -147,79 +147,6 @@ void storeOut(Builder &b, ExprEmitter &ex, const kir::GemmCall &g, const GemmVal
   b.CreateStore(val, b.CreateInBoundsGEP(b.getFloatTy(), v.out, outOffset(b, v, bi, i, j)));
 }
 
-namespace {
-/// Whether `id` is index arithmetic over loop vars, dims and constants alone: it reads no
-/// memory and checks nothing, and so may be evaluated ahead of the epilogue.
-bool pureIndex(const kir::EntryKernels &e, kir::ExprId id) {
-  const kir::Expr &x = e.expr(id);
-  if (x.kind == kir::ExprKind::Load || x.kind == kir::ExprKind::CheckIndex ||
-      x.kind == kir::ExprKind::ReduceValue || x.kind == kir::ExprKind::Acc)
-    return false;
-  return llvm::all_of(x.operands, [&](kir::ExprId o) { return pureIndex(e, o); });
-}
-
-bool readsLoopVar(const kir::EntryKernels &e, kir::ExprId id, uint32_t loop) {
-  const kir::Expr &x = e.expr(id);
-  if (x.kind == kir::ExprKind::LoopVar)
-    return x.index == loop;
-  return llvm::any_of(x.operands, [&](kir::ExprId o) { return readsLoopVar(e, o, loop); });
-}
-
-void collectStreamedLoads(const kir::EntryKernels &e, kir::ExprId id,
-                          SmallVectorImpl<const kir::Expr *> &out) {
-  const kir::Expr &x = e.expr(id);
-  if (x.kind == kir::ExprKind::Load && pureIndex(e, x.operands[0]) &&
-      readsLoopVar(e, x.operands[0], 2)) {
-    out.push_back(&x);
-    return;
-  }
-  for (kir::ExprId o : x.operands)
-    collectStreamedLoads(e, o, out);
-}
-
-/// The epilogue's loads that move along the tile's columns (a residual, unlike a per-row bias),
-/// whose addresses can be computed ahead.
-SmallVector<const kir::Expr *, 2> streamedLoads(const kir::EntryKernels &e, kir::ExprId epilogue) {
-  SmallVector<const kir::Expr *, 2> out;
-  if (epilogue != kir::NoExpr)
-    collectStreamedLoads(e, epilogue, out);
-  return out;
-}
-
-/// Prefetches into L1 what `loads` read for rows i0 .. i0 + rows - 1 of image bi, columns col ..
-/// col + count - 1.
-void prefetchEpilogue(Builder &b, ExprEmitter &ex, const kir::EntryKernels &e,
-                      ArrayRef<const kir::Expr *> loads, ArrayRef<Value *> buffers, Value *bi,
-                      Value *i0, Value *rows, Value *col, Value *count) {
-  if (loads.empty())
-    return;
-  emitIf(
-      b, b.CreateICmpSGT(count, b.getInt64(0)),
-      [&] {
-        Value *last = b.CreateSub(count, b.getInt64(1));
-        // The run's first, middle and last column: each row's run spans up to three lines.
-        Value *points[] = {col, b.CreateAdd(col, smin(b, b.getInt64(FloatsPerLine), last)),
-                           b.CreateAdd(col, last)};
-        emitLoop(
-            b, b.getInt64(0), rows,
-            [&](Value *r) {
-              for (Value *at : points) {
-                ex.clearCache();
-                ex.loopVars = {bi, b.CreateAdd(i0, r), at};
-                for (const kir::Expr *load : loads) {
-                  Type *t = storageType(b.getContext(), e.buffers[load->index].dtype);
-                  emitPrefetch(b, b.CreateGEP(t, buffers[load->index], ex.emit(load->operands[0])),
-                               3);
-                }
-              }
-              ex.clearCache();
-            },
-            "pf");
-      },
-      [] {});
-}
-} // namespace
-
 // GEMM task closure: { ptr entryClosure, i64 mChunk, i64 mChunks, i64 nBlocks, i64 nBlock,
 // i64 group (images per blocked task), i64 fold (a group's columns packed without padding) }.
 StructType *gemmClosureType(LLVMContext &c) {
@@ -533,7 +460,6 @@ Function *GemmEmitter::blockedTask() {
   Value *fold = b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 6)),
                                b.getInt64(0));
   Value *nr = b.getInt64(T.nr()), *mr = b.getInt64(T.mr), *kcMax = b.getInt64(T.kc);
-  SmallVector<const kir::Expr *, 2> streamed = streamedLoads(Entry, G.epilogue);
   emitLoop(
       b, ts.begin, ts.end,
       [&](Value *t) {
@@ -682,17 +608,6 @@ Function *GemmEmitter::blockedTask() {
                                       [&] { call(T.nrVecs, nrEff); });
                                 });
                           };
-                          // A residual the epilogue reads comes in while the tile's sums do.
-                          if (!streamed.empty())
-                            emitIf(
-                                b, last,
-                                [&] {
-                                  prefetchEpilogue(b, ex, Entry, streamed, ts.buffers, bi, i0,
-                                                   mrEff, col0, nrEff);
-                                  prefetchEpilogue(b, ex, Entry, streamed, ts.buffers, bi2, i0,
-                                                   mrEff, b.getInt64(0), nrEff2);
-                                },
-                                [] {});
                           emitIf(
                               b, b.CreateICmpSGT(mrEff, b.getInt64(T.mr / 3)), [&] { tile(T.mr); },
                               [&] { tile(T.mr / 3); });
