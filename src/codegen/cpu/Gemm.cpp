@@ -167,9 +167,21 @@ Function *GemmEmitter::startTask(const Twine &suffix, Builder &b, TaskSetup &ts)
   return ts.fn;
 }
 
-// Adds the tileRows x NR product of an A micro-panel (its first tileRows rows) and a B panel to the
-// `rows` x `cols` block of C at
-// `c` (rows `ldc` apart), or stores it there when `loadC` is false; the tile's next `cols2`
+Function *GemmEmitter::kernelFunction(const std::string &name, ArrayRef<Type *> params,
+                                      Builder &b) {
+  Function *f = ME.createFunction(FunctionType::get(b.getVoidTy(), params, false), name);
+  f->addFnAttr(Attribute::NoInline);
+  for (unsigned arg : {0u, 1u}) {
+    f->addParamAttr(arg, Attribute::ReadOnly);
+    f->addParamAttr(arg, Attribute::NoCapture);
+  }
+  b.SetInsertPoint(BasicBlock::Create(ME.ctx(), "entry", f));
+  return f;
+}
+
+// Adds the tileRows x (tileVecs vectors) product of an A micro-panel (its first tileRows rows) and
+// the first columns of a B panel (NR wide) to the `rows` x `cols` block of C at `c` (rows `ldc`
+// apart), or stores it there when `loadC` is false; the tile's next `cols2`
 // columns (folded images: the next image's first columns) go to the block at `c2`. Edge tiles
 // read and write C with masked vector accesses, so they need no scratch tile and nothing outside
 // the blocks is touched.
@@ -182,10 +194,9 @@ void GemmEmitter::microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, 
 
 // One function per tile shape and module, called by every GEMM's tasks: a GEMM inlining its own
 // copies made most of the module's code (ResNet-50's ~60 GEMMs, two tile heights each), and the
-// call costs nothing beside the tile's kc x tileRows x NR multiply-adds. The builder is inside
-// the new function while its body is emitted.
-Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs,
-                                           unsigned aStride) {
+// call costs nothing beside the tile's kc x tileRows x tileVecs vector multiply-adds. The builder
+// is inside the new function while its body is emitted.
+Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs, unsigned aStride) {
   std::string name = ME.prefix() + "ukernel_" + std::to_string(tileRows) + "x" +
                      std::to_string(tileVecs * T.vecWidth) + "_a" + std::to_string(aStride);
   if (Function *existing = ME.module().getFunction(name))
@@ -193,15 +204,8 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs,
   LLVMContext &ctx = ME.ctx();
   Builder b(ctx);
   Type *ptr = b.getPtrTy(), *i64 = b.getInt64Ty();
-  FunctionType *type = FunctionType::get(
-      b.getVoidTy(), {ptr, ptr, i64, ptr, i64, i64, i64, ptr, i64, b.getInt1Ty()}, false);
-  Function *f = ME.createFunction(type, name);
-  f->addFnAttr(Attribute::NoInline);
-  for (unsigned arg : {0u, 1u}) {
-    f->addParamAttr(arg, Attribute::ReadOnly);
-    f->addParamAttr(arg, Attribute::NoCapture);
-  }
-  b.SetInsertPoint(BasicBlock::Create(ctx, "entry", f));
+  Function *f =
+      kernelFunction(name, {ptr, ptr, i64, ptr, i64, i64, i64, ptr, i64, b.getInt1Ty()}, b);
   Value *ap = f->getArg(0), *bp = f->getArg(1), *kc = f->getArg(2), *c = f->getArg(3),
         *ldc = f->getArg(4), *rows = f->getArg(5), *cols = f->getArg(6), *c2 = f->getArg(7),
         *cols2 = f->getArg(8), *loadC = f->getArg(9);
@@ -362,15 +366,7 @@ Function *GemmEmitter::columnKernelFunction(unsigned aStride) {
   LLVMContext &ctx = ME.ctx();
   Builder b(ctx);
   Type *ptr = b.getPtrTy(), *i64 = b.getInt64Ty(), *f32 = b.getFloatTy();
-  FunctionType *type =
-      FunctionType::get(b.getVoidTy(), {ptr, ptr, i64, ptr, i64, i64, i64, b.getInt1Ty()}, false);
-  Function *f = ME.createFunction(type, name);
-  f->addFnAttr(Attribute::NoInline);
-  for (unsigned arg : {0u, 1u}) {
-    f->addParamAttr(arg, Attribute::ReadOnly);
-    f->addParamAttr(arg, Attribute::NoCapture);
-  }
-  b.SetInsertPoint(BasicBlock::Create(ctx, "entry", f));
+  Function *f = kernelFunction(name, {ptr, ptr, i64, ptr, i64, i64, i64, b.getInt1Ty()}, b);
   Value *ap = f->getArg(0), *bp = f->getArg(1), *kc = f->getArg(2), *c = f->getArg(3),
         *ldc = f->getArg(4), *rows = f->getArg(5), *cols = f->getArg(6), *loadC = f->getArg(7);
   unsigned vw = T.vecWidth;
@@ -405,9 +401,9 @@ Function *GemmEmitter::columnKernelFunction(unsigned aStride) {
     accs.push_back(b.CreatePHI(vt, 2, "acc"));
     accs[j]->addIncoming(start[j], pre);
   }
-  Value *a = b.CreateMaskedLoad(
-      vt, b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, b.getInt64(aStride))), Align(4), aLanes,
-      zeroV);
+  Value *a =
+      b.CreateMaskedLoad(vt, b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, b.getInt64(aStride))),
+                         Align(4), aLanes, zeroV);
   Value *brow = b.CreateInBoundsGEP(f32, bp, b.CreateMul(p, b.getInt64(T.nr())));
   SmallVector<Value *, TailColumns> next;
   for (unsigned j = 0; j < TailColumns; ++j) {
@@ -570,37 +566,31 @@ Function *GemmEmitter::blockedTask() {
                           unsigned aStride = v.aPanels ? kir::PanelRows : T.mr;
                           // So does a panel of few columns (n = 196 leaves 4 of 32): one vector
                           // wide when they fit in one.
-                          Value *narrow = b.CreateICmpSLE(b.CreateAdd(nrEff, nrEff2),
-                                                          b.getInt64(T.vecWidth));
+                          Value *vw = b.getInt64(T.vecWidth);
+                          Value *narrow = b.CreateICmpSLE(b.CreateAdd(nrEff, nrEff2), vw);
                           // A few columns past whole vectors (n = 49: 32 + 16 + 1) go one A
                           // vector at a time, rows in lanes: the kernel of columns.
-                          Value *vw = b.getInt64(T.vecWidth);
-                          Value *vecCols = b.CreateSelect(
-                              b.CreateICmpSGT(nrEff, vw), vw, b.getInt64(0));
+                          Value *vecCols =
+                              b.CreateSelect(b.CreateICmpSGT(nrEff, vw), vw, b.getInt64(0));
                           Value *tailCols = b.CreateSub(nrEff, vecCols);
-                          Value *columns = b.CreateAnd(
-                              b.CreateICmpEQ(nrEff2, b.getInt64(0)),
-                              b.CreateICmpSLE(tailCols, b.getInt64(TailColumns)));
+                          Value *columns =
+                              b.CreateAnd(b.CreateICmpEQ(nrEff2, b.getInt64(0)),
+                                          b.CreateICmpSLE(tailCols, b.getInt64(TailColumns)));
                           auto tile = [&](unsigned tileRows) {
                             auto call = [&](unsigned vecs, Value *cols) {
                               microKernel(b, tileRows, vecs, aPanel, aStride, panel, kc, cBlock,
                                           v.n, mrEff, cols, cBlock2, nrEff2, b.CreateNot(first));
                             };
-                            if (T.nrVecs == 1) {
-                              call(1, nrEff);
-                              return;
-                            }
                             emitIf(
                                 b, columns,
                                 [&] {
                                   emitIf(
                                       b, b.CreateICmpSGT(vecCols, b.getInt64(0)),
                                       [&] { call(1, vecCols); }, [] {});
-                                  b.CreateCall(
-                                      columnKernelFunction(aStride),
-                                      {aPanel, b.CreateInBoundsGEP(f32, panel, vecCols), kc,
-                                       b.CreateInBoundsGEP(f32, cBlock, vecCols), v.n, mrEff,
-                                       tailCols, b.CreateNot(first)});
+                                  b.CreateCall(columnKernelFunction(aStride),
+                                               {aPanel, b.CreateInBoundsGEP(f32, panel, vecCols),
+                                                kc, b.CreateInBoundsGEP(f32, cBlock, vecCols), v.n,
+                                                mrEff, tailCols, b.CreateNot(first)});
                                 },
                                 [&] {
                                   emitIf(

@@ -83,6 +83,9 @@ private:
                  Value *bp, Value *cols);
   void packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
              Value *kc, Value *ap);
+  /// A new no-inline kernel function `void name(params)` whose first two pointers are read-only
+  /// inputs, the builder at its entry.
+  Function *kernelFunction(const std::string &name, ArrayRef<Type *> params, Builder &b);
   /// A tileRows x (tileVecs vectors) register tile over B panels NR columns wide.
   void microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, Value *ap, unsigned aStride,
                    Value *bp, Value *kc, Value *c, Value *ldc, Value *rows, Value *cols, Value *c2,
