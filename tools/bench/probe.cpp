@@ -87,9 +87,9 @@ int main(int argc, char **argv) {
   int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const long iterations = 20'000'000;
   double flopsPerRun = 2.0 * 16 * Accumulators * iterations * threads;
-  double t512 = bestParallel(threads, 3, [&](int) { Sink = fmaLoop512(iterations); });
+  double t512 = bestParallel(threads, 5, [&](int) { Sink = fmaLoop512(iterations); });
   double flops256 = 2.0 * 8 * Accumulators256 * iterations * threads;
-  double t256 = bestParallel(threads, 3, [&](int) { Sink = fmaLoop256(iterations); });
+  double t256 = bestParallel(threads, 5, [&](int) { Sink = fmaLoop256(iterations); });
 
   const size_t bytes = size_t(256) << 20; // per array, far past the caches
   char *src = static_cast<char *>(std::aligned_alloc(64, bytes));

@@ -47,12 +47,41 @@ public:
   llvm::FunctionType *taskType();
   /// A libm function of one or two arguments of the same floating type (no side effects).
   llvm::FunctionCallee libm(llvm::StringRef name, llvm::Type *type, unsigned arity = 1);
+  /// Task functions already emitted, by TaskKey: a step whose key is here reuses them.
+  llvm::StringMap<llvm::SmallVector<llvm::Function *, 3>> &sharedTasks() { return Shared; }
 
 private:
   llvm::Module &M;
   Variant V;
   llvm::TargetMachine &TM;
   llvm::StructType *Exec = nullptr;
+  llvm::StringMap<llvm::SmallVector<llvm::Function *, 3>> Shared;
+};
+
+/// What a step's task computes, as text with the entry's buffers renamed by first use (slots):
+/// two steps with equal keys differ only in their buffers' addresses, so one task function that
+/// reads its buffers through the step's own closure serves both.
+class TaskKey {
+public:
+  TaskKey(const kir::EntryKernels &entry, llvm::StringRef kind);
+
+  TaskKey &text(llvm::StringRef s);
+  TaskKey &number(int64_t n);
+  TaskKey &sym(const SymExpr &e);
+  /// A buffer by its slot and element type.
+  TaskKey &buffer(uint32_t id);
+  /// An expression tree, its loads' buffers by slot.
+  TaskKey &expr(kir::ExprId id);
+
+  const std::string &str() const { return Text; }
+  /// The entry's buffer numbers, slot by slot.
+  llvm::ArrayRef<uint32_t> slots() const { return Slots; }
+
+private:
+  const kir::EntryKernels &Entry;
+  std::string Text;
+  llvm::SmallVector<uint32_t, 8> Slots;
+  llvm::DenseMap<kir::ExprId, unsigned> Seen;
 };
 
 /// i64 value of a symbolic expression over the entry's root symbols; Python semantics for
@@ -160,7 +189,7 @@ llvm::ArrayType *closureType(llvm::LLVMContext &c, const kir::EntryKernels &entr
 void emitLoopKernel(ModuleEmitter &me, const kir::EntryKernels &entry,
                     const kir::LoopKernel &kernel, const llvm::StringMap<unsigned> &symIndex,
                     Builder &run, llvm::Value *exec, llvm::Value *closure,
-                    llvm::ArrayRef<llvm::Value *> syms);
+                    llvm::ArrayRef<llvm::Value *> syms, llvm::ArrayRef<llvm::Value *> buffers);
 /// Emits a GEMM call (its task functions and the call in the run function).
 void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::GemmCall &gemm,
               const llvm::StringMap<unsigned> &symIndex, Builder &run, llvm::Value *exec,

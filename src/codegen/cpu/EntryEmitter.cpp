@@ -77,7 +77,7 @@ static void emitSteps(ModuleEmitter &me, const kir::EntryKernels &entry,
                       ArrayRef<Value *> buffers) {
   for (const kir::Step &step : steps) {
     if (const auto *k = std::get_if<kir::LoopKernel>(&step)) {
-      emitLoopKernel(me, entry, *k, symIndex, b, exec, closure, syms);
+      emitLoopKernel(me, entry, *k, symIndex, b, exec, closure, syms, buffers);
     } else if (const auto *g = std::get_if<kir::GemmCall>(&step)) {
       emitGemm(me, entry, *g, symIndex, b, exec, closure, syms, buffers);
     } else {

@@ -148,10 +148,25 @@ void storeOut(Builder &b, ExprEmitter &ex, const kir::GemmCall &g, const GemmVal
 }
 
 // GEMM task closure: { ptr entryClosure, i64 mChunk, i64 mChunks, i64 nBlocks, i64 nBlock,
-// i64 group (images per blocked task), i64 fold (a group's columns packed without padding) }.
-StructType *gemmClosureType(LLVMContext &c) {
-  Type *i64 = Type::getInt64Ty(c);
-  return StructType::get(c, {PointerType::getUnqual(c), i64, i64, i64, i64, i64, i64});
+// i64 group (images per blocked task), i64 fold (a group's columns packed without padding),
+// ptr slot 0, ptr slot 1, ... (the GEMM's buffers, TaskKey::slots) }.
+StructType *gemmClosureType(LLVMContext &c, unsigned slots) {
+  Type *i64 = Type::getInt64Ty(c), *ptr = PointerType::getUnqual(c);
+  SmallVector<Type *, 12> fields = {ptr, i64, i64, i64, i64, i64, i64};
+  fields.append(slots, ptr);
+  return StructType::get(c, fields);
+}
+
+TaskKey gemmKey(const kir::EntryKernels &entry, const kir::GemmCall &g) {
+  TaskKey key(entry, "gemm");
+  key.text(toString(g.dtype)).sym(g.batch).sym(g.m).sym(g.n).sym(g.k);
+  for (const kir::MatrixOperand *o : {&g.a, &g.b}) {
+    key.buffer(o->buffer).number(o->panels).number(o->winogradTile).number(o->conv.has_value());
+    for (const SymExpr *x : o->syms())
+      key.sym(*x);
+  }
+  key.buffer(g.out).expr(g.epilogue);
+  return key;
 }
 
 Function *GemmEmitter::startTask(const Twine &suffix, Builder &b, TaskSetup &ts) {
@@ -159,9 +174,12 @@ Function *GemmEmitter::startTask(const Twine &suffix, Builder &b, TaskSetup &ts)
   ts.fn = ME.createFunction(ME.taskType(), ME.prefix() + G.name + suffix);
   b.SetInsertPoint(BasicBlock::Create(c, "entry", ts.fn));
   ts.gclosure = ts.fn->getArg(0);
-  Value *closure =
-      b.CreateLoad(b.getPtrTy(), b.CreateStructGEP(gemmClosureType(c), ts.gclosure, 0));
+  StructType *gct = gemmClosureType(c, Slots.size());
+  Value *closure = b.CreateLoad(b.getPtrTy(), b.CreateStructGEP(gct, ts.gclosure, 0));
   loadClosure(b, Entry, closure, ts.syms, ts.buffers);
+  // The GEMM's own buffers come from its closure, so that GEMMs of one key share the tasks.
+  for (auto [slot, id] : enumerate(Slots))
+    ts.buffers[id] = b.CreateLoad(b.getPtrTy(), b.CreateStructGEP(gct, ts.gclosure, 7 + slot));
   ts.begin = ts.fn->getArg(1);
   ts.end = ts.fn->getArg(2);
   return ts.fn;
@@ -432,7 +450,7 @@ Function *GemmEmitter::blockedTask() {
   TaskSetup ts;
   Function *fn = startTask(".blocked", b, ts);
   GemmValues v = gemmValues(b, G, SymIndex, ts.syms, ts.buffers);
-  StructType *gct = gemmClosureType(c);
+  StructType *gct = gemmClosureType(c, Slots.size());
   Value *mChunk = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 1));
   Value *mChunks = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 2));
   Value *nBlocks = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 3));
@@ -801,10 +819,10 @@ Function *GemmEmitter::dotTask() {
                     emitLoop(
                         b, first, smin(b, b.CreateAdd(first, share), lines),
                         [&](Value *line) {
-                          Value *col = smin(
-                              b, b.CreateAdd(nextJ0, b.CreateUDiv(line, rowLines)), nLast);
-                          Value *at = b.CreateMul(b.CreateURem(line, rowLines),
-                                                  b.getInt64(FloatsPerLine));
+                          Value *col =
+                              smin(b, b.CreateAdd(nextJ0, b.CreateUDiv(line, rowLines)), nLast);
+                          Value *at =
+                              b.CreateMul(b.CreateURem(line, rowLines), b.getInt64(FloatsPerLine));
                           emitPrefetch(b, b.CreateGEP(f32, ptrB(b, v, bi, b.getInt64(0), col), at),
                                        2);
                         },
@@ -895,17 +913,22 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
               ArrayRef<Value *> syms, ArrayRef<Value *> buffers) {
   LLVMContext &c = me.ctx();
   using namespace gemm;
-  GemmEmitter ge(me, entry, g, symIndex);
+  TaskKey key = gemmKey(entry, g);
+  auto [shared, fresh] = me.sharedTasks().try_emplace(key.str());
+  if (fresh) {
+    GemmEmitter ge(me, entry, g, symIndex, key.slots());
+    shared->second = {ge.blockedTask(), ge.smallTask(), g.b.conv ? nullptr : ge.dotTask()};
+  }
+  Function *blocked = shared->second[0], *small = shared->second[1], *dot = shared->second[2];
   GemmTiling t = gemmTiling(me.variant());
-  Function *blocked = ge.blockedTask();
-  Function *small = ge.smallTask();
-  Function *dot = g.b.conv ? nullptr : ge.dotTask();
 
   Builder &b = run;
   GemmValues v = gemmValues(b, g, symIndex, syms, buffers);
-  StructType *gct = gemmClosureType(c);
+  StructType *gct = gemmClosureType(c, key.slots().size());
   Value *gclosure = entryAlloca(b, gct, "gemm.closure");
   b.CreateStore(closure, b.CreateStructGEP(gct, gclosure, 0));
+  for (auto [slot, id] : enumerate(key.slots()))
+    b.CreateStore(buffers[id], b.CreateStructGEP(gct, gclosure, 7 + slot));
   Value *empty = b.CreateOr(
       b.CreateICmpSLE(v.m, b.getInt64(0)),
       b.CreateOr(b.CreateICmpSLE(v.n, b.getInt64(0)), b.CreateICmpSLE(v.batch, b.getInt64(0))));

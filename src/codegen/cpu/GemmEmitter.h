@@ -57,15 +57,19 @@ struct TaskSetup {
 /// Columns past a B panel's whole vectors that the kernel of columns takes (GemmEmitter).
 inline constexpr unsigned TailColumns = 4;
 
-/// The closure every GEMM task gets (see Gemm.cpp).
-StructType *gemmClosureType(LLVMContext &c);
+/// The closure every GEMM task gets, ending with `slots` buffer pointers (see Gemm.cpp).
+StructType *gemmClosureType(LLVMContext &c, unsigned slots);
+/// What a GEMM's tasks compute: GEMMs with equal keys share them.
+TaskKey gemmKey(const kir::EntryKernels &entry, const kir::GemmCall &g);
 
 /// Emits the task functions of one GEMM call.
 class GemmEmitter {
 public:
+  /// Tasks for `g` and every GEMM of its key, reading the buffers `slots` (gemmKey) through
+  /// their closure.
   GemmEmitter(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::GemmCall &g,
-              const StringMap<unsigned> &symIndex)
-      : ME(me), Entry(entry), G(g), SymIndex(symIndex), T(gemmTiling(me.variant())) {}
+              const StringMap<unsigned> &symIndex, ArrayRef<uint32_t> slots)
+      : ME(me), Entry(entry), G(g), SymIndex(symIndex), Slots(slots), T(gemmTiling(me.variant())) {}
 
   Function *blockedTask();
   Function *smallTask();
@@ -99,6 +103,7 @@ private:
   const kir::EntryKernels &Entry;
   const kir::GemmCall &G;
   const StringMap<unsigned> &SymIndex;
+  ArrayRef<uint32_t> Slots;
   GemmTiling T;
 };
 

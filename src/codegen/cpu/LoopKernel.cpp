@@ -12,17 +12,6 @@ using namespace llvm;
 
 namespace {
 
-void collectLoads(const kir::EntryKernels &entry, kir::ExprId id, std::set<unsigned> &out,
-                  std::set<kir::ExprId> &seen) {
-  if (id == kir::NoExpr || !seen.insert(id).second)
-    return;
-  const kir::Expr &e = entry.expr(id);
-  if (e.kind == kir::ExprKind::Load)
-    out.insert(e.index);
-  for (kir::ExprId op : e.operands)
-    collectLoads(entry, op, out, seen);
-}
-
 Value *identity(Builder &b, kir::ReduceOp op, DType t) {
   Type *ty = valueType(b.getContext(), t);
   bool isMax = op == kir::ReduceOp::Max || op == kir::ReduceOp::ArgMax;
@@ -265,22 +254,12 @@ public:
   SmallVector<Value *, 8> BufferPtrs;
 };
 
-} // namespace
-
-void emitLoopKernel(ModuleEmitter &me, const kir::EntryKernels &entry,
-                    const kir::LoopKernel &kernel, const StringMap<unsigned> &symIndex,
-                    Builder &run, Value *exec, Value *closure, ArrayRef<Value *> runSyms) {
+// The task of a loop kernel over the buffers `usedList` (by slot), which it reads from its
+// step's closure (`closureType`: the entry's closure, then the buffers).
+Function *emitKernelTask(ModuleEmitter &me, const kir::EntryKernels &entry,
+                         const kir::LoopKernel &kernel, const StringMap<unsigned> &symIndex,
+                         ArrayRef<uint32_t> usedList, StructType *closureType) {
   LLVMContext &c = me.ctx();
-  std::set<unsigned> used;
-  std::set<kir::ExprId> seen;
-  for (const kir::Stage &s : kernel.stages) {
-    collectLoads(entry, s.value, used, seen);
-    collectLoads(entry, s.offset, used, seen);
-    if (s.kind == kir::Stage::Kind::Store)
-      used.insert(s.buffer);
-  }
-  std::vector<unsigned> usedList(used.begin(), used.end());
-
   // The body takes the used buffers as separate pointers, all `noalias`: distinct buffers one
   // step touches never overlap (the memory plan frees a slot only after the last step touching
   // its occupant), so the vectorizer needs no run-time overlap checks, which clamped or computed
@@ -327,11 +306,13 @@ void emitLoopKernel(ModuleEmitter &me, const kir::EntryKernels &entry,
   preferNoGather(task);
   {
     Builder b(BasicBlock::Create(c, "entry", task));
+    Value *closure = task->getArg(0);
     SmallVector<Value *, 8> syms, buffers;
-    loadClosure(b, entry, task->getArg(0), syms, buffers);
+    loadClosure(b, entry, b.CreateLoad(b.getPtrTy(), b.CreateStructGEP(closureType, closure, 0)),
+                syms, buffers);
     SmallVector<Value *, 16> args;
-    for (unsigned id : usedList)
-      args.push_back(buffers[id]);
+    for (unsigned slot = 0; slot < usedList.size(); ++slot)
+      args.push_back(b.CreateLoad(b.getPtrTy(), b.CreateStructGEP(closureType, closure, 1 + slot)));
     args.append(syms.begin(), syms.end());
     args.push_back(buffers[entry.buffers.size()]);
     args.push_back(task->getArg(1));
@@ -339,6 +320,41 @@ void emitLoopKernel(ModuleEmitter &me, const kir::EntryKernels &entry,
     b.CreateCall(body, args);
     b.CreateRetVoid();
   }
+  return task;
+}
+
+} // namespace
+
+void emitLoopKernel(ModuleEmitter &me, const kir::EntryKernels &entry,
+                    const kir::LoopKernel &kernel, const StringMap<unsigned> &symIndex,
+                    Builder &run, Value *exec, Value *closure, ArrayRef<Value *> runSyms,
+                    ArrayRef<Value *> runBuffers) {
+  LLVMContext &c = me.ctx();
+  TaskKey key(entry, "kernel");
+  for (const SymExpr &e : kernel.outer)
+    key.sym(e);
+  key.number(kernel.parallelLoops).number(kernel.independent);
+  for (const kir::Stage &s : kernel.stages) {
+    key.text("stage").number(unsigned(s.kind)).number(s.inner.size());
+    for (const SymExpr &e : s.inner)
+      key.sym(e);
+    key.number(unsigned(s.reduce)).text(toString(s.accType));
+    if (s.kind == kir::Stage::Kind::Store)
+      key.buffer(s.buffer);
+    key.expr(s.offset).expr(s.value);
+  }
+  ArrayRef<uint32_t> usedList = key.slots();
+  // The step's closure: the entry's, then its buffers by slot; kernels of one key share the task.
+  SmallVector<Type *, 8> fields(usedList.size() + 1, PointerType::getUnqual(c));
+  StructType *closureType = StructType::get(c, fields);
+  Value *stepClosure = entryAlloca(run, closureType, "kernel.closure");
+  run.CreateStore(closure, run.CreateStructGEP(closureType, stepClosure, 0));
+  for (auto [slot, id] : enumerate(usedList))
+    run.CreateStore(runBuffers[id], run.CreateStructGEP(closureType, stepClosure, 1 + slot));
+  auto [shared, fresh] = me.sharedTasks().try_emplace(key.str());
+  if (fresh)
+    shared->second = {emitKernelTask(me, entry, kernel, symIndex, usedList, closureType)};
+  Function *task = shared->second[0];
 
   // Work estimate: parallel points x (serial outer points x summed inner points of the stages).
   unsigned p = std::min<unsigned>(kernel.parallelLoops, kernel.outer.size());
@@ -358,7 +374,7 @@ void emitLoopKernel(ModuleEmitter &me, const kir::EntryKernels &entry,
     stageWork = run.CreateAdd(stageWork, w);
   }
   perIndex = run.CreateMul(perIndex, stageWork);
-  emitDispatch(me, run, exec, task, closure, total, perIndex);
+  emitDispatch(me, run, exec, task, stepClosure, total, perIndex);
 }
 
 } // namespace aotc::cpu

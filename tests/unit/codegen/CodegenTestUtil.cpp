@@ -78,6 +78,15 @@ kir::ExprId ExprBuilder::reduceValue(unsigned stage, DType t) {
   x.index = stage;
   return add(x);
 }
+kir::Buffer makeBuffer(kir::Buffer::Kind kind, uint32_t index, SymExpr numel, DType dtype) {
+  kir::Buffer b;
+  b.kind = kind;
+  b.dtype = dtype;
+  b.index = index;
+  b.numel = std::move(numel);
+  return b;
+}
+
 kir::ExprId ExprBuilder::acc() { return add(make(kir::ExprKind::Acc, DType::F32)); }
 kir::ExprId ExprBuilder::linear(llvm::ArrayRef<std::pair<unsigned, SymExpr>> terms) {
   kir::ExprId sum = kir::NoExpr;

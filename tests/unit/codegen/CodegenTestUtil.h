@@ -18,6 +18,10 @@ namespace aotc::cpu::test {
 
 bool hostSupports(Variant v);
 
+/// A buffer of an entry: input, output or weight number `index` (kind), `numel` elements.
+kir::Buffer makeBuffer(kir::Buffer::Kind kind, uint32_t index, SymExpr numel,
+                       DType dtype = DType::F32);
+
 /// Builds the expression pool of one entry.
 struct ExprBuilder {
   kir::EntryKernels &e;

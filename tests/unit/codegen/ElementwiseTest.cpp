@@ -32,15 +32,6 @@ protected:
   }
 };
 
-kir::Buffer buffer(kir::Buffer::Kind kind, DType t, uint32_t index, SymExpr numel) {
-  kir::Buffer b;
-  b.kind = kind;
-  b.dtype = t;
-  b.index = index;
-  b.numel = numel;
-  return b;
-}
-
 std::vector<float> randomFloats(size_t n, float lo, float hi, unsigned seed) {
   std::mt19937 g(seed);
   std::uniform_real_distribution<float> d(lo, hi);
@@ -90,9 +81,9 @@ TEST_P(VariantTest, BroadcastAddRelu) {
   SymExpr batch = SymExpr::symbol("batch");
   e.inputs.push_back({"x", DType::F32, {batch, 37}});
   e.outputs.push_back({"y", DType::F32, {batch, 37}});
-  e.buffers = {buffer(kir::Buffer::Kind::Input, DType::F32, 0, batch * 37),
-               buffer(kir::Buffer::Kind::Weight, DType::F32, 0, 37),
-               buffer(kir::Buffer::Kind::Output, DType::F32, 0, batch * 37)};
+  e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, batch * 37),
+               makeBuffer(kir::Buffer::Kind::Weight, 0, 37),
+               makeBuffer(kir::Buffer::Kind::Output, 0, batch * 37)};
   e.arenaBytes = 0;
   ExprBuilder eb{e};
   kir::ExprId off = eb.linear({{0, 37}, {1, 1}});
@@ -168,8 +159,8 @@ TEST_P(VariantTest, EveryUnaryOp) {
     e.name = "f";
     e.inputs.push_back({"x", DType::F32, {N}});
     e.outputs.push_back({"y", DType::F32, {N}});
-    e.buffers = {buffer(kir::Buffer::Kind::Input, DType::F32, 0, N),
-                 buffer(kir::Buffer::Kind::Output, DType::F32, 0, N)};
+    e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, N),
+                 makeBuffer(kir::Buffer::Kind::Output, 0, N)};
     ExprBuilder eb{e};
     kir::ExprId i = eb.loopVar(0);
     kir::LoopKernel k;
@@ -226,10 +217,10 @@ TEST_P(VariantTest, BinaryOpsPythonSemantics) {
               {"b", DType::I64, {N}},
               {"x", DType::F32, {N}},
               {"y", DType::F32, {N}}};
-  e.buffers = {buffer(kir::Buffer::Kind::Input, DType::I64, 0, N),
-               buffer(kir::Buffer::Kind::Input, DType::I64, 1, N),
-               buffer(kir::Buffer::Kind::Input, DType::F32, 2, N),
-               buffer(kir::Buffer::Kind::Input, DType::F32, 3, N)};
+  e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, N, DType::I64),
+               makeBuffer(kir::Buffer::Kind::Input, 1, N, DType::I64),
+               makeBuffer(kir::Buffer::Kind::Input, 2, N),
+               makeBuffer(kir::Buffer::Kind::Input, 3, N)};
   ExprBuilder eb{e};
   kir::ExprId i = eb.loopVar(0);
   kir::ExprId a = eb.load(0, i, DType::I64), b = eb.load(1, i, DType::I64);
@@ -257,7 +248,7 @@ TEST_P(VariantTest, BinaryOpsPythonSemantics) {
   k.parallelLoops = 1;
   for (unsigned o = 0; o < outs.size(); ++o) {
     e.outputs.push_back({"o" + std::to_string(o), outs[o].t, {N}});
-    e.buffers.push_back(buffer(kir::Buffer::Kind::Output, outs[o].t, o, N));
+    e.buffers.push_back(makeBuffer(kir::Buffer::Kind::Output, o, N, outs[o].t));
     kir::Stage st;
     st.buffer = 4 + o;
     st.offset = i;
@@ -339,13 +330,13 @@ TEST_P(VariantTest, HalfAndBFloat16Storage) {
                {"xh", DType::F16, {N}},
                {"xb", DType::BF16, {N}},
                {"bx", DType::F32, {N}}};
-  e.buffers = {buffer(kir::Buffer::Kind::Input, DType::F16, 0, N),
-               buffer(kir::Buffer::Kind::Input, DType::F32, 1, N),
-               buffer(kir::Buffer::Kind::Input, DType::BF16, 2, N),
-               buffer(kir::Buffer::Kind::Output, DType::F32, 0, N),
-               buffer(kir::Buffer::Kind::Output, DType::F16, 1, N),
-               buffer(kir::Buffer::Kind::Output, DType::BF16, 2, N),
-               buffer(kir::Buffer::Kind::Output, DType::F32, 3, N)};
+  e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, N, DType::F16),
+               makeBuffer(kir::Buffer::Kind::Input, 1, N),
+               makeBuffer(kir::Buffer::Kind::Input, 2, N, DType::BF16),
+               makeBuffer(kir::Buffer::Kind::Output, 0, N),
+               makeBuffer(kir::Buffer::Kind::Output, 1, N, DType::F16),
+               makeBuffer(kir::Buffer::Kind::Output, 2, N, DType::BF16),
+               makeBuffer(kir::Buffer::Kind::Output, 3, N)};
   ExprBuilder eb{e};
   kir::ExprId i = eb.loopVar(0);
   kir::LoopKernel k;
@@ -457,10 +448,10 @@ TEST_P(VariantTest, CondAndIndexChecks) {
   SymExpr n = SymExpr::symbol("n");
   e.inputs = {{"p", DType::Bool, {1}}, {"ids", DType::I64, {n}}, {"table", DType::F32, {5}}};
   e.outputs.push_back({"y", DType::F32, {n}});
-  e.buffers = {buffer(kir::Buffer::Kind::Input, DType::Bool, 0, 1),
-               buffer(kir::Buffer::Kind::Input, DType::I64, 1, n),
-               buffer(kir::Buffer::Kind::Input, DType::F32, 2, 5),
-               buffer(kir::Buffer::Kind::Output, DType::F32, 0, n)};
+  e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, 1, DType::Bool),
+               makeBuffer(kir::Buffer::Kind::Input, 1, n, DType::I64),
+               makeBuffer(kir::Buffer::Kind::Input, 2, 5),
+               makeBuffer(kir::Buffer::Kind::Output, 0, n)};
   e.arenaBytes = 0;
   e.indexChecks = {"then (t.cpp:1:1): ids", "else (t.cpp:2:1): ids"};
   ExprBuilder eb{e};

@@ -37,14 +37,6 @@ protected:
   }
 };
 
-kir::Buffer buffer(kir::Buffer::Kind kind, uint32_t index, SymExpr numel) {
-  kir::Buffer b;
-  b.kind = kind;
-  b.index = index;
-  b.numel = numel;
-  return b;
-}
-
 // out = A @ B (+ bias[n], relu) with m a dynamic symbol "m"; the bias is a weight.
 kir::Program gemmProgram(const GemmCase &g, bool epilogue) {
   kir::Program p;
@@ -63,10 +55,10 @@ kir::Program gemmProgram(const GemmCase &g, bool epilogue) {
   e.inputs.push_back({"a", DType::F32, {g.batch, m, g.k}});
   e.inputs.push_back({"b", DType::F32, {g.batch, g.k, g.n}});
   e.outputs.push_back({"y", DType::F32, {g.batch, m, g.n}});
-  e.buffers = {buffer(kir::Buffer::Kind::Input, 0, g.batch * m * g.k),
-               buffer(kir::Buffer::Kind::Input, 1, g.batch * g.k * g.n),
-               buffer(kir::Buffer::Kind::Output, 0, g.batch * m * g.n),
-               buffer(kir::Buffer::Kind::Weight, 0, g.n)};
+  e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, g.batch * m * g.k),
+               makeBuffer(kir::Buffer::Kind::Input, 1, g.batch * g.k * g.n),
+               makeBuffer(kir::Buffer::Kind::Output, 0, g.batch * m * g.n),
+               makeBuffer(kir::Buffer::Kind::Weight, 0, g.n)};
   kir::GemmCall c;
   c.name = "gemm_" + name(g);
   c.batch = g.batch;
@@ -226,10 +218,10 @@ kir::Program convProgram(const ConvCase &c, bool epilogue, bool panels) {
   int64_t wNumel = panels ? panelElements(c) : c.cout * c.k();
   e.inputs.push_back({"w", DType::F32, {wNumel}});
   e.outputs.push_back({"y", DType::F32, {batch, c.cout, n}});
-  e.buffers = {buffer(kir::Buffer::Kind::Input, 0, batch * c.bs()),
-               buffer(kir::Buffer::Kind::Input, 1, wNumel),
-               buffer(kir::Buffer::Kind::Output, 0, batch * c.cout * n),
-               buffer(kir::Buffer::Kind::Weight, 0, c.cout)};
+  e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, batch * c.bs()),
+               makeBuffer(kir::Buffer::Kind::Input, 1, wNumel),
+               makeBuffer(kir::Buffer::Kind::Output, 0, batch * c.cout * n),
+               makeBuffer(kir::Buffer::Kind::Weight, 0, c.cout)};
   kir::GemmCall g;
   g.name = "conv_" + name(c);
   g.batch = batch;

@@ -24,15 +24,6 @@ protected:
   }
 };
 
-kir::Buffer buffer(kir::Buffer::Kind kind, DType t, uint32_t index, SymExpr numel) {
-  kir::Buffer b;
-  b.kind = kind;
-  b.dtype = t;
-  b.index = index;
-  b.numel = numel;
-  return b;
-}
-
 std::vector<float> randomFloats(size_t n, float lo, float hi, unsigned seed) {
   std::mt19937 g(seed);
   std::uniform_real_distribution<float> d(lo, hi);
@@ -53,9 +44,9 @@ TEST_P(ReductionTest, Softmax) {
   SymExpr rows = SymExpr::symbol("rows"), cols = SymExpr::symbol("cols");
   e.inputs.push_back({"x", DType::F32, {rows, cols}});
   e.outputs.push_back({"y", DType::F32, {rows, cols}});
-  e.buffers = {buffer(kir::Buffer::Kind::Input, DType::F32, 0, rows * cols),
-               buffer(kir::Buffer::Kind::Output, DType::F32, 0, rows * cols),
-               buffer(kir::Buffer::Kind::Arena, DType::F32, 0, rows * cols)};
+  e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, rows * cols),
+               makeBuffer(kir::Buffer::Kind::Output, 0, rows * cols),
+               makeBuffer(kir::Buffer::Kind::Arena, 0, rows * cols)};
   e.buffers[2].arenaOffset = 64;
   e.arenaBytes = rows * cols * 4 + 64;
   ExprBuilder eb{e};
@@ -137,8 +128,8 @@ TEST_P(ReductionTest, ReduceOpsWithNaN) {
   e.name = "f";
   e.inputs.push_back({"x", DType::F32, {O, A, B}});
   e.inputs.push_back({"n", DType::I32, {O, A, B}});
-  e.buffers = {buffer(kir::Buffer::Kind::Input, DType::F32, 0, O * A * B),
-               buffer(kir::Buffer::Kind::Input, DType::I32, 1, O * A * B)};
+  e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, O * A * B),
+               makeBuffer(kir::Buffer::Kind::Input, 1, O * A * B, DType::I32)};
   ExprBuilder eb{e};
   kir::ExprId off = eb.linear({{0, A * B}, {1, B}, {2, 1}});
   kir::ExprId x = eb.load(0, off, DType::F32);
@@ -150,7 +141,7 @@ TEST_P(ReductionTest, ReduceOpsWithNaN) {
     bool arg = ops[i] == ReduceOp::ArgMax || ops[i] == ReduceOp::ArgMin;
     DType outType = arg ? DType::I64 : DType::F32;
     e.outputs.push_back({"o" + std::to_string(i), outType, {O}});
-    e.buffers.push_back(buffer(kir::Buffer::Kind::Output, outType, i, O));
+    e.buffers.push_back(makeBuffer(kir::Buffer::Kind::Output, i, O, outType));
     kir::Stage r;
     r.kind = kir::Stage::Kind::Reduce;
     r.inner = {A, B};
@@ -170,7 +161,7 @@ TEST_P(ReductionTest, ReduceOpsWithNaN) {
   }
   // An integer sum in i64 of i32 values.
   e.outputs.push_back({"isum", DType::I64, {O}});
-  e.buffers.push_back(buffer(kir::Buffer::Kind::Output, DType::I64, ops.size(), O));
+  e.buffers.push_back(makeBuffer(kir::Buffer::Kind::Output, ops.size(), O, DType::I64));
   kir::Stage r;
   r.kind = kir::Stage::Kind::Reduce;
   r.inner = {A, B};
