@@ -205,9 +205,11 @@ Function *GemmEmitter::kernelFunction(const std::string &name, ArrayRef<Type *> 
 // the blocks is touched.
 void GemmEmitter::microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, Value *ap,
                               unsigned aStride, Value *bp, Value *kc, Value *c, Value *ldc,
-                              Value *rows, Value *cols, Value *c2, Value *cols2, Value *loadC) {
+                              Value *rows, Value *cols, Value *c2, Value *cols2, Value *loadC,
+                              const TileEpilogueArgs &epi) {
   b.CreateCall(microKernelFunction(tileRows, tileVecs, aStride),
-               {ap, bp, kc, c, ldc, rows, cols, c2, cols2, loadC});
+               {ap, bp, kc, c, ldc, rows, cols, c2, cols2, loadC, epi.bias, epi.residual, epi.ldr,
+                epi.residual2, epi.flags});
 }
 
 // One function per tile shape and module, called by every GEMM's tasks: a GEMM inlining its own
@@ -222,11 +224,14 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs,
   LLVMContext &ctx = ME.ctx();
   Builder b(ctx);
   Type *ptr = b.getPtrTy(), *i64 = b.getInt64Ty();
-  Function *f =
-      kernelFunction(name, {ptr, ptr, i64, ptr, i64, i64, i64, ptr, i64, b.getInt1Ty()}, b);
+  Function *f = kernelFunction(name,
+                               {ptr, ptr, i64, ptr, i64, i64, i64, ptr, i64, b.getInt1Ty(), ptr,
+                                ptr, i64, ptr, b.getInt32Ty()},
+                               b);
   Value *ap = f->getArg(0), *bp = f->getArg(1), *kc = f->getArg(2), *c = f->getArg(3),
         *ldc = f->getArg(4), *rows = f->getArg(5), *cols = f->getArg(6), *c2 = f->getArg(7),
-        *cols2 = f->getArg(8), *loadC = f->getArg(9);
+        *cols2 = f->getArg(8), *loadC = f->getArg(9), *bias = f->getArg(10), *res = f->getArg(11),
+        *ldr = f->getArg(12), *res2 = f->getArg(13), *flags = f->getArg(14);
   Type *f32 = b.getFloatTy();
   unsigned vw = T.vecWidth;
   auto *vt = FixedVectorType::get(f32, vw);
@@ -347,26 +352,84 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs,
     accs[i]->addIncoming(next[i], loop);
   b.CreateCondBr(b.CreateICmpSLT(pn, kc), loop, exit);
   b.SetInsertPoint(exit);
+  // The epilogue (TileEpilogue, by `flags`) on the sums in registers: no pass over C after the
+  // tile, whose reloads would wait for the stores' lines to arrive. Rows past `rows` read row
+  // rows - 1 (in bounds; their results are not stored).
+  Value *lastRow = b.CreateSub(rows, b.getInt64(1));
+  auto rowAt = [&](unsigned i) { return smin(b, b.getInt64(i), lastRow); };
+  auto applyEpilogue = [&](SmallVectorImpl<Value *> &acc,
+                           function_ref<Value *(unsigned, unsigned)> residual) {
+    auto when = [&](unsigned flag, function_ref<void()> fn) {
+      SmallVector<Value *, 32> before(acc.begin(), acc.end());
+      BasicBlock *from = b.GetInsertBlock();
+      BasicBlock *then = BasicBlock::Create(ctx, "uk.epi", f);
+      BasicBlock *join = BasicBlock::Create(ctx, "uk.epi.next", f);
+      b.CreateCondBr(b.CreateICmpNE(b.CreateAnd(flags, b.getInt32(flag)), b.getInt32(0)), then,
+                     join);
+      b.SetInsertPoint(then);
+      fn();
+      BasicBlock *thenEnd = b.GetInsertBlock();
+      b.CreateBr(join);
+      b.SetInsertPoint(join);
+      for (unsigned i = 0; i < nacc; ++i) {
+        PHINode *phi = b.CreatePHI(vt, 2, "acc.epi");
+        phi->addIncoming(before[i], from);
+        phi->addIncoming(acc[i], thenEnd);
+        acc[i] = phi;
+      }
+    };
+    when(AddBias, [&] {
+      for (unsigned i = 0; i < tileRows; ++i) {
+        Value *x = b.CreateLoad(f32, b.CreateInBoundsGEP(f32, bias, rowAt(i)));
+        Value *splat = b.CreateVectorSplat(vw, x);
+        for (unsigned j = 0; j < tileVecs; ++j)
+          acc[i * tileVecs + j] = b.CreateFAdd(acc[i * tileVecs + j], splat);
+      }
+    });
+    when(AddResidual, [&] {
+      for (unsigned i = 0; i < tileRows; ++i)
+        for (unsigned j = 0; j < tileVecs; ++j)
+          acc[i * tileVecs + j] = b.CreateFAdd(acc[i * tileVecs + j], residual(i, j));
+    });
+    when(Relu, [&] {
+      for (Value *&x : acc)
+        x = b.CreateBinaryIntrinsic(Intrinsic::maximum, x, zeroV);
+    });
+  };
+  auto resAt = [&](Value *base, unsigned i, unsigned j) {
+    return b.CreateGEP(f32, base, b.CreateAdd(b.CreateMul(rowAt(i), ldr), b.getInt64(j * vw)));
+  };
   emitIf(
       b, full,
       [&] {
+        SmallVector<Value *, 32> out(next.begin(), next.end());
+        applyEpilogue(out, [&](unsigned i, unsigned j) {
+          return b.CreateAlignedLoad(vt, resAt(res, i, j), Align(4));
+        });
         for (unsigned i = 0; i < nacc; ++i)
-          b.CreateAlignedStore(next[i], cVec(i / tileVecs, i % tileVecs), Align(4));
+          b.CreateAlignedStore(out[i], cVec(i / tileVecs, i % tileVecs), Align(4));
       },
       [&] {
         SmallVector<Value *, 4> m = colMasks(false), m2 = colMasks(true);
+        SmallVector<Value *, 32> out(next.begin(), next.end());
+        applyEpilogue(out, [&](unsigned i, unsigned j) {
+          // Lanes of the second block: columns j * vw + l - cols of its residual.
+          Value *second = b.CreateMaskedLoad(
+              vt, b.CreateGEP(f32, resAt(res2, i, j), b.CreateNeg(cols)), Align(4), m2[j], zeroV);
+          return b.CreateMaskedLoad(vt, resAt(res, i, j), Align(4), m[j], second);
+        });
         Value *twoBlocks = b.CreateICmpSGT(cols2, b.getInt64(0));
         for (unsigned i = 0; i < tileRows; ++i)
           emitIf(
               b, b.CreateICmpSLT(b.getInt64(i), rows),
               [&] {
                 for (unsigned j = 0; j < tileVecs; ++j)
-                  b.CreateMaskedStore(next[i * tileVecs + j], cVec(i, j), Align(4), m[j]);
+                  b.CreateMaskedStore(out[i * tileVecs + j], cVec(i, j), Align(4), m[j]);
                 emitIf(
                     b, twoBlocks,
                     [&] {
                       for (unsigned j = 0; j < tileVecs; ++j)
-                        b.CreateMaskedStore(next[i * tileVecs + j], cVec2(i, j), Align(4), m2[j]);
+                        b.CreateMaskedStore(out[i * tileVecs + j], cVec2(i, j), Align(4), m2[j]);
                     },
                     [] {});
               },
@@ -444,6 +507,41 @@ Function *GemmEmitter::columnKernelFunction(unsigned aStride) {
   return f;
 }
 
+namespace {
+// The micro-kernel's epilogue arguments for the tile at rows i0.. and columns col0.. of image bi
+// (and, folded, image bi2's from column 0): the flags are 0 but on the last k block.
+TileEpilogueArgs tileEpilogueArgs(Builder &b, ExprEmitter &ex,
+                                  const std::optional<TileEpilogue> &te, ArrayRef<Value *> buffers,
+                                  Value *last, Value *bi, Value *bi2, Value *i0, Value *col0) {
+  Type *f32 = b.getFloatTy();
+  Value *null = ConstantPointerNull::get(b.getPtrTy());
+  TileEpilogueArgs a{null, null, b.getInt64(0), null, b.getInt32(0)};
+  if (!te)
+    return a;
+  unsigned flags =
+      (te->bias ? AddBias : 0) | (te->residual ? AddResidual : 0) | (te->relu ? Relu : 0);
+  a.flags = b.CreateSelect(last, b.getInt32(flags), b.getInt32(0));
+  if (te->bias)
+    a.bias = b.CreateInBoundsGEP(f32, buffers[te->bias->index], i0);
+  if (te->residual) {
+    auto offset = [&](Value *image, Value *row, Value *col) {
+      ex.clearCache();
+      ex.loopVars = {image, row, col};
+      Value *o = ex.emit(te->residual->operands[0]);
+      ex.clearCache();
+      return o;
+    };
+    // Affine (matchTileEpilogue): rows are ldr apart, columns adjacent.
+    Value *base = offset(bi, i0, col0);
+    Value *buffer = buffers[te->residual->index];
+    a.residual = b.CreateGEP(f32, buffer, base);
+    a.ldr = b.CreateSub(offset(bi, b.CreateAdd(i0, b.getInt64(1)), col0), base);
+    a.residual2 = b.CreateGEP(f32, buffer, offset(bi2, i0, b.getInt64(0)));
+  }
+  return a;
+}
+} // namespace
+
 Function *GemmEmitter::blockedTask() {
   LLVMContext &c = ME.ctx();
   Builder b(c);
@@ -474,6 +572,7 @@ Function *GemmEmitter::blockedTask() {
   Value *fold = b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 6)),
                                b.getInt64(0));
   Value *nr = b.getInt64(T.nr()), *mr = b.getInt64(T.mr), *kcMax = b.getInt64(T.kc);
+  std::optional<TileEpilogue> tileEpilogue = matchTileEpilogue(Entry, G);
   emitLoop(
       b, ts.begin, ts.end,
       [&](Value *t) {
@@ -594,10 +693,13 @@ Function *GemmEmitter::blockedTask() {
                           Value *columns =
                               b.CreateAnd(b.CreateICmpEQ(nrEff2, b.getInt64(0)),
                                           b.CreateICmpSLE(tailCols, b.getInt64(TailColumns)));
+                          TileEpilogueArgs epi = tileEpilogueArgs(b, ex, tileEpilogue, ts.buffers,
+                                                                  last, bi, bi2, i0, col0);
                           auto tile = [&](unsigned tileRows) {
                             auto call = [&](unsigned vecs, Value *cols) {
                               microKernel(b, tileRows, vecs, aPanel, aStride, panel, kc, cBlock,
-                                          v.n, mrEff, cols, cBlock2, nrEff2, b.CreateNot(first));
+                                          v.n, mrEff, cols, cBlock2, nrEff2, b.CreateNot(first),
+                                          epi);
                             };
                             emitIf(
                                 b, columns,
@@ -639,6 +741,13 @@ Function *GemmEmitter::blockedTask() {
                                 },
                                 "ei");
                           };
+                          if (tileEpilogue) {
+                            // The micro-kernel applied it; the kernel of columns did not.
+                            emitIf(
+                                b, b.CreateAnd(last, columns),
+                                [&] { epilogue(bi, b.CreateAdd(col0, vecCols), tailCols); }, [] {});
+                            return;
+                          }
                           emitIf(
                               b, last,
                               [&] {

@@ -48,6 +48,26 @@ Value *outOffset(Builder &b, const GemmValues &v, Value *bi, Value *i, Value *j)
 void storeOut(Builder &b, ExprEmitter &ex, const kir::GemmCall &g, const GemmValues &v, Value *bi,
               Value *i, Value *j, Value *s, bool withEpilogue);
 
+/// An epilogue the micro-kernel applies to its registers on the last k block, in this order:
+/// relu?((acc + bias[row]) + residual[...]), each part optional. The residual's offset is affine
+/// in the loop vars with the column's coefficient 1, so a tile's rows are runs of it.
+struct TileEpilogue {
+  const kir::Expr *bias = nullptr;     // an f32 load at the row
+  const kir::Expr *residual = nullptr; // an f32 load
+  bool relu = false;
+};
+/// The GEMM's epilogue as a TileEpilogue, if it is one.
+std::optional<TileEpilogue> matchTileEpilogue(const kir::EntryKernels &entry,
+                                              const kir::GemmCall &g);
+/// The micro-kernel's epilogue flags (an i32 argument).
+inline constexpr unsigned AddBias = 1, AddResidual = 2, Relu = 4;
+
+/// A TileEpilogue's values for one tile: row bias[0] is the tile's first row's; residual points
+/// at the tile's first element (rows ldr apart), residual2 at the folded second block's.
+struct TileEpilogueArgs {
+  Value *bias, *residual, *ldr, *residual2, *flags;
+};
+
 struct TaskSetup {
   Function *fn;
   SmallVector<Value *, 8> syms, buffers;
@@ -93,7 +113,7 @@ private:
   /// A tileRows x (tileVecs vectors) register tile over B panels NR columns wide.
   void microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, Value *ap, unsigned aStride,
                    Value *bp, Value *kc, Value *c, Value *ldc, Value *rows, Value *cols, Value *c2,
-                   Value *cols2, Value *loadC);
+                   Value *cols2, Value *loadC, const TileEpilogueArgs &epi);
   Function *microKernelFunction(unsigned tileRows, unsigned tileVecs, unsigned aStride);
   /// C[i, j] (+)= sum_p A[i, p] B[p, j] for i < rows, j < cols <= TailColumns of an A micro-panel
   /// and a B panel: rows in a vector's lanes, one accumulator per column.

@@ -185,8 +185,20 @@ std::string name(const ConvCase &c) {
                      c.cout, c.kh, c.kw, c.sh, c.sw, c.ph, c.pw, c.dh, c.dw);
 }
 
+// What follows the sum: nothing, relu(s + bias[co]), or ResNet's relu((s + bias[co]) + r[b, co, p])
+// with the residual r in rows of ResidualStride (the micro-kernel applies both in registers).
+enum class ConvEpilogue { None, BiasRelu, BiasResidualRelu };
+int64_t residualStride(int64_t n) { return n + 3; }
+std::string name(ConvEpilogue e) {
+  return e == ConvEpilogue::None       ? ""
+         : e == ConvEpilogue::BiasRelu ? "_bias_relu"
+                                       : "_bias_residual_relu";
+}
+constexpr int64_t ResidualOffset = 2;
+
 // (variant, case, epilogue, A as panels (kir::MatrixOperand::panels, as pack-weights stores it))
-class ConvViewTest : public ::testing::TestWithParam<std::tuple<Variant, ConvCase, bool, bool>> {
+class ConvViewTest
+    : public ::testing::TestWithParam<std::tuple<Variant, ConvCase, ConvEpilogue, bool>> {
 protected:
   void SetUp() override {
     if (!hostSupports(std::get<0>(GetParam())))
@@ -194,12 +206,12 @@ protected:
   }
 };
 
-// y[b, co, p] = W[co, :] . cols[b, :, p] (+ bias[co], relu) with the batch a dynamic symbol.
+// y[b, co, p] = epilogue(W[co, :] . cols[b, :, p]) with the batch a dynamic symbol.
 int64_t panelElements(const ConvCase &c) {
   return (c.cout + kir::PanelRows - 1) / kir::PanelRows * kir::PanelRows * c.k();
 }
 
-kir::Program convProgram(const ConvCase &c, bool epilogue, bool panels) {
+kir::Program convProgram(const ConvCase &c, ConvEpilogue epilogue, bool panels) {
   kir::Program p;
   p.name = "conv";
   kir::Weight wt;
@@ -217,11 +229,14 @@ kir::Program convProgram(const ConvCase &c, bool epilogue, bool panels) {
   e.inputs.push_back({"x", DType::F32, {batch, c.bs()}});
   int64_t wNumel = panels ? panelElements(c) : c.cout * c.k();
   e.inputs.push_back({"w", DType::F32, {wNumel}});
+  int64_t rNumel = ResidualOffset + c.batch * c.cout * residualStride(n);
+  e.inputs.push_back({"r", DType::F32, {rNumel}});
   e.outputs.push_back({"y", DType::F32, {batch, c.cout, n}});
   e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, batch * c.bs()),
                makeBuffer(kir::Buffer::Kind::Input, 1, wNumel),
                makeBuffer(kir::Buffer::Kind::Output, 0, batch * c.cout * n),
-               makeBuffer(kir::Buffer::Kind::Weight, 0, c.cout)};
+               makeBuffer(kir::Buffer::Kind::Weight, 0, c.cout),
+               makeBuffer(kir::Buffer::Kind::Input, 2, rNumel)};
   kir::GemmCall g;
   g.name = "conv_" + name(c);
   g.batch = batch;
@@ -253,10 +268,16 @@ kir::Program convProgram(const ConvCase &c, bool epilogue, bool panels) {
   w.outWidth = c.ow();
   g.b.conv = w;
   g.out = 2;
-  if (epilogue) {
+  if (epilogue != ConvEpilogue::None) {
     ExprBuilder eb{e};
     kir::ExprId sum =
         eb.binary(kir::BinaryOp::Add, eb.acc(), eb.load(3, eb.loopVar(1), DType::F32), DType::F32);
+    if (epilogue == ConvEpilogue::BiasResidualRelu) {
+      int64_t rs = residualStride(n);
+      kir::ExprId at = eb.binary(kir::BinaryOp::Add, eb.ci(ResidualOffset),
+                                 eb.linear({{0, c.cout * rs}, {1, rs}, {2, 1}}), DType::I64);
+      sum = eb.binary(kir::BinaryOp::Add, sum, eb.load(4, at, DType::F32), DType::F32);
+    }
     g.epilogue = eb.binary(kir::BinaryOp::Max, sum, eb.cf(0), DType::F32);
   }
   e.steps.push_back(g);
@@ -283,6 +304,9 @@ TEST_P(ConvViewTest, MatchesDoubleReference) {
     v = d(rng);
   for (float &v : bias)
     v = d(rng);
+  std::vector<float> r(ResidualOffset + c.batch * c.cout * residualStride(n));
+  for (float &v : r)
+    v = d(rng);
   std::vector<uint8_t> blob(p.weightBytes);
   std::memcpy(blob.data() + 64, bias.data(), c.cout * 4);
   auto X = [&](int64_t b, int64_t ci, int64_t ih, int64_t iw) -> double {
@@ -299,7 +323,7 @@ TEST_P(ConvViewTest, MatchesDoubleReference) {
     for (int64_t co = 0; co < c.cout; ++co)
       for (int64_t kk = 0; kk < k; ++kk)
         wPanels[kir::panelOffset(co, kk, k)] = w[co * k + kk];
-    const void *in[] = {x.data(), panels ? wPanels.data() : w.data()};
+    const void *in[] = {x.data(), panels ? wPanels.data() : w.data(), r.data()};
     void *out[] = {y.data()};
     int64_t syms[] = {c.batch};
     ASSERT_EQ((*compiled)->run(0)(&ex.exec, in, out, syms), 0);
@@ -316,9 +340,13 @@ TEST_P(ConvViewTest, MatchesDoubleReference) {
                   s += t;
                   mag += std::fabs(t);
                 }
-            if (epilogue)
+            int64_t at = oh * c.ow() + ow;
+            if (epilogue == ConvEpilogue::BiasRelu)
               s = std::max(0.0, s + bias[co]);
-            float got = y[(b * c.cout + co) * n + oh * c.ow() + ow];
+            if (epilogue == ConvEpilogue::BiasResidualRelu)
+              s = std::max(0.0, s + bias[co] +
+                                    r[ResidualOffset + (b * c.cout + co) * residualStride(n) + at]);
+            float got = y[(b * c.cout + co) * n + at];
             ASSERT_FALSE(std::isnan(got)) << b << "," << co << "," << oh << "," << ow;
             ASSERT_LE(std::fabs(got - s), 1e-5 * std::max(1.0, mag))
                 << "threads " << threads << " at " << b << "," << co << "," << oh << "," << ow
@@ -355,10 +383,13 @@ const ConvCase ConvCases[] = {
 INSTANTIATE_TEST_SUITE_P(
     Cpu, ConvViewTest,
     ::testing::Combine(::testing::Values(Variant::X86_64_V3, Variant::X86_64_V4),
-                       ::testing::ValuesIn(ConvCases), ::testing::Bool(), ::testing::Bool()),
+                       ::testing::ValuesIn(ConvCases),
+                       ::testing::Values(ConvEpilogue::None, ConvEpilogue::BiasRelu,
+                                         ConvEpilogue::BiasResidualRelu),
+                       ::testing::Bool()),
     [](const auto &info) {
       return std::string(std::get<0>(info.param) == Variant::X86_64_V4 ? "v4_" : "v3_") +
-             name(std::get<1>(info.param)) + (std::get<2>(info.param) ? "_epilogue" : "") +
+             name(std::get<1>(info.param)) + name(std::get<2>(info.param)) +
              (std::get<3>(info.param) ? "_panels" : "");
     });
 
