@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 /* The message buffer hangs off a pthread key rather than a _Thread_local array: general-dynamic
  * TLS in a .so calls __tls_get_addr, which would make artifacts need ld-linux-x86-64.so.2, and
@@ -76,4 +77,18 @@ void *aotc_aligned_alloc(uint64_t size) {
   if (rounded < size || rounded > (uint64_t)SIZE_MAX)
     return NULL;
   return aligned_alloc(AOTC_ALIGN, (size_t)rounded);
+}
+
+void *aotc_arena_alloc(uint64_t size) {
+  const uint64_t huge = (uint64_t)2 << 20;
+  if (size < 2 * huge)
+    return aotc_aligned_alloc(size);
+  uint64_t rounded = (size + huge - 1) / huge * huge;
+  if (rounded < size || rounded > (uint64_t)SIZE_MAX)
+    return NULL;
+  void *p = aligned_alloc((size_t)huge, (size_t)rounded);
+  /* Only a hint: where the system gives no huge pages the arena works as before. */
+  if (p)
+    madvise(p, (size_t)rounded, MADV_HUGEPAGE);
+  return p;
 }

@@ -57,6 +57,10 @@ void aotc_pool_destroy(aotc_pool *pool);
 void aotc_parallel_for(aotc_exec *exec, int64_t n, int64_t grain, aotc_task_fn fn, void *closure);
 
 void *aotc_aligned_alloc(uint64_t size);
+/* A run's arena: aotc_aligned_alloc's, but an arena of several MiB is 2 MiB aligned and asks for
+   transparent huge pages (one TLB entry per 2 MiB: a GEMM packing a column strip of an activation
+   crosses a 4 KiB page every row). Freed with free(). */
+void *aotc_arena_alloc(uint64_t size);
 int64_t aotc_dtype_size(int32_t dtype);
 /* A dim's text is a constant exactly when it is a decimal literal; 1 and *out then. */
 int aotc_parse_static(const char *expr, int64_t *out);

@@ -290,7 +290,7 @@ static uint8_t *arena_acquire(aotc_model *model, uint64_t size, uint64_t *out_ca
   }
   pthread_mutex_unlock(&model->arena_lock);
   *out_capacity = size;
-  return aotc_aligned_alloc(size);
+  return aotc_arena_alloc(size);
 }
 
 /* Keeps the arena for later runs; a full cache gives up its smallest. */
