@@ -1,15 +1,16 @@
 #!/usr/bin/python3
 """The model benchmark: ResNet-18 and ResNet-50 (examples/resnet) at 224x224, batch 1 and 8, and
 GPT-2 small (examples/gpt2) at seq 128, batch 1 and 8, and its decode step (one token after 127
-cached positions, batch 1 and 8), aotc (through examples/run_model) against
-PyTorch eager and TorchScript (trace + freeze + optimize_for_inference), as medians of several
-runs; then export times and start-up: a fresh process that loads the ResNet-50 artifact and runs
-it once, against a fresh Python process that imports torch, loads the saved TorchScript module
-and runs it. The PyTorch GPT-2 is written here with the same math as Hugging Face's
-GPT2LMHeadModel (transformers is not a Debian package); torch 1.13 has no fused attention.
+cached positions, batch 1 and 8), aotc (through examples/run_model) against PyTorch eager and
+TorchScript (trace + freeze + optimize_for_inference), as medians of interleaved rounds (one
+fresh aotc process, then eager, then TorchScript, --repeats times); then export times and
+start-up: a fresh process that loads the ResNet-50 artifact and runs it once, against a fresh
+Python process that imports torch, loads the saved TorchScript module and runs it. The PyTorch
+GPT-2 is written here with the same math as Hugging Face's GPT2LMHeadModel (transformers is not
+a Debian package); torch 1.13 has no fused attention.
 
     LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 \\
-        tools/bench/bench_models.py [--build build] [--threads 2] [--repeats 3]
+        tools/bench/bench_models.py [--build build] [--threads 2] [--repeats 5]
 
 Needs Debian's python3-torch and python3-torchvision. Weights are random (aotc's defaults and
 torchvision's); times do not depend on them."""
@@ -59,26 +60,40 @@ def flops(module, x):
     return total[0]
 
 
-def aotc_ms(run_model, so, batch, threads, iters, repeats, input_spec=None, extra=()):
-    """Median over `repeats` processes of run_model's median over `iters` calls, in ms."""
+def aotc_ms(run_model, so, batch, threads, iters, input_spec=None, extra=()):
+    """run_model's median over `iters` calls in one fresh process, in ms."""
     cmd = [run_model, so, "--input", input_spec or f"x={batch}x3x224x224", *extra, "--threads",
            str(threads), "--iters", str(iters), "--median-only"]
-    return statistics.median(float(run(cmd).split()[0]) for _ in range(repeats))
+    return float(run(cmd).split()[0])
 
 
-def torch_ms(fn, x, iters, repeats):
+def torch_ms(fn, x, iters):
+    """The median over `iters` calls of fn(x), in ms (warmed up by the caller)."""
+    with torch.no_grad():
+        times = []
+        for _ in range(iters):
+            start = time.perf_counter()
+            fn(x)
+            times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def warm(fn, x):
+    """Two calls: TorchScript's profiling executor optimizes on the second."""
     with torch.no_grad():
         fn(x)
         fn(x)
-        medians = []
-        for _ in range(repeats):
-            times = []
-            for _ in range(iters):
-                start = time.perf_counter()
-                fn(x)
-                times.append((time.perf_counter() - start) * 1e3)
-            medians.append(statistics.median(times))
-    return statistics.median(medians)
+    return fn
+
+
+def interleaved(measures, repeats):
+    """Medians over `repeats` rounds that each take one sample of every measure in turn: the
+    shared machine's slow spells fall on every side alike, not on whichever ran then."""
+    samples = [[] for _ in measures]
+    for _ in range(repeats):
+        for got, measure in zip(samples, measures):
+            got.append(measure())
+    return [statistics.median(got) for got in samples]
 
 
 def wall_s(cmd, repeats, env=None):
@@ -185,7 +200,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=5)
     a = p.parse_args()
     aotc = os.path.join(a.build, "tools", "aotc", "aotc")
     run_model = os.path.join(a.build, "examples", "run_model", "run_model")
@@ -219,9 +234,12 @@ def main():
                 x = torch.randn(batch, 3, 224, 224)
                 work = flops(module, x)
                 iters = max(3, 24 // batch) if stem == "resnet18" else max(3, 12 // batch)
-                ms = aotc_ms(run_model, sos[name], batch, a.threads, iters, a.repeats)
-                eager = torch_ms(module, x, iters, a.repeats)
-                scripted = torch_ms(torchscript(module, x), x, iters, a.repeats)
+                script = warm(torchscript(module, x), x)
+                warm(module, x)
+                ms, eager, scripted = interleaved(
+                    [lambda: aotc_ms(run_model, sos[name], batch, a.threads, iters),
+                     lambda: torch_ms(module, x, iters),
+                     lambda: torch_ms(script, x, iters)], a.repeats)
                 gf = work / ms / 1e6
                 measured(rows, f"{name} batch {batch} ({work / 1e9:.2f} GFLOP)", ms,
                          f"{gf:.1f} GF/s = {100 * gf / peak:.0f}% of peak", eager, scripted)
@@ -239,10 +257,13 @@ def main():
             ids = torch.randint(0, 10, (batch, seq))
             work = gpt2_flops(batch, seq)
             iters = 5 if batch == 1 else 3
-            ms = aotc_ms(run_model, gpt2_so, batch, a.threads, iters, a.repeats,
-                         f"input_ids={batch}x{seq}")
-            eager = torch_ms(gpt2, ids, iters, a.repeats)
-            scripted = torch_ms(torchscript(gpt2, ids), ids, iters, a.repeats)
+            script = warm(torchscript(gpt2, ids), ids)
+            warm(gpt2, ids)
+            ms, eager, scripted = interleaved(
+                [lambda: aotc_ms(run_model, gpt2_so, batch, a.threads, iters,
+                                 f"input_ids={batch}x{seq}"),
+                 lambda: torch_ms(gpt2, ids, iters),
+                 lambda: torch_ms(script, ids, iters)], a.repeats)
             gf = work / ms / 1e6
             measured(rows, f"GPT-2 small batch {batch} seq {seq} ({work / 1e9:.1f} GFLOP)", ms,
                      f"{gf:.1f} GF/s = {100 * gf / peak:.0f}% of peak", eager, scripted)
@@ -261,12 +282,16 @@ def main():
             ids = torch.randint(0, 10, (batch, 1))
             cache = torch.randn(12, 2, batch, 12, past, 64)
             iters = 20
-            ms = aotc_ms(run_model, decode_so, batch, a.threads, iters, a.repeats,
-                         f"input_ids={batch}x1", ["--entry", "decode", "--input",
-                                                  f"past=12x2x{batch}x12x{past}x64"])
-            eager = torch_ms(lambda x: decoder(*x), (ids, cache), iters, a.repeats)
             script = torchscript(decoder, (ids, cache))
-            scripted = torch_ms(lambda x: script(*x), (ids, cache), iters, a.repeats)
+            scripted_call = warm(lambda x: script(*x), (ids, cache))
+            eager_call = warm(lambda x: decoder(*x), (ids, cache))
+            ms, eager, scripted = interleaved(
+                [lambda: aotc_ms(run_model, decode_so, batch, a.threads, iters,
+                                 f"input_ids={batch}x1",
+                                 ["--entry", "decode", "--input",
+                                  f"past=12x2x{batch}x12x{past}x64"]),
+                 lambda: torch_ms(eager_call, (ids, cache), iters),
+                 lambda: torch_ms(scripted_call, (ids, cache), iters)], a.repeats)
             weights_gb = sum(p.numel() for p in gpt2.parameters()) * 4 / 1e9
             measured(rows, f"GPT-2 small decode batch {batch} after {past} positions", ms,
                      f"{weights_gb / ms * 1e3:.1f} GB/s of weights read", eager, scripted, 2)
