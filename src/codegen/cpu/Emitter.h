@@ -47,7 +47,8 @@ public:
   llvm::FunctionType *taskType();
   /// A libm function of one or two arguments of the same floating type (no side effects).
   llvm::FunctionCallee libm(llvm::StringRef name, llvm::Type *type, unsigned arity = 1);
-  /// Task functions already emitted, by TaskKey: a step whose key is here reuses them.
+  /// Task functions already emitted, by TaskKey: a step whose key is here reuses them. They keep
+  /// the first such step's name, so a profile counts every step of the key under it.
   llvm::StringMap<llvm::SmallVector<llvm::Function *, 3>> &sharedTasks() { return Shared; }
 
 private:
