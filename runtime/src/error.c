@@ -69,26 +69,26 @@ int64_t aotc_dtype_size(int32_t dtype) {
   return sizes[dtype];
 }
 
-void *aotc_aligned_alloc(uint64_t size) {
-  /* aligned_alloc wants a multiple of the alignment, and a zero-byte buffer would be null. */
-  uint64_t rounded = (size + AOTC_ALIGN - 1) / AOTC_ALIGN * AOTC_ALIGN;
+/* `size` bytes rounded up to a multiple of `alignment` (aligned_alloc wants one), at least one
+ * block (a zero-byte buffer would be null); null when the rounded size does not fit. */
+static void *alloc_rounded(uint64_t size, uint64_t alignment) {
+  uint64_t rounded = (size + alignment - 1) / alignment * alignment;
   if (rounded == 0)
-    rounded = AOTC_ALIGN;
+    rounded = alignment;
   if (rounded < size || rounded > (uint64_t)SIZE_MAX)
     return NULL;
-  return aligned_alloc(AOTC_ALIGN, (size_t)rounded);
+  return aligned_alloc((size_t)alignment, (size_t)rounded);
 }
+
+void *aotc_aligned_alloc(uint64_t size) { return alloc_rounded(size, AOTC_ALIGN); }
 
 void *aotc_arena_alloc(uint64_t size) {
   const uint64_t huge = (uint64_t)2 << 20;
   if (size < 2 * huge)
     return aotc_aligned_alloc(size);
-  uint64_t rounded = (size + huge - 1) / huge * huge;
-  if (rounded < size || rounded > (uint64_t)SIZE_MAX)
-    return NULL;
-  void *p = aligned_alloc((size_t)huge, (size_t)rounded);
+  void *p = alloc_rounded(size, huge);
   /* Only a hint: where the system gives no huge pages the arena works as before. */
   if (p)
-    madvise(p, (size_t)rounded, MADV_HUGEPAGE);
+    madvise(p, (size + huge - 1) / huge * huge, MADV_HUGEPAGE);
   return p;
 }

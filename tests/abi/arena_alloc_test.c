@@ -1,20 +1,9 @@
 /* The runtime's arena allocator: small arenas 64-byte aligned, arenas of several MiB 2 MiB
  * aligned (asking for transparent huge pages), every byte writable, impossible sizes refused. */
+#include "harness.h"
 #include "internal.h"
 
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);                                   \
-      ++failures;                                                                                  \
-    }                                                                                              \
-  } while (0)
 
 static void check_arena(uint64_t size, uintptr_t alignment) {
   unsigned char *p = aotc_arena_alloc(size);
@@ -33,8 +22,5 @@ int main(void) {
   check_arena((5u << 20) + 17, (uintptr_t)2 << 20);
   check_arena(64u << 20, (uintptr_t)2 << 20);
   CHECK(aotc_arena_alloc(UINT64_MAX - 5) == NULL);
-  if (failures)
-    return 1;
-  puts("arena_alloc_test: ok");
-  return 0;
+  return harness_finish("arena_alloc_test");
 }

@@ -153,6 +153,7 @@ void storeOut(Builder &b, ExprEmitter &ex, const kir::GemmCall &g, const GemmVal
 StructType *gemmClosureType(LLVMContext &c, unsigned slots) {
   Type *i64 = Type::getInt64Ty(c), *ptr = PointerType::getUnqual(c);
   SmallVector<Type *, 12> fields = {ptr, i64, i64, i64, i64, i64, i64};
+  assert(fields.size() == GemmClosureSlots && "the slots follow the fixed fields");
   fields.append(slots, ptr);
   return StructType::get(c, fields);
 }
@@ -179,7 +180,8 @@ Function *GemmEmitter::startTask(const Twine &suffix, Builder &b, TaskSetup &ts)
   loadClosure(b, Entry, closure, ts.syms, ts.buffers);
   // The GEMM's own buffers come from its closure, so that GEMMs of one key share the tasks.
   for (auto [slot, id] : enumerate(Slots))
-    ts.buffers[id] = b.CreateLoad(b.getPtrTy(), b.CreateStructGEP(gct, ts.gclosure, 7 + slot));
+    ts.buffers[id] =
+        b.CreateLoad(b.getPtrTy(), b.CreateStructGEP(gct, ts.gclosure, GemmClosureSlots + slot));
   ts.begin = ts.fn->getArg(1);
   ts.end = ts.fn->getArg(2);
   return ts.fn;
@@ -1037,7 +1039,7 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
   Value *gclosure = entryAlloca(b, gct, "gemm.closure");
   b.CreateStore(closure, b.CreateStructGEP(gct, gclosure, 0));
   for (auto [slot, id] : enumerate(key.slots()))
-    b.CreateStore(buffers[id], b.CreateStructGEP(gct, gclosure, 7 + slot));
+    b.CreateStore(buffers[id], b.CreateStructGEP(gct, gclosure, GemmClosureSlots + slot));
   Value *empty = b.CreateOr(
       b.CreateICmpSLE(v.m, b.getInt64(0)),
       b.CreateOr(b.CreateICmpSLE(v.n, b.getInt64(0)), b.CreateICmpSLE(v.batch, b.getInt64(0))));

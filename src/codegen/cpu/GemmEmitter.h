@@ -77,8 +77,10 @@ struct TaskSetup {
 /// Columns past a B panel's whole vectors that the kernel of columns takes (GemmEmitter).
 inline constexpr unsigned TailColumns = 4;
 
-/// The closure every GEMM task gets, ending with `slots` buffer pointers (see Gemm.cpp).
+/// The closure every GEMM task gets, ending with `slots` buffer pointers from field
+/// GemmClosureSlots on (see Gemm.cpp).
 StructType *gemmClosureType(LLVMContext &c, unsigned slots);
+inline constexpr unsigned GemmClosureSlots = 7;
 /// What a GEMM's tasks compute: GEMMs with equal keys share them.
 TaskKey gemmKey(const kir::EntryKernels &entry, const kir::GemmCall &g);
 
