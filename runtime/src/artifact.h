@@ -1,8 +1,9 @@
 /* The contract between the code aotc generates into an artifact and the C runtime linked beside
  * it: the descriptor tables the generated code provides and the services the runtime lends it.
- * Internal: neither users nor the public ABI see these types; the compiler (src/package,
- * src/codegen/cpu) emits data and functions with exactly these layouts. Bump
- * AOTC_ARTIFACT_FORMAT on any change. */
+ * Internal: neither users nor the public ABI see these types. The one definition: the compiler
+ * (src/package, src/codegen/cpu) includes this header and checks the LLVM types it emits against
+ * every field's offset here (src/codegen/CStructLayout.h). Bump AOTC_ARTIFACT_FORMAT on any
+ * change. */
 #ifndef AOTC_RUNTIME_ARTIFACT_H
 #define AOTC_RUNTIME_ARTIFACT_H
 

@@ -655,7 +655,8 @@ public:
     // The operands' addressing, evaluated once.
     struct Addressing {
       int64_t off = 0, bs = 0, rs = 0, cs = 0;
-      bool conv = false, panels = false;
+      bool conv = false;
+      unsigned panelRows = 0;
       int winograd = 0;
       int64_t chs = 0, hs = 0, ws = 0, h = 0, w = 0, kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0,
               dh = 1, dw = 1, ow = 1;
@@ -666,7 +667,7 @@ public:
       a.bs = sym(o.batchStride);
       a.rs = sym(o.rowStride);
       a.cs = sym(o.colStride);
-      a.panels = o.panels;
+      a.panelRows = o.panelRows;
       a.winograd = o.winogradTile;
       if (const ConvWindow *w = o.conv ? &*o.conv : nullptr) {
         a.conv = true;
@@ -710,8 +711,8 @@ public:
     auto element = [&](uint32_t buffer, const Addressing &a, int64_t b, int64_t r,
                        int64_t c) -> float {
       int64_t base = a.off + b * a.bs;
-      if (a.panels)
-        return static_cast<float>(loadElem(buffer, base + panelOffset(r, c, K)).f);
+      if (a.panelRows)
+        return static_cast<float>(loadElem(buffer, base + panelOffset(r, c, K, a.panelRows)).f);
       if (a.winograd)
         return filter[(b * M + r) * K + c];
       if (!a.conv)

@@ -173,11 +173,11 @@ std::string operandText(const MatrixOperand &m) {
                        symStr(w->width), symStr(w->kernelH), symStr(w->kernelW), symStr(w->strideH),
                        symStr(w->strideW), symStr(w->padH), symStr(w->padW), symStr(w->dilH),
                        symStr(w->dilW), symStr(w->outWidth));
-  if (m.panels && m.batchStride == SymExpr(0))
-    return fmt::format("b{}[{} + panels of {} rows]", m.buffer, symStr(m.offset), PanelRows);
-  if (m.panels)
+  if (m.panelRows && m.batchStride == SymExpr(0))
+    return fmt::format("b{}[{} + panels of {} rows]", m.buffer, symStr(m.offset), m.panelRows);
+  if (m.panelRows)
     return fmt::format("b{}[{} + batch*{} + panels of {} rows]", m.buffer, symStr(m.offset),
-                       symStr(m.batchStride), PanelRows);
+                       symStr(m.batchStride), m.panelRows);
   if (m.winogradTile)
     return fmt::format("winograd F({0}x{0}, 3x3) of b{1}[{2} + row*{3} + col*{4}]",
                        m.winogradTile, m.buffer, symStr(m.offset), symStr(m.rowStride),

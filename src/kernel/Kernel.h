@@ -141,18 +141,15 @@ struct ConvWindow {
 /// A strided matrix operand of a GEMM: element (b, r, c) is at
 /// offset + b * batchStride + r * rowStride + c * colStride of `buffer`; with `conv` (a B operand
 /// only), the element is read through that window instead and rowStride / colStride are unused.
-/// Rows per panel of a MatrixOperand stored as panels.
-inline constexpr int64_t PanelRows = 12;
-
 struct MatrixOperand {
   uint32_t buffer = 0;
   SymExpr offset, batchStride, rowStride, colStride;
   std::optional<ConvWindow> conv = std::nullopt;
-  /// Stored as panels of PanelRows rows, each column's rows adjacent (a constant A operand packed
-  /// at compile time, the layout the GEMM's register tile reads): element (row, col) at
-  /// offset + panelOffset(row, col, k) with k the GEMM's; rows past m are zero, the strides are
-  /// unused.
-  bool panels = false;
+  /// When not 0: stored as panels of panelRows rows, each column's rows adjacent (a constant A
+  /// operand packed at compile time in the layout the backend's register tile reads): element
+  /// (row, col) at offset + panelOffset(row, col, k, panelRows) with k the GEMM's; rows past m are
+  /// zero, the strides are unused.
+  unsigned panelRows = 0;
   /// An A operand only, when not 0: the Winograd F(t x t, 3x3) transform (t = winogradTile, 2 or
   /// 4) of a filter [m, k, 3, 3] whose taps for (row, col) are 9 contiguous elements, row-major,
   /// at offset + row * rowStride + col * colStride. Batch b, 0..(t+2)^2 - 1, is component
@@ -171,8 +168,8 @@ struct MatrixOperand {
   }
 };
 
-inline int64_t panelOffset(int64_t row, int64_t col, int64_t k) {
-  return row / PanelRows * PanelRows * k + col * PanelRows + row % PanelRows;
+inline int64_t panelOffset(int64_t row, int64_t col, int64_t k, int64_t panelRows) {
+  return row / panelRows * panelRows * k + col * panelRows + row % panelRows;
 }
 
 /// Winograd F(t x t, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks"),

@@ -4,7 +4,6 @@
 
 #include "aotc/ir/Printer.h"
 #include "kernel/LowerImpl.h"
-#include "kernel/MemoryPlan.h"
 
 #include <fmt/format.h>
 
@@ -46,6 +45,11 @@ std::vector<SymExpr> Lowerer::intListAttr(const Node &n, llvm::StringRef name) c
   for (const SymExpr &e : a->getIntList())
     out.push_back(expand(e));
   return out;
+}
+
+ExprId Lowerer::deferError(llvm::Error err, ExprId placeholder) {
+  Deferred = llvm::joinErrors(std::move(Deferred), std::move(err));
+  return placeholder;
 }
 
 std::string Lowerer::valueName(const Value *v) const {
@@ -101,6 +105,8 @@ llvm::Error Lowerer::lowerNodes(const Block &block,
     Current = node.get();
     if (llvm::Error err = lowerNode(*node))
       return err;
+    if (llvm::Error err = takeDeferredError())
+      return err;
     for (unsigned r = 0; r < node->numResults(); ++r) {
       const Value *res = node->result(r);
       LValue *lv = get(res);
@@ -140,10 +146,10 @@ llvm::Error Lowerer::lowerEntry(const Entry &entry) {
     const Value *arg = body.argument(i);
     const InputSpec &spec = entry.inputs()[i];
     if (!arg->type().isTensor())
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "entry @%s: input \"%s\" is not a tensor; only tensor inputs "
-                                     "are supported by the CPU backend yet",
-                                     entry.name().c_str(), spec.name.c_str());
+      return llvm::createStringError(
+          fmt::format("entry @{}: input \"{}\" is not a tensor; only tensor inputs are "
+                      "supported by the {} backend yet",
+                      entry.name(), spec.name, Target.backend));
     Shape shape = shapeOf(arg);
     DType dtype = arg->type().dtype();
     uint32_t buf;
@@ -195,10 +201,10 @@ llvm::Error Lowerer::lowerEntry(const Entry &entry) {
   for (size_t o = 0; o < entry.outputs().size(); ++o) {
     const Value *v = body.returns()[o];
     if (!v->type().isTensor() && v->type().kind() != Type::Kind::SymInt)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "entry @%s: output \"%s\" is a scalar; scalar outputs are "
-                                     "not supported by the CPU backend yet",
-                                     entry.name().c_str(), entry.outputs()[o].name.c_str());
+      return llvm::createStringError(
+          fmt::format("entry @{}: output \"{}\" is a scalar; scalar outputs are not supported "
+                      "by the {} backend yet",
+                      entry.name(), entry.outputs()[o].name, Target.backend));
     Shape shape = v->type().isTensor() ? shapeOf(v) : Shape{};
     DType dtype = v->type().dtype();
     E->outputs.push_back(TensorSig{entry.outputs()[o].name, dtype, shape});
@@ -214,6 +220,8 @@ llvm::Error Lowerer::lowerEntry(const Entry &entry) {
           return llvm::Error::success();
         return realizeInto(lv, outBuffers[out->second]);
       }))
+    return err;
+  if (llvm::Error err = takeDeferredError())
     return err;
   Current = nullptr;
 
@@ -236,13 +244,15 @@ llvm::Error Lowerer::lowerEntry(const Entry &entry) {
     if (llvm::Error err = realizeInto(copy, outBuffers[o]))
       return err;
   }
-  planMemory(*E, G.shapeEnv().facts());
+  if (llvm::Error err = takeDeferredError())
+    return err;
   return llvm::Error::success();
 }
 
 } // namespace kir::lower
 
-llvm::Expected<kir::Program> lowerToKernels(const Graph &graph, const LowerOptions &options) {
+llvm::Expected<kir::Program> lowerToKernels(const Graph &graph, const kir::TargetInfo &target,
+                                            const LowerOptions &options) {
   kir::Program program;
   program.name = graph.name();
   std::set<std::string, std::less<>> mutated;
@@ -268,7 +278,7 @@ llvm::Expected<kir::Program> lowerToKernels(const Graph &graph, const LowerOptio
   kir::layoutWeights(program);
   // Entries are lowered into a deque-stable vector: reserve so that pointers stay valid.
   program.entries.reserve(graph.entries().size());
-  kir::lower::Lowerer lowerer(graph, options, program);
+  kir::lower::Lowerer lowerer(graph, target, options, program);
   for (const auto &entry : graph.entries())
     if (llvm::Error err = lowerer.lowerEntry(*entry))
       return err;

@@ -1,10 +1,12 @@
 // Lowering of a graph (after decompose and the default pipeline) to the kernel IR: pointwise
-// chains, row reductions and GEMM epilogues fuse into one step each; arena offsets are planned.
+// chains, row reductions and GEMM epilogues fuse into one step each. Arena offsets are left to
+// kir::planMemory (MemoryPlan.h).
 #ifndef AOTC_KERNEL_LOWER_H
 #define AOTC_KERNEL_LOWER_H
 
 #include "aotc/ir/Graph.h"
 #include "kernel/Kernel.h"
+#include "kernel/Target.h"
 
 #include "llvm/Support/Error.h"
 
@@ -18,11 +20,12 @@ struct LowerOptions {
   bool winograd = true;
 };
 
-/// Lowers every entry of `graph` (after decompose + canonicalize/cse/dce). Every state tensor
-/// becomes a Weight in order (buffers that some entry mutates are mutableBuffer). An op the CPU
-/// backend cannot run is an error "<file>:<line>:<col>: aten.cond is not supported by the CPU
-/// backend yet".
-llvm::Expected<kir::Program> lowerToKernels(const Graph &graph, const LowerOptions &options);
+/// Lowers every entry of `graph` (after decompose + canonicalize/cse/dce) for `target`, whose
+/// thresholds choose among equivalent lowerings. Every state tensor becomes a Weight in order
+/// (buffers that some entry mutates are mutableBuffer). An op the target's backend cannot run is
+/// an error "<file>:<line>:<col>: aten.cond is not supported by the CPU backend yet".
+llvm::Expected<kir::Program> lowerToKernels(const Graph &graph, const kir::TargetInfo &target,
+                                            const LowerOptions &options);
 
 } // namespace aotc
 

@@ -28,11 +28,10 @@ SymExpr numelOf(llvm::ArrayRef<SymExpr> shape) {
   return n;
 }
 
-llvm::Error unsupported(const Node &node, llvm::StringRef what) {
+llvm::Error Lowerer::unsupported(const Node &node, llvm::StringRef what) const {
   std::string op = what.empty() ? node.name().str() : what.str();
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "%s: %s is not supported by the CPU backend yet",
-                                 node.loc().str().c_str(), op.c_str());
+  return llvm::createStringError(fmt::format("{}: {} is not supported by the {} backend yet",
+                                             node.loc().str(), op, Target.backend));
 }
 
 // ---- Expressions ----
@@ -495,11 +494,8 @@ LValue *Lowerer::staged(DType dtype, Shape shape, std::vector<LValue *> deps, st
     if (s.forceStage == v && s.allowStages)
       stageable = true;
     if (!stageable) {
-      if (auto l = realize(v); !l) {
-        // realize only fails on a broken invariant; keep the error visible in the kernel.
-        llvm::consumeError(l.takeError());
-        return cNum(0, v->dtype);
-      }
+      if (auto l = realize(v); !l)
+        return deferError(l.takeError(), cNum(0, v->dtype));
       return read(v, s, idx);
     }
     auto memoKey = std::make_pair(v->id | 0x80000000u, key);

@@ -7,6 +7,7 @@
 #include "aotc/ir/Graph.h"
 #include "kernel/Kernel.h"
 #include "kernel/Lower.h"
+#include "kernel/Target.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -124,8 +125,6 @@ LValue *softmaxOf(Lowerer &L, LValue *x, int64_t dim, DType out, bool log);
 /// Dense row-major strides of `shape`.
 llvm::SmallVector<SymExpr, 4> denseStrides(llvm::ArrayRef<SymExpr> shape);
 SymExpr numelOf(llvm::ArrayRef<SymExpr> shape);
-/// An error "<loc>: <op> is not supported by the CPU backend yet".
-llvm::Error unsupported(const Node &node, llvm::StringRef what = {});
 
 /// An f32 GEMM value of `shape` waiting for its epilogue: `epilogue` (maybe null) maps the sum
 /// at an output index to the value; consumers fuse more pointwise ops on top (emitGemm).
@@ -139,8 +138,11 @@ llvm::Expected<LValue *> convAsWinograd(Lowerer &L, LValue *x, LValue *w, LValue
 
 class Lowerer {
 public:
-  Lowerer(const Graph &graph, const LowerOptions &options, Program &program)
-      : G(graph), Options(options), Prog(program) {}
+  Lowerer(const Graph &graph, const TargetInfo &target, const LowerOptions &options,
+          Program &program)
+      : G(graph), Target(target), Options(options), Prog(program) {}
+  // A deferred error still held here lost to an earlier one that stopped the walk.
+  ~Lowerer() { llvm::consumeError(std::move(Deferred)); }
 
   llvm::Error lowerEntry(const Entry &entry);
 
@@ -248,6 +250,13 @@ public:
        Epilogue epilogue = nullptr,
        std::vector<LValue *> epilogueDeps = {});
 
+  /// Point functions return expressions, not errors: one that fails keeps its error here and
+  /// returns `placeholder`; the walk over the nodes returns the error before any kernel that
+  /// holds the placeholder is used.
+  ExprId deferError(llvm::Error err, ExprId placeholder);
+  /// The errors deferred since the last call, or success.
+  llvm::Error takeDeferredError() { return std::move(Deferred); }
+
   LValue *get(const Value *v) const { return Values.lookup(v); }
   void set(const Value *v, LValue *lv) { Values[v] = lv; }
   SymExpr expand(const SymExpr &s) const { return G.shapeEnv().expand(s); }
@@ -260,6 +269,9 @@ public:
     return d < 0 ? d + static_cast<int64_t>(rank) : d;
   }
   const LowerOptions &options() const { return Options; }
+  const TargetInfo &target() const { return Target; }
+  /// An error "<loc>: <op> is not supported by the <target> backend yet".
+  llvm::Error unsupported(const Node &node, llvm::StringRef what = {}) const;
   EntryKernels &entry() { return *E; }
   const Node *currentNode() const { return Current; }
   std::string valueName(const Value *v) const;
@@ -278,6 +290,7 @@ private:
   std::string kernelName(const Scope &s, const LValue *root);
 
   const Graph &G;
+  const TargetInfo &Target;
   const LowerOptions &Options;
   Program &Prog;
   EntryKernels *E = nullptr;
@@ -288,6 +301,7 @@ private:
   llvm::DenseMap<const Value *, unsigned> Numbers;
   const Node *Current = nullptr;
   std::map<std::string, unsigned, std::less<>> KernelNames;
+  llvm::Error Deferred = llvm::Error::success();
 };
 
 } // namespace aotc::kir::lower

@@ -78,22 +78,14 @@ LValue *gemmValue(Lowerer &L, Shape shape, GemmSpec spec, std::vector<LValue *> 
       ExprId sum = s.accValue != NoExpr ? s.accValue : L.acc(DType::F32);
       return epilogue ? epilogue(s, idx, sum) : sum;
     }
-    if (auto l = L.realize(v); !l) {
-      llvm::consumeError(l.takeError());
-      return L.cFloat(0, DType::F32);
-    }
+    if (auto l = L.realize(v); !l)
+      return L.deferError(l.takeError(), L.cFloat(0, DType::F32));
     return L.read(v, s, idx);
   };
   return v;
 }
 
 namespace {
-
-// Direct loops beat packing for few output channels (the GEMM's m, below one register tile)
-// and tiny filters; past this many im2col elements (at the largest sizes the dims' ranges allow,
-// for the 3-d convolutions that still copy) the arena would grow too much and the loops stay.
-constexpr int64_t ConvGemmMinChannels = 16, ConvGemmMinWeights = 64;
-constexpr int64_t Im2colMaxElements = int64_t(16) << 20;
 
 /// An f32 convolution (groups 1) as a batched GEMM over images: out[n] = W[Cout, Cin*K...] @
 /// cols[n], where cols is the input itself for a 1x1 stride-1 unpadded filter, an im2col view of
@@ -116,8 +108,8 @@ llvm::Expected<LValue *> convAsGemm(Lowerer &L, LValue *x, LValue *w, LValue *bi
     return nullptr;
   SymExpr cout = w->shape[0], K = numelOf(llvm::ArrayRef<SymExpr>(w->shape).drop_front());
   auto weights = (cout * K).constant();
-  if (!weights || *weights < ConvGemmMinWeights ||
-      cout.constant().value_or(0) < ConvGemmMinChannels)
+  if (!weights || *weights < L.target().convGemmMinWeights ||
+      cout.constant().value_or(0) < L.target().convGemmMinChannels)
     return nullptr;
   Shape outSpatial(shape.begin() + 2, shape.end());
   SymExpr N = shape[0], P = numelOf(outSpatial);
@@ -165,7 +157,7 @@ llvm::Expected<LValue *> convAsGemm(Lowerer &L, LValue *x, LValue *w, LValue *bi
     Shape colShape = {N, w->shape[1]};
     colShape.append(w->shape.begin() + 2, w->shape.end());
     colShape.append(outSpatial.begin(), outSpatial.end());
-    if (L.shapeEnv().proveLE(L.expand(numelOf(colShape)), SymExpr(Im2colMaxElements)) !=
+    if (L.shapeEnv().proveLE(L.expand(numelOf(colShape)), SymExpr(L.target().im2colMaxElements)) !=
         Truth::True)
       return nullptr;
     Shape xs = x->shape;

@@ -22,19 +22,6 @@ namespace aotc::kir::lower {
 
 namespace {
 
-// Below this many output channels the GEMMs are too thin to gain from the transforms; below this
-// many input channels (the GEMMs' k) the transformed tensors' traffic outweighs the saved
-// multiplications: 2x2 tiles read and write 4x the input and output, 4x4 ones 2.25x (F(2x2, 3x3)
-// on ResNet-18's 64-channel 56x56 layers, batch 8: 72 against 68.5 ms).
-constexpr int64_t WinogradMinOutChannels = 64, WinogradMinInChannels4 = 64,
-                  WinogradMinInChannels2 = 128;
-// Tiles per image at least; the tiles' area at most 5/4 of the map's (the overhang): ResNet's 7x7
-// maps (16 tiles of 2x2 overhanging by 31 %) ran slower (ResNet-18 batch 1: 13.4 against 10.5 ms).
-constexpr int64_t WinogradMinTiles = 25;
-// V and M live in the arena at the largest sizes the dims allow; past this many elements each
-// the convolution stays a direct GEMM.
-constexpr int64_t WinogradMaxElements = int64_t(32) << 20;
-
 using Exprs = llvm::SmallVector<ExprId, 6>;
 
 /// sum_k row[k] * x[k] (zeros skipped, +-1 as additions), in f32.
@@ -199,12 +186,12 @@ std::optional<Tiles> tiling(Lowerer &L, int tile, const SymExpr &height, const S
   t.tilesH = SymExpr::floorDiv(t.wholeHeight ? height : height + (tile - 1), tile);
   t.tilesW = SymExpr::floorDiv(t.wholeWidth ? width : width + (tile - 1), tile);
   SymExpr tiles = t.perImage();
-  if (!proved(env.proveLE(SymExpr(WinogradMinTiles), L.expand(tiles))) ||
+  if (!proved(env.proveLE(SymExpr(L.target().winogradMinTiles), L.expand(tiles))) ||
       !proved(env.proveLE(L.expand(SymExpr(4 * tile * tile) * tiles),
                           L.expand(SymExpr(5) * height * width))))
     return std::nullopt;
   SymExpr most = SymExpr(t.components() * widest) * t.columns();
-  if (!proved(env.proveLE(L.expand(most), SymExpr(WinogradMaxElements))))
+  if (!proved(env.proveLE(L.expand(most), SymExpr(L.target().winogradMaxElements))))
     return std::nullopt;
   return t;
 }
@@ -222,7 +209,9 @@ llvm::Expected<LValue *> convAsWinograd(Lowerer &L, LValue *x, LValue *w, LValue
         !(pad[d] == SymExpr(1)) || !(dil[d] == SymExpr(1)))
       return nullptr;
   std::optional<int64_t> cout = w->shape[0].constant(), cin = w->shape[1].constant();
-  if (!cout || !cin || *cout < WinogradMinOutChannels || *cin < WinogradMinInChannels4)
+  const TargetInfo &target = L.target();
+  if (!target.winogradMinOutChannels || !cout || !cin || *cout < target.winogradMinOutChannels ||
+      *cin < std::min(target.winograd4MinInChannels, target.winograd2MinInChannels))
     return nullptr;
   // The filter must be a weight (pack-weights transforms it), its taps contiguous.
   auto wl = L.realize(w);
@@ -233,9 +222,10 @@ llvm::Expected<LValue *> convAsWinograd(Lowerer &L, LValue *x, LValue *w, LValue
     return nullptr;
   // 4x4 tiles where they suit the map, else 2x2 ones.
   int64_t widest = std::max(*cin, *cout);
-  std::optional<Tiles> t =
-      tiling(L, 4, x->shape[2], x->shape[3], x->shape[0], x->shape[1], widest);
-  if (!t && *cin >= WinogradMinInChannels2)
+  std::optional<Tiles> t;
+  if (*cin >= target.winograd4MinInChannels)
+    t = tiling(L, 4, x->shape[2], x->shape[3], x->shape[0], x->shape[1], widest);
+  if (!t && *cin >= target.winograd2MinInChannels)
     t = tiling(L, 2, x->shape[2], x->shape[3], x->shape[0], x->shape[1], widest);
   if (!t)
     return nullptr;

@@ -120,4 +120,9 @@ void planMemory(EntryKernels &entry, const SymbolFactsMap &facts) {
   entry.arenaBytes = at;
 }
 
+void planMemory(Program &program, const SymbolFactsMap &facts) {
+  for (EntryKernels &entry : program.entries)
+    planMemory(entry, facts);
+}
+
 } // namespace aotc::kir

@@ -15,6 +15,8 @@ std::vector<uint32_t> buffersOfStep(const EntryKernels &entry, const Step &step)
 /// are the ranges and divisors of the root symbols, used to prove that a freed slot is large
 /// enough for a new buffer.
 void planMemory(EntryKernels &entry, const SymbolFactsMap &facts);
+/// The plan-memory step: planMemory of every entry.
+void planMemory(Program &program, const SymbolFactsMap &facts);
 
 } // namespace aotc::kir
 

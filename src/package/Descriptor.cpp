@@ -1,7 +1,9 @@
-// Emits the artifact descriptor with the exact layouts of runtime/src/artifact.h (x86-64 SysV:
-// natural alignment, pointers and int64 at 8 bytes).
+// Emits the artifact descriptor in the layouts of runtime/src/artifact.h, which both the runtime
+// and this file include: each struct's fields are checked against the header's offsets.
 #include "package/Descriptor.h"
+#include "codegen/CStructLayout.h"
 #include "package/Package.h"
+#include "runtime/src/artifact.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/IR/Constants.h"
@@ -14,25 +16,64 @@ namespace aotc {
 
 namespace {
 
-constexpr uint32_t ArtifactMagic = 0x43544f41u; // AOTC_ARTIFACT_MAGIC
-constexpr uint32_t ArtifactFormat = 2;          // AOTC_ARTIFACT_FORMAT
-
 class DescriptorEmitter {
 public:
   explicit DescriptorEmitter(llvm::Module &m)
       : M(m), Ctx(m.getContext()), Ptr(llvm::PointerType::get(Ctx, 0)),
-        I32(llvm::Type::getInt32Ty(Ctx)), I64(llvm::Type::getInt64Ty(Ctx)) {
-    SymTy = llvm::StructType::create(Ctx, {Ptr, I64, I64, I64}, "aotc_sym_desc");
-    DimTy = llvm::StructType::create(Ctx, {I32, I32, Ptr, I64, I64}, "aotc_dim_desc");
-    TensorTy = llvm::StructType::create(Ctx, {Ptr, I32, I32, Ptr}, "aotc_tensor_desc");
-    EntryTy = llvm::StructType::create(Ctx,
-                                       {Ptr, I32, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr,
-                                        llvm::ArrayType::get(Ptr, 2), I32, I32, Ptr},
-                                       "aotc_entry_desc");
-    WeightTy = llvm::StructType::create(Ctx, {Ptr, I32, I32, Ptr, I64, I64}, "aotc_weight_desc");
-    ArtifactTy = llvm::StructType::create(
-        Ctx, {I32, I32, Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr, I64, Ptr, I64, I64, Ptr, I64},
-        "aotc_artifact_desc");
+        I32(llvm::Type::getInt32Ty(Ctx)), I64(llvm::Type::getInt64Ty(Ctx)),
+        RunsTy(llvm::ArrayType::get(Ptr, AOTC_NUM_VARIANTS)) {
+    const llvm::DataLayout &dl = m.getDataLayout();
+    SymTy = mirrorCStruct(Ctx, dl, "aotc_sym_desc",
+                          {AOTC_CFIELD(aotc_sym_desc, name, Ptr),
+                           AOTC_CFIELD(aotc_sym_desc, lo, I64), AOTC_CFIELD(aotc_sym_desc, hi, I64),
+                           AOTC_CFIELD(aotc_sym_desc, divisor, I64)},
+                          sizeof(aotc_sym_desc));
+    DimTy = mirrorCStruct(
+        Ctx, dl, "aotc_dim_desc",
+        {AOTC_CFIELD(aotc_dim_desc, sym, I32), AOTC_CFIELD(aotc_dim_desc, reserved, I32),
+         AOTC_CFIELD(aotc_dim_desc, expr, Ptr), AOTC_CFIELD(aotc_dim_desc, scale, I64),
+         AOTC_CFIELD(aotc_dim_desc, offset, I64)},
+        sizeof(aotc_dim_desc));
+    TensorTy = mirrorCStruct(
+        Ctx, dl, "aotc_tensor_desc",
+        {AOTC_CFIELD(aotc_tensor_desc, name, Ptr), AOTC_CFIELD(aotc_tensor_desc, dtype, I32),
+         AOTC_CFIELD(aotc_tensor_desc, rank, I32), AOTC_CFIELD(aotc_tensor_desc, dims, Ptr)},
+        sizeof(aotc_tensor_desc));
+    EntryTy = mirrorCStruct(
+        Ctx, dl, "aotc_entry_desc",
+        {AOTC_CFIELD(aotc_entry_desc, name, Ptr), AOTC_CFIELD(aotc_entry_desc, num_inputs, I32),
+         AOTC_CFIELD(aotc_entry_desc, num_outputs, I32),
+         AOTC_CFIELD(aotc_entry_desc, num_syms, I32), AOTC_CFIELD(aotc_entry_desc, num_guards, I32),
+         AOTC_CFIELD(aotc_entry_desc, inputs, Ptr), AOTC_CFIELD(aotc_entry_desc, outputs, Ptr),
+         AOTC_CFIELD(aotc_entry_desc, syms, Ptr), AOTC_CFIELD(aotc_entry_desc, guards, Ptr),
+         AOTC_CFIELD(aotc_entry_desc, shapes, Ptr), AOTC_CFIELD(aotc_entry_desc, run, RunsTy),
+         AOTC_CFIELD(aotc_entry_desc, num_kernels, I32),
+         AOTC_CFIELD(aotc_entry_desc, num_index_checks, I32),
+         AOTC_CFIELD(aotc_entry_desc, index_checks, Ptr)},
+        sizeof(aotc_entry_desc));
+    WeightTy = mirrorCStruct(
+        Ctx, dl, "aotc_weight_desc",
+        {AOTC_CFIELD(aotc_weight_desc, name, Ptr), AOTC_CFIELD(aotc_weight_desc, dtype, I32),
+         AOTC_CFIELD(aotc_weight_desc, rank, I32), AOTC_CFIELD(aotc_weight_desc, shape, Ptr),
+         AOTC_CFIELD(aotc_weight_desc, offset, I64), AOTC_CFIELD(aotc_weight_desc, nbytes, I64)},
+        sizeof(aotc_weight_desc));
+    ArtifactTy = mirrorCStruct(Ctx, dl, "aotc_artifact_desc",
+                               {AOTC_CFIELD(aotc_artifact_desc, magic, I32),
+                                AOTC_CFIELD(aotc_artifact_desc, format, I32),
+                                AOTC_CFIELD(aotc_artifact_desc, model_name, Ptr),
+                                AOTC_CFIELD(aotc_artifact_desc, producer, Ptr),
+                                AOTC_CFIELD(aotc_artifact_desc, num_entries, I32),
+                                AOTC_CFIELD(aotc_artifact_desc, num_weights, I32),
+                                AOTC_CFIELD(aotc_artifact_desc, entries, Ptr),
+                                AOTC_CFIELD(aotc_artifact_desc, weights, Ptr),
+                                AOTC_CFIELD(aotc_artifact_desc, weights_data, Ptr),
+                                AOTC_CFIELD(aotc_artifact_desc, weights_size, I64),
+                                AOTC_CFIELD(aotc_artifact_desc, weights_file, Ptr),
+                                AOTC_CFIELD(aotc_artifact_desc, state_offset, I64),
+                                AOTC_CFIELD(aotc_artifact_desc, state_size, I64),
+                                AOTC_CFIELD(aotc_artifact_desc, program, Ptr),
+                                AOTC_CFIELD(aotc_artifact_desc, program_size, I64)},
+                               sizeof(aotc_artifact_desc));
   }
 
   llvm::Error emit(const DescriptorContents &c) {
@@ -57,11 +98,11 @@ public:
     llvm::Constant *program = c.programBlob.empty() ? null() : bytes(c.programBlob, "aotc_program");
     llvm::Constant *artifact = llvm::ConstantStruct::get(
         ArtifactTy,
-        {i32(ArtifactMagic), i32(ArtifactFormat), str(p.name), str("aotc " AOTC_VERSION),
-         i32(entries.size()), i32(weights.size()), array(EntryTy, entries, "aotc_entries"),
-         array(WeightTy, weights, "aotc_weight_descs"), blob, i64(p.weightBytes),
-         c.weightsFile.empty() ? null() : str(c.weightsFile), i64(p.stateOffset), i64(p.stateBytes),
-         program, i64(c.programBlob.size())});
+        {i32(AOTC_ARTIFACT_MAGIC), i32(AOTC_ARTIFACT_FORMAT), str(p.name),
+         str("aotc " AOTC_VERSION), i32(entries.size()), i32(weights.size()),
+         array(EntryTy, entries, "aotc_entries"), array(WeightTy, weights, "aotc_weight_descs"),
+         blob, i64(p.weightBytes), c.weightsFile.empty() ? null() : str(c.weightsFile),
+         i64(p.stateOffset), i64(p.stateBytes), program, i64(c.programBlob.size())});
     llvm::GlobalVariable *g = global(artifact, "aotc_artifact");
     g->setLinkage(llvm::GlobalValue::ExternalLinkage);
     g->setVisibility(llvm::GlobalValue::HiddenVisibility);
@@ -122,8 +163,8 @@ private:
     llvm::FunctionType *shapesTy = llvm::FunctionType::get(I32, {Ptr, Ptr}, false);
     llvm::FunctionType *runTy = llvm::FunctionType::get(I32, {Ptr, Ptr, Ptr, Ptr}, false);
     llvm::Constant *shapes = function(fmt::format("aotc_e{}_shapes", index), shapesTy);
-    llvm::Constant *runs[2];
-    for (unsigned v = 0; v < 2; ++v)
+    llvm::Constant *runs[AOTC_NUM_VARIANTS];
+    for (unsigned v = 0; v < AOTC_NUM_VARIANTS; ++v)
       runs[v] =
           c.variants[v] ? function(fmt::format("aotc_e{}_run_v{}", index, v + 3), runTy) : null();
     return llvm::ConstantStruct::get(
@@ -131,9 +172,8 @@ private:
         {str(e.name), i32(e.inputs.size()), i32(e.outputs.size()), i32(syms.size()),
          i32(guards.size()), array(TensorTy, inputs, "aotc_inputs"),
          array(TensorTy, outputs, "aotc_outputs"), array(SymTy, syms, "aotc_syms"),
-         array(Ptr, guards, "aotc_guards"), shapes,
-         llvm::ConstantArray::get(llvm::ArrayType::get(Ptr, 2), runs), i32(countKernels(e.steps)),
-         i32(checks.size()), array(Ptr, checks, "aotc_index_checks")});
+         array(Ptr, guards, "aotc_guards"), shapes, llvm::ConstantArray::get(RunsTy, runs),
+         i32(countKernels(e.steps)), i32(checks.size()), array(Ptr, checks, "aotc_index_checks")});
   }
 
   static int32_t countKernels(const std::vector<kir::Step> &steps) {
@@ -211,6 +251,7 @@ private:
   llvm::LLVMContext &Ctx;
   llvm::PointerType *Ptr;
   llvm::IntegerType *I32, *I64;
+  llvm::ArrayType *RunsTy;
   llvm::StructType *SymTy, *DimTy, *TensorTy, *EntryTy, *WeightTy, *ArtifactTy;
   llvm::StringMap<llvm::Constant *> Strings;
   unsigned Count = 0;

@@ -1,9 +1,11 @@
-// The last stage: links a lowered program's code for each CPU variant, its descriptor, its
-// weights and the C runtime into one self-contained shared library.
+// The last steps of an export: the package step writes a program's descriptor and weights as
+// objects beside its code, and the link step links them and the C runtime with lld into one
+// self-contained shared library.
 #ifndef AOTC_PACKAGE_PACKAGE_H
 #define AOTC_PACKAGE_PACKAGE_H
 
 #include "aotc/ir/ShapeEnv.h"
+#include "codegen/cpu/CpuCodegen.h"
 #include "kernel/Kernel.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -11,34 +13,54 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
-#include <functional>
 #include <string>
+#include <vector>
 
 namespace aotc {
 
-/// Which x86-64 code the artifact carries. Portable: x86-64-v3 (AVX2) and x86-64-v4 (AVX-512),
-/// picked at load by CPU detection; Native: only this machine's CPU.
-enum class CpuTarget { Portable, X86_64_V3, X86_64_V4, Native };
-llvm::Expected<CpuTarget>
-parseCpuTarget(llvm::StringRef text); // x86-64-v3|x86-64-v4|native|portable
-
 struct PackageOptions {
-  CpuTarget cpu = CpuTarget::Portable;
   /// Writes the weights beside the .so (`model.so` -> `model.weights`), mmapped at load, instead
   /// of in the .so's read-only data (needed past 2 GiB).
   bool externalWeights = false;
-  /// Called with the name of each stage as it starts (progress on a terminal).
-  std::function<void(llvm::StringRef)> progress;
 };
 
-/// Writes the artifact to `outPath` through a temporary file renamed into place: nothing is left
-/// behind on failure. `weightData[i]` holds the bytes of program.weights[i] (layoutWeights must
-/// have run); `programBlob` is the exported program (graph without weights) that `aotc verify`
-/// and `aotc inspect` read back. Equal inputs give a byte-identical file.
-llvm::Error writeSharedLibrary(const kir::Program &program, const ShapeEnv &shapes,
-                               llvm::ArrayRef<llvm::ArrayRef<uint8_t>> weightData,
-                               llvm::ArrayRef<uint8_t> programBlob, const PackageOptions &options,
-                               llvm::StringRef outPath);
+/// The objects an artifact links, in link order, in a temporary directory that goes with them.
+class ArtifactObjects {
+public:
+  static llvm::Expected<ArtifactObjects> create();
+  ArtifactObjects(ArtifactObjects &&other);
+  ArtifactObjects &operator=(ArtifactObjects &&) = delete;
+  ~ArtifactObjects();
+
+  /// Writes `bytes` as the next object, called `name` in the directory.
+  llvm::Error add(llvm::StringRef name, llvm::ArrayRef<char> bytes);
+  /// A path in the directory for an object another writer makes; addPath() appends it.
+  std::string pathFor(llvm::StringRef name) const;
+  void addPath(std::string path) { Paths.push_back(std::move(path)); }
+  llvm::ArrayRef<std::string> paths() const { return Paths; }
+
+private:
+  explicit ArtifactObjects(std::string dir) : Dir(std::move(dir)) {}
+  std::string Dir;
+  std::vector<std::string> Paths;
+};
+
+/// The package step: appends to `objects` the code objects of `code`, then the descriptor's
+/// object and the embedded weights' (or, with options.externalWeights, writes the weights file
+/// beside `outPath` through a temporary file renamed into place). `weightData[i]` holds the bytes
+/// of program.weights[i] (layoutWeights must have run); `programBlob` is the exported program
+/// (graph without weights) that `aotc verify` and `aotc inspect` read back. With `printIR`, the
+/// descriptor's LLVM IR is appended to it. Equal inputs give byte-identical objects.
+llvm::Error packageObjects(const kir::Program &program, const ShapeEnv &shapes,
+                           llvm::ArrayRef<llvm::ArrayRef<uint8_t>> weightData,
+                           llvm::ArrayRef<uint8_t> programBlob,
+                           llvm::ArrayRef<cpu::CodeObject> code, const PackageOptions &options,
+                           llvm::StringRef outPath, ArtifactObjects &objects,
+                           std::string *printIR = nullptr);
+
+/// The link step: links `objects` and the C runtime with lld into `outPath`, through a
+/// temporary file renamed into place, so that nothing is left behind on failure.
+llvm::Error linkArtifact(const ArtifactObjects &objects, llvm::StringRef outPath);
 
 /// The runtime's dtype number (AOTC_DTYPE_* of runtime.h) of a dtype.
 int32_t runtimeDType(DType dtype);

@@ -3,7 +3,7 @@
 #ifndef AOTC_PASSES_FOLDWEIGHTS_H
 #define AOTC_PASSES_FOLDWEIGHTS_H
 
-#include "aotc/serialize/Archive.h"
+#include "aotc/ir/Program.h"
 
 #include "llvm/Support/Error.h"
 

@@ -1,11 +1,18 @@
-// The ordered list of what turns an exported program into an artifact.
+// The ordered map of an export, after tracing: graph passes, the kernel IR, the CPU backend's
+// layout passes and code generation, packaging and link. Every step is named here, in the order
+// it runs, and `--print-after <step>` shows what it made.
 #include "pipeline/Compile.h"
+#include "aotc/ir/Printer.h"
+#include "aotc/serialize/Archive.h"
+#include "codegen/cpu/CpuTarget.h"
+#include "codegen/cpu/PackWeights.h"
 #include "kernel/Lower.h"
+#include "kernel/MemoryPlan.h"
 #include "passes/FoldWeights.h"
-#include "pipeline/PackWeights.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -15,8 +22,63 @@ namespace aotc {
 
 namespace {
 
+constexpr llvm::StringLiteral FoldWeightsStep = "fold-weights", LowerStep = "lower",
+                              PlanMemoryStep = "plan-memory", PackWeightsStep = "pack-weights",
+                              LayoutWeightsStep = "layout-weights", CodegenStep = "codegen-cpu",
+                              PackageStep = "package", LinkStep = "link";
+constexpr llvm::StringLiteral Steps[] = {FoldWeightsStep, LowerStep,         PlanMemoryStep,
+                                         PackWeightsStep, LayoutWeightsStep, CodegenStep,
+                                         PackageStep,     LinkStep};
+
 llvm::Error error(std::string message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// --print-after for the steps of this file; the graph passes' names go to the pass manager.
+class StepPrinter {
+public:
+  explicit StepPrinter(const CompileOptions &options)
+      : Options(options.passes), OS(options.printStream ? *options.printStream : llvm::errs()) {}
+
+  /// Splits --print-after between the pass manager and the steps; an unknown name is an error.
+  llvm::Expected<PassManagerOptions> graphPassOptions() const {
+    PassManagerOptions graph = Options;
+    graph.printAfter.clear();
+    for (const std::string &name : Options.printAfter) {
+      if (llvm::is_contained(Steps, name))
+        continue;
+      if (auto pass = lookupPass(name); !pass) {
+        // The message lists the steps as well as the passes.
+        llvm::consumeError(pass.takeError());
+        std::vector<std::string> valid;
+        for (const PassInfo &p : registeredPasses())
+          valid.push_back(p.name.str());
+        for (llvm::StringRef s : Steps)
+          valid.push_back(s.str());
+        return error(fmt::format("--print-after: unknown step '{}'; valid steps are: {}", name,
+                                 llvm::join(valid, ", ")));
+      }
+      graph.printAfter.push_back(name);
+    }
+    return graph;
+  }
+
+  void after(llvm::StringRef step, llvm::function_ref<void(llvm::raw_ostream &)> print) {
+    if (!Options.printAfterAll && !llvm::is_contained(Options.printAfter, step))
+      return;
+    OS << "// -----// IR after " << step << " //----- //\n";
+    print(OS);
+    OS.flush();
+  }
+
+private:
+  const PassManagerOptions &Options;
+  llvm::raw_ostream &OS;
+};
+
+void progress(const CompileOptions &options, llvm::StringRef step) {
+  if (options.progress)
+    options.progress(step);
 }
 
 /// The exported graph without weights, as .aotp bytes.
@@ -34,48 +96,67 @@ llvm::Expected<std::vector<uint8_t>> programBlob(const Graph &graph) {
   return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
 
-} // namespace
-
-llvm::Expected<kir::Program> lowerGraph(ExportedProgram &exported, const CompileOptions &options) {
-  Graph &graph = *exported.graph;
-  // Decompose first so that the cleanup passes see the core ops it produces.
-  if (llvm::Error e = runDecompose(graph, options.decompose))
-    return e;
-  PassManager pm(options.passes);
+llvm::Expected<kir::Program> runSteps(ExportedProgram &exported, const CompileOptions &options,
+                                      StepPrinter &printer) {
+  // Graph passes. Decompose first, so that the cleanup passes see the core ops it produces.
+  auto graphOptions = printer.graphPassOptions();
+  if (!graphOptions)
+    return graphOptions.takeError();
+  PassManager pm(*graphOptions, options.printStream);
+  const DecomposeOptions &decompose = options.decompose;
+  pm.addPass(
+      PassInfo{"decompose", "", [&decompose](Graph &g) { return runDecompose(g, decompose); }});
   if (llvm::Error e = pm.addPipeline("default"))
     return e;
-  if (llvm::Error e = pm.run(graph))
+  if (llvm::Error e = pm.run(*exported.graph))
     return e;
   // After the cleanup, so that each weight-only computation is folded once; it may replace the
   // graph.
   if (llvm::Error e = foldWeights(exported))
     return e;
+  printer.after(FoldWeightsStep, [&](llvm::raw_ostream &os) { printGraph(*exported.graph, os); });
+
+  // The kernel IR: fusion decides, node by node, what lowering realizes in buffers.
+  const kir::TargetInfo &target = cpu::loweringTarget();
   LowerOptions lower;
   lower.fuse = options.fuse;
   lower.winograd = options.winograd;
-  auto program = lowerToKernels(*exported.graph, lower);
+  auto program = lowerToKernels(*exported.graph, target, lower);
   if (!program)
     return program.takeError();
-  if (llvm::Error e = packGemmWeights(*program, exported, options.weightData))
+  printer.after(LowerStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
+  kir::planMemory(*program, exported.graph->shapeEnv().facts());
+  printer.after(PlanMemoryStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
+
+  // The CPU backend's layout passes.
+  if (llvm::Error e = cpu::packGemmWeights(*program, exported, options.weightData))
     return e;
+  printer.after(PackWeightsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
   kir::layoutWeights(*program);
+  printer.after(LayoutWeightsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
   return program;
+}
+
+} // namespace
+
+llvm::ArrayRef<llvm::StringLiteral> compileSteps() { return Steps; }
+
+llvm::Expected<kir::Program> lowerGraph(ExportedProgram &exported, const CompileOptions &options) {
+  StepPrinter printer(options);
+  return runSteps(exported, options, printer);
 }
 
 llvm::Error compileToSharedLibrary(ExportedProgram &program, const CompileOptions &options,
                                    llvm::StringRef outPath) {
+  StepPrinter printer(options);
   auto blob = programBlob(*program.graph);
   if (!blob)
     return blob.takeError();
   std::vector<std::string> exportedWeights;
   for (const Weight &w : program.weights)
     exportedWeights.push_back(w.name());
-  auto progress = [&](llvm::StringRef stage) {
-    if (options.package.progress)
-      options.package.progress(stage);
-  };
-  progress("lower");
-  auto kernels = lowerGraph(program, options);
+  progress(options, "lower");
+  auto kernels = runSteps(program, options, printer);
   if (!kernels)
     return kernels.takeError();
   // `aotc verify` looks the embedded graph's weights up by name in the artifact: once folding
@@ -93,8 +174,40 @@ llvm::Error compileToSharedLibrary(ExportedProgram &program, const CompileOption
       return error(fmt::format("the program has no data for weight \"{}\"", w.name));
     weights.push_back(data->bytes());
   }
-  return writeSharedLibrary(*kernels, program.graph->shapeEnv(), weights, *blob, options.package,
-                            outPath);
+
+  progress(options, "codegen");
+  bool printCode =
+      options.passes.printAfterAll || llvm::is_contained(options.passes.printAfter, CodegenStep);
+  auto code = cpu::generateCode(*kernels, options.cpu, printCode);
+  if (!code)
+    return code.takeError();
+  printer.after(CodegenStep, [&](llvm::raw_ostream &os) {
+    for (const cpu::CodeObject &c : *code)
+      os << c.ir;
+  });
+
+  auto objects = ArtifactObjects::create();
+  if (!objects)
+    return objects.takeError();
+  bool printPackage =
+      options.passes.printAfterAll || llvm::is_contained(options.passes.printAfter, PackageStep);
+  std::string descriptorIR;
+  if (llvm::Error e = packageObjects(*kernels, program.graph->shapeEnv(), weights, *blob, *code,
+                                     options.package, outPath, *objects,
+                                     printPackage ? &descriptorIR : nullptr))
+    return e;
+  printer.after(PackageStep, [&](llvm::raw_ostream &os) { os << descriptorIR; });
+
+  progress(options, "link");
+  if (llvm::Error e = linkArtifact(*objects, outPath))
+    return e;
+  printer.after(LinkStep, [&](llvm::raw_ostream &os) {
+    uint64_t size = 0;
+    llvm::sys::fs::file_size(outPath, size);
+    os << fmt::format("{}: {} bytes from {} objects and the C runtime\n", outPath.str(), size,
+                      objects->paths().size());
+  });
+  return llvm::Error::success();
 }
 
 } // namespace aotc

@@ -1,21 +1,29 @@
-// Compilation of an exported program to an artifact: the graph passes that prepare it for code
-// generation, lowering to the kernel IR, memory planning, code generation and packaging.
+// Compilation of an exported program to an artifact: the ordered map of every step of an export
+// after tracing (Compile.cpp lists them in the order they run).
 #ifndef AOTC_PIPELINE_COMPILE_H
 #define AOTC_PIPELINE_COMPILE_H
 
-#include "aotc/serialize/Archive.h"
+#include "aotc/ir/Program.h"
+#include "codegen/cpu/CpuCodegen.h"
 #include "kernel/Kernel.h"
 #include "package/Package.h"
 #include "passes/Passes.h"
 #include "pipeline/PassManager.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <functional>
 
 namespace aotc {
 
 struct CompileOptions {
+  /// printAfter names graph passes and the steps of compileSteps(); the graph, the kernel IR,
+  /// the LLVM IR or the objects (whichever the step makes) are printed after each one named.
   PassManagerOptions passes;
   DecomposeOptions decompose;
+  cpu::CpuTarget cpu = cpu::CpuTarget::Portable;
   PackageOptions package;
   /// Fuse pointwise chains, reductions and GEMM epilogues (off: one kernel per op, for debugging).
   bool fuse = true;
@@ -23,16 +31,25 @@ struct CompileOptions {
   /// False where the program carries no weight data (`aotc inspect --kernels` re-lowering an
   /// artifact's graph): weights derived at compile time are laid out without data.
   bool weightData = true;
+  /// Called with the name of each step as it starts (progress on a terminal).
+  std::function<void(llvm::StringRef)> progress;
+  /// Where --print-after output goes; stderr when null.
+  llvm::raw_ostream *printStream = nullptr;
 };
 
-/// Graph passes (decompose, the default pipeline, then weight folding, which may replace
-/// `program.graph` and change `program.weights`), lowering to the kernel IR, memory planning and
-/// the weight layout, in that order (the list lives in Compile.cpp).
+/// The steps of an export after the graph passes, in the order they run: fold-weights, lower
+/// (fuse and lower to the kernel IR), plan-memory, the CPU backend's layout passes
+/// (pack-weights, layout-weights), codegen-cpu, package, link.
+llvm::ArrayRef<llvm::StringLiteral> compileSteps();
+
+/// The graph steps (decompose, the default pipeline, fold-weights, which may replace
+/// `program.graph` and change `program.weights`) and the kernel-IR steps up to the CPU
+/// backend's layout passes: the program code generation takes.
 llvm::Expected<kir::Program> lowerGraph(ExportedProgram &program, const CompileOptions &options);
 
-/// Compiles `program` (its graph is rewritten by the passes) into the shared library `outPath`.
-/// The artifact embeds the exported graph as it was given, for `aotc verify` and `inspect`, or
-/// the folded graph when folding removed weights that the exported one names.
+/// Every step: compiles `program` (its graph is rewritten by the passes) into the shared library
+/// `outPath`. The artifact embeds the exported graph as it was given, for `aotc verify` and
+/// `inspect`, or the folded graph when folding removed weights that the exported one names.
 llvm::Error compileToSharedLibrary(ExportedProgram &program, const CompileOptions &options,
                                    llvm::StringRef outPath);
 

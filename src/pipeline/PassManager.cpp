@@ -14,7 +14,8 @@ namespace aotc {
 
 llvm::ArrayRef<PassInfo> registeredPasses() {
   static const PassInfo Registry[] = {
-#define AOTC_PASS(Fn, Name, Description) {Name, Description, Fn},
+#define AOTC_PASS(Fn, Name, Description)                                                           \
+  {Name, Description, static_cast<llvm::Error (*)(Graph &)>(Fn)},
 #include "passes/Passes.def"
   };
   return Registry;

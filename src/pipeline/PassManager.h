@@ -10,14 +10,15 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace aotc {
 
-using PassFn = llvm::Error (*)(Graph &);
+using PassFn = std::function<llvm::Error(Graph &)>;
 
-/// One pass: a line of passes/Passes.def, or a pass added directly (tests).
+/// One pass: a line of passes/Passes.def, or a pass added directly (a pass with options, tests).
 struct PassInfo {
   llvm::StringRef name;
   llvm::StringRef description;

@@ -491,13 +491,6 @@ llvm::Error writeArchive(const ExportedProgram &program, llvm::StringRef path) {
 // Reading
 //===----------------------------------------------------------------------===//
 
-const Weight *ExportedProgram::findWeight(llvm::StringRef name) const {
-  for (const Weight &w : weights)
-    if (w.name() == name)
-      return &w;
-  return nullptr;
-}
-
 namespace {
 
 class Reader {

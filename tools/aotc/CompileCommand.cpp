@@ -3,6 +3,8 @@
 #include "CompileFlags.h"
 #include "Subcommand.h"
 
+#include "aotc/serialize/Archive.h"
+
 #include "llvm/Support/raw_ostream.h"
 
 #include <memory>

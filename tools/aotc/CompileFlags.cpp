@@ -1,6 +1,8 @@
 // Parsing of the code generation flags and the compile step shared by export and compile.
 #include "CompileFlags.h"
 
+#include "aotc/serialize/Archive.h"
+
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -29,17 +31,19 @@ void CompileFlags::addTo(CLI::App &app) {
   app.add_flag("--no-fuse", noFuse, "One kernel per op (for debugging)");
   app.add_flag("--no-winograd", noWinograd,
                "3x3 convolutions as direct GEMMs only (no Winograd F(2x2, 3x3))");
-  app.add_option("--print-after", printAfter, "Print the graph after this pass (repeatable)");
+  app.add_option("--print-after", printAfter,
+                 "Print what a graph pass or export step made: the graph, the kernel IR, LLVM IR "
+                 "(repeatable; docs/cli.md lists the steps)");
 }
 
 llvm::Expected<CompileOptions> CompileFlags::options() const {
   CompileOptions o;
   if (target != "cpu")
     return error(fmt::format("--target {}: only cpu is supported by this build", target));
-  auto cpuTarget = parseCpuTarget(cpu);
+  auto cpuTarget = cpu::parseCpuTarget(cpu);
   if (!cpuTarget)
     return error(fmt::format("--cpu: {}", llvm::toString(cpuTarget.takeError())));
-  o.package.cpu = *cpuTarget;
+  o.cpu = *cpuTarget;
   if (weightsFile != "embedded" && weightsFile != "external")
     return error(fmt::format("--weights-file {}: expected embedded or external", weightsFile));
   o.package.externalWeights = weightsFile == "external";
@@ -55,7 +59,7 @@ llvm::Expected<CompileOptions> CompileFlags::options() const {
   o.winograd = !noWinograd;
   o.passes.printAfter = printAfter;
   if (llvm::sys::Process::StandardErrIsDisplayed())
-    o.package.progress = [](llvm::StringRef stage) { llvm::errs() << "aotc: " << stage << "\n"; };
+    o.progress = [](llvm::StringRef stage) { llvm::errs() << "aotc: " << stage << "\n"; };
   return o;
 }
 

@@ -3,8 +3,7 @@
 #ifndef AOTC_SERIALIZE_ARCHIVE_H
 #define AOTC_SERIALIZE_ARCHIVE_H
 
-#include "aotc/ir/DType.h"
-#include "aotc/ir/Graph.h"
+#include "aotc/ir/Program.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -36,49 +35,6 @@ inline constexpr unsigned ArchiveFormatMajor = 1;
 inline constexpr unsigned ArchiveFormatMinor = 0;
 /// Weight data starts at a multiple of this offset in the file (the widest vector load).
 inline constexpr unsigned ArchiveWeightAlignment = 64;
-
-/// A weight to write: a view of its raw little-endian bytes, which must stay alive during the
-/// write.
-struct WeightRef {
-  llvm::StringRef name;
-  DType dtype = DType::F32;
-  llvm::ArrayRef<int64_t> shape;
-  llvm::ArrayRef<uint8_t> bytes;
-};
-
-/// A weight read from an archive. Its bytes view the archive's memory mapping, which every copy
-/// of the weight keeps alive.
-class Weight {
-public:
-  Weight(std::string name, DType dtype, std::vector<int64_t> shape, llvm::ArrayRef<uint8_t> bytes,
-         std::shared_ptr<const void> storage)
-      : Name(std::move(name)), DT(dtype), Dims(std::move(shape)), Bytes(bytes),
-        Storage(std::move(storage)) {}
-
-  const std::string &name() const { return Name; }
-  DType dtype() const { return DT; }
-  llvm::ArrayRef<int64_t> shape() const { return Dims; }
-  llvm::ArrayRef<uint8_t> bytes() const { return Bytes; }
-  WeightRef ref() const { return {Name, DT, Dims, Bytes}; }
-
-private:
-  std::string Name;
-  DType DT;
-  std::vector<int64_t> Dims;
-  llvm::ArrayRef<uint8_t> Bytes;
-  std::shared_ptr<const void> Storage;
-};
-
-/// The contents of an archive.
-struct ExportedProgram {
-  std::unique_ptr<Graph> graph;
-  std::vector<Weight> weights; // in archive order
-  unsigned formatMajor = ArchiveFormatMajor;
-  unsigned formatMinor = ArchiveFormatMinor;
-  std::string producer; // the aotc version that wrote the archive, `0.1.0`
-
-  const Weight *findWeight(llvm::StringRef name) const;
-};
 
 /// Writes `graph` and `weights` to `path`. The graph must verify; every weight needs a unique
 /// name and exactly dtype x shape bytes, and must match the type of the state tensor of that

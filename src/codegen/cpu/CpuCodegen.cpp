@@ -1,6 +1,8 @@
 // The per-module emitter context and the small IR building blocks every kernel uses: symbolic
 // integers, loops, dtype conversions, element loads and stores, task dispatch.
+#include "codegen/CStructLayout.h"
 #include "codegen/cpu/Emitter.h"
+#include "runtime/src/artifact.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/IR/Intrinsics.h"
@@ -9,6 +11,9 @@
 namespace aotc::cpu {
 
 using namespace llvm;
+
+static_assert(unsigned(Variant::X86_64_V3) == AOTC_VARIANT_X86_64_V3 &&
+              unsigned(Variant::X86_64_V4) == AOTC_VARIANT_X86_64_V4);
 
 ModuleEmitter::ModuleEmitter(Module &m, Variant v, TargetMachine &tm) : M(m), V(v), TM(tm) {}
 
@@ -34,7 +39,12 @@ StructType *ModuleEmitter::execType() {
   if (!Exec) {
     Type *p = PointerType::getUnqual(ctx());
     Type *i32 = Type::getInt32Ty(ctx());
-    Exec = StructType::create(ctx(), {p, p, p, p, p, i32, i32}, "aotc_exec");
+    Exec = mirrorCStruct(ctx(), M.getDataLayout(), "aotc_exec",
+                         {AOTC_CFIELD(aotc_exec, weights, p), AOTC_CFIELD(aotc_exec, state, p),
+                          AOTC_CFIELD(aotc_exec, arena, p), AOTC_CFIELD(aotc_exec, parallel_for, p),
+                          AOTC_CFIELD(aotc_exec, pool, p), AOTC_CFIELD(aotc_exec, num_threads, i32),
+                          AOTC_CFIELD(aotc_exec, reserved, i32)},
+                         sizeof(aotc_exec));
   }
   return Exec;
 }
@@ -398,7 +408,8 @@ void emitDispatch(ModuleEmitter &me, Builder &b, Value *exec, Function *fn, Valu
   Value *grain = b.CreateBinaryIntrinsic(
       Intrinsic::smax, b.CreateSDiv(b.CreateAdd(b.getInt64(ChunkWork - 1), w), w), b.getInt64(1));
   StructType *et = me.execType();
-  Value *pf = b.CreateLoad(b.getPtrTy(), b.CreateStructGEP(et, exec, 3), "parallel_for");
+  Value *pf = b.CreateLoad(
+      b.getPtrTy(), b.CreateStructGEP(et, exec, ModuleEmitter::ExecParallelFor), "parallel_for");
   Type *i64 = b.getInt64Ty();
   FunctionType *pft =
       FunctionType::get(b.getVoidTy(), {b.getPtrTy(), i64, i64, b.getPtrTy(), b.getPtrTy()}, false);

@@ -2,6 +2,7 @@
 #ifndef AOTC_CODEGEN_CPU_CPUCODEGEN_H
 #define AOTC_CODEGEN_CPU_CPUCODEGEN_H
 
+#include "codegen/cpu/CpuTarget.h"
 #include "kernel/Kernel.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -11,12 +12,29 @@
 #include "llvm/Target/TargetMachine.h"
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace aotc::cpu {
 
-/// The CPU variants an artifact carries; the values are AOTC_VARIANT_* of runtime/src/artifact.h.
-enum class Variant : unsigned { X86_64_V3 = 0, X86_64_V4 = 1 };
-llvm::StringRef variantName(Variant v); // "x86-64-v3", "x86-64-v4"
+/// Which x86-64 code an artifact carries. Portable: x86-64-v3 (AVX2) and x86-64-v4 (AVX-512),
+/// picked at load by CPU detection; Native: only this machine's CPU.
+enum class CpuTarget { Portable, X86_64_V3, X86_64_V4, Native };
+/// portable|x86-64-v3|x86-64-v4|native
+llvm::Expected<CpuTarget> parseCpuTarget(llvm::StringRef text);
+
+/// The code of one variant: an ELF relocatable object with the functions of emitProgram.
+struct CodeObject {
+  Variant variant;
+  bool native; // the host's CPU name and features
+  llvm::SmallVector<char, 0> object;
+  std::string ir; // the optimized LLVM IR, when asked for
+};
+
+/// The code generation step: the object of every variant `target` names, in variant order (the
+/// first also carries the shape functions); with `printIR` each one's optimized LLVM IR too.
+llvm::Expected<std::vector<CodeObject>> generateCode(const kir::Program &program, CpuTarget target,
+                                                     bool printIR = false);
 
 /// A PIC, deterministic x86-64 target machine for `v` at the aggressive optimization level; v4
 /// functions prefer 512-bit vectors. `native` takes the host's CPU name and features instead.

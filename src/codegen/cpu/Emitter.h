@@ -17,17 +17,6 @@ namespace aotc::cpu {
 
 using Builder = llvm::IRBuilder<>;
 
-/// GEMM register tile and cache blocking of a variant.
-struct GemmTiling {
-  unsigned vecWidth; // f32 lanes of one vector register
-  unsigned mr;       // rows of the register tile (broadcast operand A)
-  unsigned nrVecs;   // vectors per row of the register tile (NR = nrVecs * vecWidth)
-  unsigned kc, nc;   // k and n extents of one packed B block
-  unsigned nr() const { return nrVecs * vecWidth; }
-  unsigned paddedNc() const { return (nc + nr() - 1) / nr() * nr(); } // whole NR panels
-};
-GemmTiling gemmTiling(Variant v);
-
 /// What every emitted function of one module and variant shares.
 class ModuleEmitter {
 public:
@@ -41,8 +30,16 @@ public:
   /// A function with the variant's target attributes; internal unless `external`.
   llvm::Function *createFunction(llvm::FunctionType *type, const llvm::Twine &name,
                                  bool external = false);
-  /// `aotc_exec` of runtime/src/artifact.h.
+  /// `aotc_exec` of runtime/src/artifact.h; ExecField numbers its fields.
   llvm::StructType *execType();
+  enum ExecField : unsigned {
+    ExecWeights,
+    ExecState,
+    ExecArena,
+    ExecParallelFor,
+    ExecPool,
+    ExecNumThreads
+  };
   /// The task signature `void (ptr closure, i64 begin, i64 end)`.
   llvm::FunctionType *taskType();
   /// A libm function of one or two arguments of the same floating type (no side effects).

@@ -117,9 +117,10 @@ static void emitRun(ModuleEmitter &me, const kir::Program &program, unsigned ind
     syms.push_back(
         b.CreateLoad(i64, b.CreateConstInBoundsGEP1_32(i64, symsPtr, i), entry.symbols[i]));
   StructType *et = me.execType();
-  Value *weights = b.CreateLoad(ptr, b.CreateStructGEP(et, exec, 0), "weights");
-  Value *state = b.CreateLoad(ptr, b.CreateStructGEP(et, exec, 1), "state");
-  Value *arena = b.CreateLoad(ptr, b.CreateStructGEP(et, exec, 2), "arena");
+  Value *weights =
+      b.CreateLoad(ptr, b.CreateStructGEP(et, exec, ModuleEmitter::ExecWeights), "weights");
+  Value *state = b.CreateLoad(ptr, b.CreateStructGEP(et, exec, ModuleEmitter::ExecState), "state");
+  Value *arena = b.CreateLoad(ptr, b.CreateStructGEP(et, exec, ModuleEmitter::ExecArena), "arena");
   ArrayType *ct = closureType(c, entry);
   Value *closure = b.CreateAlloca(ct, nullptr, "closure");
   b.CreateStore(symsPtr, b.CreateConstInBoundsGEP2_32(ct, closure, 0, 0));

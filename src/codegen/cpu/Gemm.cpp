@@ -17,31 +17,8 @@ namespace aotc::cpu {
 
 using namespace llvm;
 
-GemmTiling gemmTiling(Variant v) {
-  // 12 x 32 on zmm: 24 accumulators, 2 B vectors and a broadcast fill the 32 registers; a KC x NC
-  // B block (512 KiB: AVX-512 parts have L2s of 1 MiB and more) stays in L2 while A micro-panels
-  // (12 KiB) stay in L1. The wider the block, the fewer times each A micro-panel is packed.
-  if (v == Variant::X86_64_V4)
-    return {16, 12, 2, 256, 512};
-  return {8, 6, 2, 256, 256};
-}
-
-static constexpr int64_t SmallM = 8, SmallNChunk = 256;
-// The dot path: A and B both contiguous along k (nn.Linear's weight as B) and m up to DotMaxM,
-// where packing B (a transpose, element by element) would cost a third or more of the product
-// (GPT-2's vocabulary projection at batch x seq = 128: 33 ms blocked, 25 ms here); tasks are
-// DotNChunk columns wide.
-static constexpr int64_t DotMaxM = 128, DotNChunk = 64;
-
-namespace {
-// Rows x columns of dot products kept in vector accumulators: 24 of 32 zmm registers (the B
-// vectors held, A's loaded one at a time: each A load from L2 feeds 6 FMAs), or 9 of 16 ymm
-// registers.
-struct DotTile {
-  unsigned rows, cols;
-};
-DotTile dotTile(Variant v) { return v == Variant::X86_64_V4 ? DotTile{4, 6} : DotTile{3, 3}; }
-} // namespace
+static constexpr int64_t SmallM = GemmPolicy::SmallM, SmallNChunk = GemmPolicy::SmallNChunk;
+static constexpr int64_t DotMaxM = GemmPolicy::DotMaxM, DotNChunk = GemmPolicy::DotNChunk;
 
 namespace gemm {
 uint64_t convTableEntries(const GemmTiling &t) {
@@ -80,7 +57,7 @@ GemmValues gemmValues(Builder &b, const kir::GemmCall &g, const StringMap<unsign
                   buffers[g.b.buffer],
                   buffers[g.out],
                   std::nullopt,
-                  g.a.panels};
+                  g.a.panelRows};
   if (const kir::ConvWindow *w = g.b.conv ? &*g.b.conv : nullptr)
     v.win = WindowValues{s(w->channelStride), s(w->heightStride), s(w->widthStride), s(w->height),
                          s(w->width),         s(w->kernelH),      s(w->kernelW),     s(w->strideH),
@@ -91,9 +68,9 @@ GemmValues gemmValues(Builder &b, const kir::GemmCall &g, const StringMap<unsign
 
 Value *ptrA(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) {
   Value *off = b.CreateAdd(v.aOff, b.CreateMul(bi, v.aBs));
-  if (v.aPanels) {
+  if (v.aPanelRows) {
     // kir::panelOffset
-    Value *rows = b.getInt64(kir::PanelRows);
+    Value *rows = b.getInt64(v.aPanelRows);
     Value *panel = b.CreateMul(b.CreateMul(b.CreateUDiv(row, rows), rows), v.k);
     off = b.CreateAdd(
         off, b.CreateAdd(panel, b.CreateAdd(b.CreateMul(col, rows), b.CreateURem(row, rows))));
@@ -162,7 +139,7 @@ TaskKey gemmKey(const kir::EntryKernels &entry, const kir::GemmCall &g) {
   TaskKey key(entry, "gemm");
   key.text(toString(g.dtype)).sym(g.batch).sym(g.m).sym(g.n).sym(g.k);
   for (const kir::MatrixOperand *o : {&g.a, &g.b}) {
-    key.buffer(o->buffer).number(o->panels).number(o->winogradTile).number(o->conv.has_value());
+    key.buffer(o->buffer).number(o->panelRows).number(o->winogradTile).number(o->conv.has_value());
     for (const SymExpr *x : o->syms())
       key.sym(*x);
   }
@@ -648,7 +625,7 @@ Function *GemmEmitter::blockedTask() {
                     // A stored as panels (packed at compile time) is read where it is: a
                     // panel holds MR rows (or two of the 6-row tiles, AVX2) at offset i0 % 12.
                     Value *aPanel = ap;
-                    if (v.aPanels)
+                    if (v.aPanelRows)
                       aPanel = ptrA(b, v, bi0, i0, k0);
                     else
                       packA(b, v, bi0, i0, mrEff, k0, kc, ap);
@@ -682,7 +659,7 @@ Function *GemmEmitter::blockedTask() {
                           Value *cBlock2 = b.CreateInBoundsGEP(
                               f32, v.out, outOffset(b, v, bi2, i0, b.getInt64(0)));
                           // A panel of few rows (m = 64 leaves 4 of 12) takes a shorter tile.
-                          unsigned aStride = v.aPanels ? kir::PanelRows : T.mr;
+                          unsigned aStride = v.aPanelRows ? v.aPanelRows : T.mr;
                           // So does a panel of few columns (n = 196 leaves 4 of 32): one vector
                           // wide when they fit in one.
                           Value *vw = b.getInt64(T.vecWidth);
@@ -1077,9 +1054,10 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
         emitDispatch(me, b, exec, small, gclosure, total, per);
       },
       [&] {
-        Value *threads =
-            b.CreateSExt(b.CreateLoad(b.getInt32Ty(), b.CreateStructGEP(me.execType(), exec, 5)),
-                         b.getInt64Ty());
+        Value *threads = b.CreateSExt(
+            b.CreateLoad(b.getInt32Ty(),
+                         b.CreateStructGEP(me.execType(), exec, ModuleEmitter::ExecNumThreads)),
+            b.getInt64Ty());
         threads = b.CreateBinaryIntrinsic(Intrinsic::smax, threads, b.getInt64(1));
         // n-blocks of equal width (whole NR panels, at most NC), so that none idles a thread;
         // where there are few, a multiple of the thread count of them.

@@ -31,7 +31,7 @@ struct GemmValues {
   Value *aOff, *aBs, *aRs, *aCs, *bOff, *bBs, *bRs, *bCs;
   Value *a, *b, *out;
   std::optional<WindowValues> win;
-  bool aPanels = false; // A is stored as kir::PanelRows-row panels
+  unsigned aPanelRows = 0; // A is stored as panels of this many rows (kir::MatrixOperand)
 };
 
 /// The GEMM's values at the builder's position.

@@ -18,10 +18,6 @@
 
 namespace aotc::cpu {
 
-llvm::StringRef variantName(Variant v) {
-  return v == Variant::X86_64_V4 ? "x86-64-v4" : "x86-64-v3";
-}
-
 static void initializeX86() {
   static std::once_flag once;
   std::call_once(once, [] {

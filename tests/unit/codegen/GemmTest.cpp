@@ -208,7 +208,7 @@ protected:
 
 // y[b, co, p] = epilogue(W[co, :] . cols[b, :, p]) with the batch a dynamic symbol.
 int64_t panelElements(const ConvCase &c) {
-  return (c.cout + kir::PanelRows - 1) / kir::PanelRows * kir::PanelRows * c.k();
+  return (c.cout + PanelRows - 1) / PanelRows * PanelRows * c.k();
 }
 
 kir::Program convProgram(const ConvCase &c, ConvEpilogue epilogue, bool panels) {
@@ -247,7 +247,7 @@ kir::Program convProgram(const ConvCase &c, ConvEpilogue epilogue, bool panels) 
   g.a.batchStride = 0;
   g.a.rowStride = c.k();
   g.a.colStride = 1;
-  g.a.panels = panels;
+  g.a.panelRows = panels ? PanelRows : 0;
   g.b.buffer = 0;
   g.b.offset = c.offset();
   g.b.batchStride = c.bs();
@@ -322,7 +322,7 @@ TEST_P(ConvViewTest, MatchesDoubleReference) {
     std::vector<float> wPanels(panelElements(c), NAN);
     for (int64_t co = 0; co < c.cout; ++co)
       for (int64_t kk = 0; kk < k; ++kk)
-        wPanels[kir::panelOffset(co, kk, k)] = w[co * k + kk];
+        wPanels[kir::panelOffset(co, kk, k, PanelRows)] = w[co * k + kk];
     const void *in[] = {x.data(), panels ? wPanels.data() : w.data(), r.data()};
     void *out[] = {y.data()};
     int64_t syms[] = {c.batch};

@@ -6,8 +6,10 @@
 #include "aotc/interp/Interpreter.h"
 #include "aotc/ir/Parser.h"
 #include "aotc/ir/Verifier.h"
+#include "codegen/cpu/CpuTarget.h"
 #include "kernel/Evaluate.h"
 #include "kernel/Lower.h"
+#include "kernel/MemoryPlan.h"
 #include "passes/Passes.h"
 #include "pipeline/PassManager.h"
 
@@ -54,11 +56,12 @@ inline std::unique_ptr<Graph> prepare(const std::string &text, bool decompose = 
 }
 
 inline std::optional<kir::Program> lower(const Graph &g, bool fuse = true) {
-  auto p = lowerToKernels(g, LowerOptions{fuse});
+  auto p = lowerToKernels(g, cpu::loweringTarget(), LowerOptions{fuse});
   if (!p) {
     ADD_FAILURE() << llvm::toString(p.takeError());
     return std::nullopt;
   }
+  kir::planMemory(*p, g.shapeEnv().facts());
   return std::move(*p);
 }
 

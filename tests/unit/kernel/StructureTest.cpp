@@ -212,7 +212,8 @@ entry @f(%0 : f32[batch, 3, 8, 8] = input "x", %1 : f32[4, 3, 3, 3] = input "w",
   EXPECT_EQ(k.stages[0].inner.size(), 3u);
 }
 
-TEST(Structure, UnsupportedOpNamesTheLine) {
+// The message names the line and the backend of the target lowered for.
+TEST(Structure, UnsupportedOpNamesTheLineAndTheBackend) {
   auto g = prepare(R"(graph @t opset 1.0
 entry @f(%0 : f32[2, 4] = input "x") {
   %1 = aten.layer_norm(%0, none, none) {normalized_shape = [4]} : f32[2, 4]  # model.cpp:7:3
@@ -221,10 +222,15 @@ entry @f(%0 : f32[2, 4] = input "x") {
 )",
                    /*decompose=*/false);
   ASSERT_TRUE(g);
-  auto p = lowerToKernels(*g, {});
-  ASSERT_FALSE(static_cast<bool>(p));
-  EXPECT_EQ(llvm::toString(p.takeError()),
-            "model.cpp:7:3: aten.layer_norm is not supported by the CPU backend yet");
+  for (const char *backend : {"CPU", "CUDA"}) {
+    kir::TargetInfo target = cpu::loweringTarget();
+    target.backend = backend;
+    auto p = lowerToKernels(*g, target, {});
+    ASSERT_FALSE(static_cast<bool>(p));
+    EXPECT_EQ(llvm::toString(p.takeError()),
+              fmt::format("model.cpp:7:3: aten.layer_norm is not supported by the {} backend yet",
+                          backend));
+  }
 }
 
 // A cond is one step: the predicate kernel comes before it, each branch holds its own steps, and

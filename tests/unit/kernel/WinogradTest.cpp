@@ -22,16 +22,18 @@ struct Steps {
   std::string program;
 };
 
-Steps steps(const std::string &text, LowerOptions options = {}) {
+Steps steps(const std::string &text, LowerOptions options = {},
+            const kir::TargetInfo &target = cpu::loweringTarget()) {
   Steps c;
   auto g = prepare(text);
   if (!g)
     return c;
-  auto p = lowerToKernels(*g, options);
+  auto p = lowerToKernels(*g, target, options);
   if (!p) {
     ADD_FAILURE() << llvm::toString(p.takeError());
     return c;
   }
+  kir::planMemory(*p, g->shapeEnv().facts());
   c.program = printed(*p);
   for (const kir::Step &s : p->entries[0].steps) {
     if (std::holds_alternative<kir::LoopKernel>(s)) {
@@ -128,6 +130,24 @@ TEST(Winograd, FourByFourTilesMatchTheInterpreter) {
     Steps o = steps(odd);
     EXPECT_NE(o.program.find("f32 batch 36 m 64 n 25*batch k 64"), std::string::npos) << o.program;
   }
+}
+
+// The tile sizes and thresholds are the target's: lowering for a target without F(4x4, 3x3)
+// keeps a 64-channel convolution direct (F(2x2, 3x3) needs 128 input channels on this one), and
+// a target without Winograd keeps every convolution direct.
+TEST(Winograd, TheTargetDecides) {
+  std::string text = convGraph(64, 64, "20", "20", "20", "20", Padded, "dim batch in 1..3\n");
+  kir::TargetInfo no4 = cpu::loweringTarget();
+  no4.winograd4MinInChannels = int64_t(1) << 40;
+  Steps s = steps(text, {}, no4);
+  EXPECT_EQ(s.winograd, 0u) << s.program;
+  EXPECT_EQ(s.gemms, 1u) << s.program;
+  std::string wide = convGraph(128, 64, "20", "20", "20", "20", Padded, "dim batch in 1..3\n");
+  s = steps(wide, {}, no4);
+  EXPECT_NE(s.program.find("winograd F(2x2, 3x3) of"), std::string::npos) << s.program;
+  kir::TargetInfo none = cpu::loweringTarget();
+  none.winogradMinOutChannels = 0;
+  EXPECT_EQ(steps(wide, {}, none).winograd, 0u);
 }
 
 TEST(Winograd, OptionOff) {

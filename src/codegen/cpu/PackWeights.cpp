@@ -1,6 +1,7 @@
 // pack-weights: constant GEMM A operands re-laid out as the register tile reads them, once, at
 // compile time (see PackWeights.h).
-#include "pipeline/PackWeights.h"
+#include "codegen/cpu/PackWeights.h"
+#include "codegen/cpu/CpuTarget.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -11,13 +12,9 @@
 #include <memory>
 #include <tuple>
 
-namespace aotc {
+namespace aotc::cpu {
 
 namespace {
-
-// Below this many rows the GEMM takes its small-m paths, which read A in place; up to DotM rows
-// with B contiguous along k it takes the dot-product path, which does too.
-constexpr int64_t MinRows = 16, DotM = 64;
 
 struct Addressing {
   uint32_t weight;
@@ -30,14 +27,16 @@ struct Addressing {
   bool operator<(const Addressing &o) const { return key() < o.key(); }
   // Components: (t + 2)^2 for a Winograd filter.
   int64_t batch() const { return winograd ? (winograd + 2) * (winograd + 2) : 1; }
-  int64_t panelCount() const { return (m + kir::PanelRows - 1) / kir::PanelRows; }
+  int64_t panelCount() const { return (m + PanelRows - 1) / PanelRows; }
   // Elements per component in the packed weight.
-  int64_t stride() const { return panels ? panelCount() * k * kir::PanelRows : m * k; }
+  int64_t stride() const { return panels ? panelCount() * k * PanelRows : m * k; }
 };
 
-// Whether the GEMM reads an A of m rows as panels (its blocked path) rather than in place.
-bool readsPanels(const kir::GemmCall &g, int64_t m) {
-  return m >= MinRows && !(m <= DotM && !g.b.conv && g.b.rowStride.constant() == 1);
+// Whether the GEMM reads an A of m rows as panels (its blocked path) rather than in place; `aCs`
+// is A's column stride as it is read now.
+bool readsPanels(const kir::GemmCall &g, int64_t m, int64_t aCs) {
+  bool dotShaped = !g.b.conv && g.b.rowStride.constant() == 1 && aCs == 1;
+  return gemmPath(m, dotShaped) == GemmPath::Blocked;
 }
 
 class Packer {
@@ -84,9 +83,9 @@ private:
         return llvm::createStringError(fmt::format(
             "pack-weights: GEMM {} reads a Winograd filter that is not a constant f32 weight",
             g.name));
-      return Addressing{buf.index, *off, *rs, *cs, *m, *k, a.winogradTile, readsPanels(g, *m)};
+      return Addressing{buf.index, *off, *rs, *cs, *m, *k, a.winogradTile, readsPanels(g, *m, *cs)};
     }
-    if (!constant || a.conv || a.panels || !bs || *bs != 0 || !readsPanels(g, *m))
+    if (!constant || a.conv || a.panelRows || !bs || *bs != 0 || !readsPanels(g, *m, *cs))
       return std::nullopt;
     return Addressing{buf.index, *off, *rs, *cs, *m, *k};
   }
@@ -113,7 +112,7 @@ private:
     a.batchStride = (*at)->winograd ? (*at)->stride() : 0;
     a.rowStride = (*at)->panels ? 0 : (*at)->k;
     a.colStride = (*at)->panels ? 0 : 1;
-    a.panels = (*at)->panels;
+    a.panelRows = (*at)->panels ? PanelRows : 0;
     g.a = a;
     return llvm::Error::success();
   }
@@ -135,7 +134,7 @@ private:
     w.name = name;
     w.dtype = DType::F32;
     if (at.panels)
-      w.shape = {at.panelCount(), at.k, kir::PanelRows};
+      w.shape = {at.panelCount(), at.k, PanelRows};
     else
       w.shape = {at.m, at.k};
     if (at.winograd)
@@ -173,7 +172,7 @@ private:
           kir::winogradFilter(at.winograd, in, u);
         else
           u[0] = in[0];
-        int64_t pos = at.panels ? kir::panelOffset(r, c, at.k) : r * at.k + c;
+        int64_t pos = at.panels ? kir::panelOffset(r, c, at.k, PanelRows) : r * at.k + c;
         for (int64_t b = 0; b < at.batch(); ++b)
           (*out)[b * at.stride() + pos] = u[b];
       }
@@ -197,4 +196,4 @@ llvm::Error packGemmWeights(kir::Program &program, ExportedProgram &exported, bo
   return Packer(program, exported, withData).run();
 }
 
-} // namespace aotc
+} // namespace aotc::cpu

@@ -1,0 +1,36 @@
+// What lowering to the kernel IR asks of the target it lowers for. Each backend owns the values
+// of its targets (codegen/cpu/CpuTarget.cpp for x86-64); src/kernel holds no machine fact.
+#ifndef AOTC_KERNEL_TARGET_H
+#define AOTC_KERNEL_TARGET_H
+
+#include <cstdint>
+#include <string>
+
+namespace aotc::kir {
+
+struct TargetInfo {
+  /// The backend, as errors name it: "aten.cond is not supported by the CPU backend yet".
+  std::string backend;
+
+  /// A convolution (groups 1) becomes a GEMM over its input or an im2col view of it from this
+  /// many output channels (the GEMM's m) and filter elements in all; smaller ones stay direct
+  /// loops.
+  int64_t convGemmMinChannels = 1, convGemmMinWeights = 1;
+  /// A convolution whose im2col copy (3-d ones, which are not read through a view) would exceed
+  /// this many elements at the largest sizes the dims allow stays direct loops.
+  int64_t im2colMaxElements = int64_t(1) << 62;
+
+  /// 3x3 stride-1 f32 convolutions as Winograd F(4x4, 3x3) from `winograd4MinInChannels` input
+  /// channels, F(2x2, 3x3) from `winograd2MinInChannels`, both from `winogradMinOutChannels`
+  /// output channels and on maps of at least `winogradMinTiles` tiles per image; the
+  /// transformed input and the products each stay under `winogradMaxElements` elements at the
+  /// largest sizes. winogradMinOutChannels 0: never Winograd.
+  int64_t winogradMinOutChannels = 0;
+  int64_t winograd4MinInChannels = 0, winograd2MinInChannels = 0;
+  int64_t winogradMinTiles = 0;
+  int64_t winogradMaxElements = 0;
+};
+
+} // namespace aotc::kir
+
+#endif
