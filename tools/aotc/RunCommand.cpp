@@ -87,9 +87,10 @@ llvm::Expected<InputArg> parseInputSpec(llvm::StringRef text) {
 }
 
 /// The user inputs of `entry` in its order, from files or random (one generator, drawn in the
-/// entry's input order, so the values do not depend on the order of the --input flags).
+/// entry's input order, so the values do not depend on the order of the --input flags). Shapes
+/// are checked against the entry before a random input is allocated.
 llvm::Expected<std::vector<HostTensor>>
-loadInputs(const Entry &entry, llvm::ArrayRef<std::string> texts, uint64_t seed) {
+loadInputs(const Graph &g, const Entry &entry, llvm::ArrayRef<std::string> texts, uint64_t seed) {
   llvm::StringMap<InputArg> specs;
   std::vector<std::string> names;
   for (unsigned i = 0; i < entry.inputs().size(); ++i)
@@ -106,8 +107,10 @@ loadInputs(const Entry &entry, llvm::ArrayRef<std::string> texts, uint64_t seed)
     if (!specs.try_emplace(name, std::move(*spec)).second)
       return makeError(fmt::format("input \"{}\" is given twice", name));
   }
-  std::mt19937_64 rng(seed);
-  std::vector<HostTensor> out;
+  // Files first (their size is the file's); nullopt marks an input still to draw.
+  std::vector<std::optional<HostTensor>> loaded;
+  std::vector<InputShape> shapes;
+  std::vector<unsigned> args;
   for (unsigned i = 0; i < entry.inputs().size(); ++i) {
     const aotc::InputSpec &in = entry.inputs()[i];
     if (in.kind != InputKind::User)
@@ -117,19 +120,39 @@ loadInputs(const Entry &entry, llvm::ArrayRef<std::string> texts, uint64_t seed)
       return makeError(fmt::format("entry \"{}\" needs input \"{}\": give --input {}=FILE.npy or "
                                    "--input {}=SHAPE",
                                    entry.name(), in.name, in.name, in.name));
+    args.push_back(i);
     const InputArg &spec = it->second;
-    if (!spec.shape) {
-      auto t = readNpy(spec.file);
-      if (!t)
-        return makeError(fmt::format("input \"{}\": {}", in.name, llvm::toString(t.takeError())));
-      out.push_back(std::move(*t));
+    if (spec.shape) {
+      loaded.emplace_back();
       continue;
     }
-    // Checked here, not by randomTensor: a user may ask for any size.
-    DType dtype = entry.body().argument(i)->type().dtype();
-    if (auto t = HostTensor::create(dtype, *spec.shape); !t)
+    auto t = readNpy(spec.file);
+    if (!t)
       return makeError(fmt::format("input \"{}\": {}", in.name, llvm::toString(t.takeError())));
-    out.push_back(randomTensor(dtype, *spec.shape, rng));
+    loaded.emplace_back(std::move(*t));
+  }
+  for (size_t k = 0; k < args.size(); ++k) {
+    const InputArg &spec = specs.find(entry.inputs()[args[k]].name)->second;
+    if (loaded[k])
+      shapes.push_back({loaded[k]->dtype(), loaded[k]->shape()});
+    else
+      shapes.push_back({entry.body().argument(args[k])->type().dtype(), *spec.shape});
+  }
+  if (auto bound = bindInputShapes(g, entry, shapes); !bound)
+    return bound.takeError();
+  std::mt19937_64 rng(seed);
+  std::vector<HostTensor> out;
+  for (size_t k = 0; k < args.size(); ++k) {
+    if (loaded[k]) {
+      out.push_back(std::move(*loaded[k]));
+      continue;
+    }
+    const aotc::InputSpec &in = entry.inputs()[args[k]];
+    DType dtype = shapes[k].dtype;
+    // Within the entry's ranges the size may still not fit in 63 bits.
+    if (auto t = checkedByteSize(dtype, shapes[k].shape); !t)
+      return makeError(fmt::format("input \"{}\": {}", in.name, llvm::toString(t.takeError())));
+    out.push_back(randomTensor(dtype, shapes[k].shape, rng));
   }
   return out;
 }
@@ -262,10 +285,11 @@ llvm::Error runArtifact(const RunOptions &opts) {
   auto artifact = Artifact::open(opts.model, opts.threads);
   if (!artifact)
     return artifact.takeError();
-  auto entry = chooseEntry((*artifact)->graph(), opts.model, opts.entry);
+  const Graph &g = (*artifact)->graph();
+  auto entry = chooseEntry(g, opts.model, opts.entry);
   if (!entry)
     return entry.takeError();
-  auto inputs = loadInputs(**entry, opts.inputs, opts.seed);
+  auto inputs = loadInputs(g, **entry, opts.inputs, opts.seed);
   if (!inputs)
     return inputs.takeError();
   auto outputs = (*artifact)->run((*entry)->name(), *inputs);
@@ -294,7 +318,7 @@ llvm::Error runModel(const RunOptions &opts) {
   auto entry = chooseEntry(g, opts.model, opts.entry);
   if (!entry)
     return entry.takeError();
-  auto inputs = loadInputs(**entry, opts.inputs, opts.seed);
+  auto inputs = loadInputs(g, **entry, opts.inputs, opts.seed);
   if (!inputs)
     return inputs.takeError();
 
