@@ -56,7 +56,8 @@ static aotc_status map_weights(aotc_model *model, const char *explicit_path) {
   if (status != AOTC_OK)
     return status;
   char reason[256];
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO would wait for a writer here; it is refused below. */
+  const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return aotc_fail(AOTC_ERROR_RESOURCE, "aotc_model_create: cannot open weights file \"%s\": %s",
                      path, strerror_r(errno, reason, sizeof reason));
@@ -66,6 +67,11 @@ static aotc_status map_weights(aotc_model *model, const char *explicit_path) {
     close(fd);
     return aotc_fail(AOTC_ERROR_RESOURCE, "aotc_model_create: cannot stat weights file \"%s\": %s",
                      path, strerror_r(err, reason, sizeof reason));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return aotc_fail(AOTC_ERROR_RESOURCE,
+                     "aotc_model_create: weights file \"%s\" is not a regular file", path);
   }
   if ((uint64_t)st.st_size != desc->weights_size) {
     close(fd);
