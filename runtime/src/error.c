@@ -12,12 +12,57 @@
  * TLS in a .so calls __tls_get_addr, which would make artifacts need ld-linux-x86-64.so.2, and
  * initial-exec TLS of this size may not fit the static TLS that dlopen can still hand out. */
 enum { LastErrorBytes = 1024 };
+
+/* Every thread's buffer is also on one list, so that unloading the artifact frees them all:
+ * pthread_key_delete runs no destructors, and a host that dlopens and dlcloses models must not
+ * lose a key (the process has 1024) and a buffer per thread each time. */
+typedef struct last_error_node {
+  struct last_error_node *prev, *next;
+  char text[LastErrorBytes];
+} last_error_node;
+
 static pthread_key_t last_error_key;
 static pthread_once_t last_error_once = PTHREAD_ONCE_INIT;
 static int last_error_key_ok;
+static pthread_mutex_t last_error_lock = PTHREAD_MUTEX_INITIALIZER;
+static last_error_node *last_error_nodes;
+
+static void unlink_node(last_error_node *node) {
+  if (node->prev)
+    node->prev->next = node->next;
+  else
+    last_error_nodes = node->next;
+  if (node->next)
+    node->next->prev = node->prev;
+}
+
+/* A thread's exit, while the artifact is loaded. */
+static void free_last_error(void *p) {
+  last_error_node *node = p;
+  pthread_mutex_lock(&last_error_lock);
+  unlink_node(node);
+  pthread_mutex_unlock(&last_error_lock);
+  free(node);
+}
 
 static void create_last_error_key(void) {
-  last_error_key_ok = pthread_key_create(&last_error_key, free) == 0;
+  last_error_key_ok = pthread_key_create(&last_error_key, free_last_error) == 0;
+}
+
+/* dlclose of the artifact (or exit): the key goes back to the process, and the buffers of
+ * threads still alive are freed; none of them can reach theirs any more. */
+__attribute__((destructor)) static void release_last_errors(void) {
+  if (!last_error_key_ok)
+    return;
+  pthread_key_delete(last_error_key);
+  last_error_key_ok = 0;
+  pthread_mutex_lock(&last_error_lock);
+  while (last_error_nodes) {
+    last_error_node *node = last_error_nodes;
+    unlink_node(node);
+    free(node);
+  }
+  pthread_mutex_unlock(&last_error_lock);
 }
 
 /* This thread's buffer, allocated on first use; null when out of memory. */
@@ -25,15 +70,23 @@ static char *last_error_buffer(int create) {
   pthread_once(&last_error_once, create_last_error_key);
   if (!last_error_key_ok)
     return NULL;
-  char *buffer = pthread_getspecific(last_error_key);
-  if (!buffer && create) {
-    buffer = calloc(1, LastErrorBytes);
-    if (buffer && pthread_setspecific(last_error_key, buffer) != 0) {
-      free(buffer);
-      buffer = NULL;
+  last_error_node *node = pthread_getspecific(last_error_key);
+  if (!node && create) {
+    node = calloc(1, sizeof *node);
+    if (!node)
+      return NULL;
+    if (pthread_setspecific(last_error_key, node) != 0) {
+      free(node);
+      return NULL;
     }
+    pthread_mutex_lock(&last_error_lock);
+    node->next = last_error_nodes;
+    if (last_error_nodes)
+      last_error_nodes->prev = node;
+    last_error_nodes = node;
+    pthread_mutex_unlock(&last_error_lock);
   }
-  return buffer;
+  return node ? node->text : NULL;
 }
 
 aotc_status aotc_fail(aotc_status status, const char *format, ...) {

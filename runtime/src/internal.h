@@ -45,6 +45,10 @@ struct aotc_model {
 aotc_status aotc_fail(aotc_status status, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Every array, string, blob and function the descriptor points to lies inside the loaded
+ * library and every offset inside the weights (descriptor.c); sets the last error otherwise. */
+aotc_status aotc_check_descriptor(const aotc_artifact_desc *desc);
+
 /* Picks the code variant for `requested` (AOTC_CPU_VARIANT_*), honouring AOTC_CPU_VARIANT
  * for AUTO; sets the last error on failure. */
 aotc_status aotc_cpu_choose_variant(int32_t requested, int32_t *out_variant);

@@ -56,7 +56,8 @@ static aotc_status map_weights(aotc_model *model, const char *explicit_path) {
   if (status != AOTC_OK)
     return status;
   char reason[256];
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO would wait for a writer here; it is refused below. */
+  const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return aotc_fail(AOTC_ERROR_RESOURCE, "aotc_model_create: cannot open weights file \"%s\": %s",
                      path, strerror_r(errno, reason, sizeof reason));
@@ -66,6 +67,11 @@ static aotc_status map_weights(aotc_model *model, const char *explicit_path) {
     close(fd);
     return aotc_fail(AOTC_ERROR_RESOURCE, "aotc_model_create: cannot stat weights file \"%s\": %s",
                      path, strerror_r(err, reason, sizeof reason));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return aotc_fail(AOTC_ERROR_RESOURCE,
+                     "aotc_model_create: weights file \"%s\" is not a regular file", path);
   }
   if ((uint64_t)st.st_size != desc->weights_size) {
     close(fd);
@@ -123,7 +129,8 @@ static int has_variant(const aotc_artifact_desc *desc, int32_t variant) {
   return 1;
 }
 
-static aotc_status check_artifact(const aotc_artifact_desc *desc, int32_t variant) {
+/* Magic and format, then the whole descriptor, before anything reads it. */
+static aotc_status check_descriptor(const aotc_artifact_desc *desc) {
   if (desc->magic != AOTC_ARTIFACT_MAGIC)
     return aotc_fail(AOTC_ERROR_UNSUPPORTED,
                      "aotc_model_create: not an aotc artifact (magic 0x%08x, expected 0x%08x)",
@@ -133,6 +140,10 @@ static aotc_status check_artifact(const aotc_artifact_desc *desc, int32_t varian
                      "aotc_model_create: artifact format %u, this runtime reads format %u "
                      "(re-export the model with a matching aotc)",
                      (unsigned)desc->format, AOTC_ARTIFACT_FORMAT);
+  return aotc_check_descriptor(desc);
+}
+
+static aotc_status check_artifact(const aotc_artifact_desc *desc, int32_t variant) {
   for (int32_t e = 0; e < desc->num_entries; ++e) {
     const aotc_entry_desc *entry = &desc->entries[e];
     if (!entry->run[variant] || !entry->shapes)
@@ -171,23 +182,21 @@ AOTC_API aotc_status aotc_model_create(const aotc_model_options *options, aotc_m
   if (status != AOTC_OK)
     return status;
   const aotc_artifact_desc *desc = &aotc_artifact;
+  status = check_descriptor(desc);
+  if (status != AOTC_OK)
+    return status;
   int32_t variant;
   status = aotc_cpu_choose_variant(options->cpu_variant, &variant);
   if (status != AOTC_OK)
     return status;
   /* Chosen automatically, the best variant the CPU runs may be absent (an artifact built with
    * --cpu x86-64-v3): older code runs on newer CPUs, so step down to what the artifact has. */
-  if (options->cpu_variant == AOTC_CPU_VARIANT_AUTO && !getenv("AOTC_CPU_VARIANT") &&
-      desc->magic == AOTC_ARTIFACT_MAGIC && desc->format == AOTC_ARTIFACT_FORMAT)
+  if (options->cpu_variant == AOTC_CPU_VARIANT_AUTO && !getenv("AOTC_CPU_VARIANT"))
     while (variant > 0 && desc->num_entries > 0 && !has_variant(desc, variant))
       --variant;
   status = check_artifact(desc, variant);
   if (status != AOTC_OK)
     return status;
-  if (desc->state_size > 0 && (desc->state_offset > desc->weights_size ||
-                               desc->state_size > desc->weights_size - desc->state_offset))
-    return aotc_fail(AOTC_ERROR_INTERNAL,
-                     "aotc_model_create: mutable state lies outside the weight blob");
 
   aotc_model *model = calloc(1, sizeof *model);
   if (!model)

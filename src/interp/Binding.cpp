@@ -42,7 +42,7 @@ class Binder {
 public:
   Binder(const Graph &g, const Entry &e) : Env(g.shapeEnv()), E(e) {}
 
-  llvm::Expected<SymbolValues> run(llvm::ArrayRef<HostTensor> inputs) {
+  llvm::Expected<SymbolValues> run(llvm::ArrayRef<InputShape> inputs) {
     if (llvm::Error err = collectSites(inputs))
       return err;
     if (llvm::Error err = bindPlainSymbols())
@@ -61,7 +61,7 @@ public:
 
 private:
   // Counts, dtypes, ranks and static dims; every other dim becomes a site to bind or check.
-  llvm::Error collectSites(llvm::ArrayRef<HostTensor> inputs) {
+  llvm::Error collectSites(llvm::ArrayRef<InputShape> inputs) {
     std::vector<std::pair<const InputSpec *, const Type *>> user;
     for (unsigned i = 0; i < E.inputs().size() && i < E.body().numArguments(); ++i)
       if (E.inputs()[i].kind == InputKind::User)
@@ -76,18 +76,18 @@ private:
     }
     for (size_t i = 0; i < user.size(); ++i) {
       const auto &[spec, type] = user[i];
-      const HostTensor &t = inputs[i];
-      bool same = type->isTensor() && t.dtype() == type->dtype() && t.rank() == type->rank();
-      for (size_t d = 0; same && d < t.rank(); ++d)
+      const InputShape &t = inputs[i];
+      bool same = type->isTensor() && t.dtype == type->dtype() && t.shape.size() == type->rank();
+      for (size_t d = 0; same && d < t.shape.size(); ++d)
         if (auto c = type->shape()[d].constant())
-          same = *c == t.shape()[d];
+          same = *c == t.shape[d];
       if (!same)
         return error("input \"{}\" is {} but the entry takes {}", spec->name,
-                     describe(t.dtype(), t.shape()), type->str());
-      for (unsigned d = 0; d < t.rank(); ++d) {
+                     describe(t.dtype, t.shape), type->str());
+      for (unsigned d = 0; d < t.shape.size(); ++d) {
         const SymExpr &e = type->shape()[d];
         if (!e.isConstant())
-          Sites.push_back({spec->name, d, e, Env.expand(e), t.shape()[d]});
+          Sites.push_back({spec->name, d, e, Env.expand(e), t.shape[d]});
       }
     }
     return llvm::Error::success();
@@ -282,9 +282,17 @@ private:
 
 } // namespace
 
+llvm::Expected<SymbolValues> bindInputShapes(const Graph &g, const Entry &entry,
+                                             llvm::ArrayRef<InputShape> userInputs) {
+  return Binder(g, entry).run(userInputs);
+}
+
 llvm::Expected<SymbolValues> bindInputs(const Graph &g, const Entry &entry,
                                         llvm::ArrayRef<HostTensor> userInputs) {
-  return Binder(g, entry).run(userInputs);
+  std::vector<InputShape> shapes;
+  for (const HostTensor &t : userInputs)
+    shapes.push_back({t.dtype(), t.shape()});
+  return bindInputShapes(g, entry, shapes);
 }
 
 } // namespace aotc

@@ -6,6 +6,7 @@
 
 #include "aotc/ir/Printer.h"
 #include "aotc/ir/Verifier.h"
+#include "aotc/serialize/InputFile.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -719,12 +720,9 @@ llvm::Expected<ExportedProgram> readArchiveFromBuffer(std::unique_ptr<llvm::Memo
 
 llvm::Expected<ExportedProgram> readArchive(llvm::StringRef path, const ReadOptions &options) {
   // Mapped when large enough; a small file read into memory keeps the weights' alignment too.
-  auto buffer =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                  /*RequiresNullTerminator=*/false,
-                                  /*IsVolatile=*/false, llvm::Align(ArchiveWeightAlignment));
+  auto buffer = readInputFile(path, llvm::Align(ArchiveWeightAlignment));
   if (!buffer)
-    return makeError(fmt::format("{}: {}", path.str(), buffer.getError().message()));
+    return buffer.takeError();
   return readArchiveFromBuffer(std::move(*buffer), options);
 }
 

@@ -6,6 +6,8 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "aotc/serialize/InputFile.h"
+
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -296,11 +298,9 @@ llvm::Expected<HostTensor> parseNpy(llvm::ArrayRef<uint8_t> bytes, llvm::StringR
 
 llvm::Expected<HostTensor> readNpy(llvm::StringRef path) {
   // Aligned like the data numpy writes, so that the tensor can view the file in place.
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false,
-                                            /*IsVolatile=*/false, llvm::Align(DataAlignment));
+  auto buffer = readInputFile(path, llvm::Align(DataAlignment));
   if (!buffer)
-    return makeError(fmt::format("{}: {}", path.str(), buffer.getError().message()));
+    return buffer.takeError();
   std::shared_ptr<const llvm::MemoryBuffer> owner = std::move(*buffer);
   llvm::ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t *>(owner->getBufferStart()),
                                 owner->getBufferSize());

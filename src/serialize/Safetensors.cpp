@@ -8,6 +8,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
+#include "aotc/serialize/InputFile.h"
+
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -423,11 +425,9 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::parse(llvm::ArrayRef<uint8_t> b
 
 llvm::Expected<SafetensorsFile> SafetensorsFile::open(llvm::StringRef path) {
   // Mapped when large enough (small files are read); either way 64-byte aligned.
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false,
-                                            /*IsVolatile=*/false, llvm::Align(BufferAlignment));
+  auto buffer = readInputFile(path, llvm::Align(BufferAlignment));
   if (!buffer)
-    return makeError(fmt::format("{}: {}", path.str(), buffer.getError().message()));
+    return buffer.takeError();
   std::shared_ptr<const llvm::MemoryBuffer> owner = std::move(*buffer);
   llvm::ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t *>(owner->getBufferStart()),
                                 owner->getBufferSize());

@@ -8,6 +8,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <csignal>
+
+#include <sys/prctl.h>
+#include <unistd.h>
+
 namespace aotc {
 
 int modelMain(int argc, char **argv, ModelDecl (*define)()) {
@@ -22,7 +27,16 @@ int modelMain(int argc, char **argv, ModelDecl (*define)()) {
   app.add_option("-o,--output", o.output);
   app.add_flag("--report", o.report);
   app.add_option("--seed", o.seed);
+  pid_t parent = 0;
+  app.add_option("--parent-pid", parent);
   CLI11_PARSE(app, argc, argv);
+  // Dies with the aotc that runs it (SIGTERM: LLVM's handler removes the output's temporary
+  // file); a parent already gone before prctl took effect is seen by getppid.
+  if (parent != 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+      return 1;
+  }
   // The program runs on behalf of `aotc export` or `aotc weights`; errors speak for that command.
   const char *command = o.emit == "weights" ? "aotc weights" : "aotc export";
   try {

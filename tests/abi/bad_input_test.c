@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static aotc_model *model;
@@ -375,6 +376,13 @@ static void test_other_artifacts(void) {
            weights);
   CHECK(create(NULL, &m) == AOTC_ERROR_RESOURCE);
   CHECK(strcmp(last_error(), want) == 0);
+  /* Only a regular file: a FIFO blocked the open forever. */
+  CHECK(mkfifo(weights, 0600) == 0);
+  snprintf(want, sizeof want, "aotc_model_create: weights file \"%s\" is not a regular file",
+           weights);
+  CHECK(create(NULL, &m) == AOTC_ERROR_RESOURCE);
+  CHECK(strcmp(last_error(), want) == 0);
+  unlink(weights);
   FILE *f = fopen(weights, "wb");
   const float blob[8] = {1, 2, 3, 4, 0, 0, 0, 0};
   CHECK(f && fwrite(blob, sizeof blob, 1, f) == 1);

@@ -26,6 +26,7 @@ struct ExportArgs {
   std::string emit;
   std::string output;
   bool random = true;
+  unsigned timeout = 3600;
   CompileFlags flags;
 };
 
@@ -76,7 +77,7 @@ llvm::Error runExportCommand(ExportArgs &a) {
   if (a.options.report)
     args.push_back("--report");
   args.insert(args.end(), {"--seed", std::to_string(a.options.seed)});
-  if (llvm::Error e = compileAndRunModel(a.model, args))
+  if (llvm::Error e = compileAndRunModel(a.model, args, a.timeout))
     return e;
   if (emit != "so")
     return llvm::Error::success();
@@ -108,6 +109,9 @@ Subcommand addExportCommand(CLI::App &parent) {
                 "List every constraint violation and unsupported construct, then fail");
   app->add_option("--seed", args->options.seed, "Seed of the weights' initialization");
   app->add_option("-o,--output", args->output, "Output file (nothing is written on failure)");
+  app->add_option("--timeout", args->timeout,
+                  "Stop the model program (compiled model.cpp, tracing) after SECONDS; 0: never "
+                  "(default 3600)");
   args->flags.addTo(*app);
   return {app, [args] {
             llvm::Error e = runExportCommand(*args);

@@ -13,8 +13,10 @@ namespace aotc::cli {
 
 /// Compiles `modelFile` (the compiler's diagnostics go to stderr as they are) and runs the
 /// program with `args`; an error when either step fails. The program itself reports its errors
-/// on stderr, so a failed run is an error with an empty message.
-llvm::Error compileAndRunModel(llvm::StringRef modelFile, const std::vector<std::string> &args);
+/// on stderr, so a failed run is an error with an empty message. A run longer than
+/// `timeoutSeconds` (0: no limit) is stopped and is an error.
+llvm::Error compileAndRunModel(llvm::StringRef modelFile, const std::vector<std::string> &args,
+                               unsigned timeoutSeconds = 0);
 
 } // namespace aotc::cli
 

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -86,10 +87,34 @@ llvm::Expected<InputArg> parseInputSpec(llvm::StringRef text) {
   return spec;
 }
 
+/// Whether `shape` has more elements than argument `arg` of `entry` can have: the product of
+/// its dims at the top of their ranges (dims are sums and products of root dims, which grow
+/// with them).
+bool exceedsLargestInput(const Graph &g, const Entry &entry, unsigned arg,
+                         llvm::ArrayRef<int64_t> shape) {
+  const ShapeEnv &env = g.shapeEnv();
+  std::map<std::string, int64_t, std::less<>> top;
+  for (const SymbolDecl &s : env.symbols())
+    top[s.name] = s.hi;
+  uint64_t largest = 1, requested = 1;
+  for (const SymExpr &d : entry.body().argument(arg)->type().shape()) {
+    std::optional<int64_t> v = env.expand(d).evaluate(top);
+    if (!v || *v < 0 || __builtin_mul_overflow(largest, static_cast<uint64_t>(*v), &largest))
+      return false; // no bound known
+  }
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(requested, static_cast<uint64_t>(d), &requested))
+      return true;
+  return requested > largest;
+}
+
 /// The user inputs of `entry` in its order, from files or random (one generator, drawn in the
-/// entry's input order, so the values do not depend on the order of the --input flags).
+/// entry's input order, so the values do not depend on the order of the --input flags). Shapes
+/// are checked against the entry before a random input is allocated (for an artifact, only
+/// shapes larger than the entry takes: its runtime reports the rest).
 llvm::Expected<std::vector<HostTensor>>
-loadInputs(const Entry &entry, llvm::ArrayRef<std::string> texts, uint64_t seed) {
+loadInputs(const Graph &g, const Entry &entry, llvm::ArrayRef<std::string> texts, uint64_t seed,
+           bool forArtifact) {
   llvm::StringMap<InputArg> specs;
   std::vector<std::string> names;
   for (unsigned i = 0; i < entry.inputs().size(); ++i)
@@ -106,8 +131,10 @@ loadInputs(const Entry &entry, llvm::ArrayRef<std::string> texts, uint64_t seed)
     if (!specs.try_emplace(name, std::move(*spec)).second)
       return makeError(fmt::format("input \"{}\" is given twice", name));
   }
-  std::mt19937_64 rng(seed);
-  std::vector<HostTensor> out;
+  // Files first (their size is the file's); nullopt marks an input still to draw.
+  std::vector<std::optional<HostTensor>> loaded;
+  std::vector<InputShape> shapes;
+  std::vector<unsigned> args;
   for (unsigned i = 0; i < entry.inputs().size(); ++i) {
     const aotc::InputSpec &in = entry.inputs()[i];
     if (in.kind != InputKind::User)
@@ -117,19 +144,55 @@ loadInputs(const Entry &entry, llvm::ArrayRef<std::string> texts, uint64_t seed)
       return makeError(fmt::format("entry \"{}\" needs input \"{}\": give --input {}=FILE.npy or "
                                    "--input {}=SHAPE",
                                    entry.name(), in.name, in.name, in.name));
+    args.push_back(i);
     const InputArg &spec = it->second;
-    if (!spec.shape) {
-      auto t = readNpy(spec.file);
-      if (!t)
-        return makeError(fmt::format("input \"{}\": {}", in.name, llvm::toString(t.takeError())));
-      out.push_back(std::move(*t));
+    if (spec.shape) {
+      loaded.emplace_back();
       continue;
     }
-    // Checked here, not by randomTensor: a user may ask for any size.
-    DType dtype = entry.body().argument(i)->type().dtype();
-    if (auto t = HostTensor::create(dtype, *spec.shape); !t)
+    auto t = readNpy(spec.file);
+    if (!t)
       return makeError(fmt::format("input \"{}\": {}", in.name, llvm::toString(t.takeError())));
-    out.push_back(randomTensor(dtype, *spec.shape, rng));
+    loaded.emplace_back(std::move(*t));
+  }
+  for (size_t k = 0; k < args.size(); ++k) {
+    const InputArg &spec = specs.find(entry.inputs()[args[k]].name)->second;
+    if (loaded[k])
+      shapes.push_back({loaded[k]->dtype(), loaded[k]->shape()});
+    else
+      shapes.push_back({entry.body().argument(args[k])->type().dtype(), *spec.shape});
+  }
+  // The interpreter checks everything again, so for it this only comes earlier. An artifact's
+  // runtime has checks (and messages) of its own, the ones a host sees; for it only inputs that
+  // would cost time to fill (16 MiB and more) and that are larger than the entry could ever take
+  // stop here.
+  if (auto bound = bindInputShapes(g, entry, shapes); !bound) {
+    constexpr size_t Costly = size_t(16) << 20;
+    bool oversized = false;
+    for (size_t k = 0; k < args.size(); ++k) {
+      auto bytes = checkedByteSize(shapes[k].dtype, shapes[k].shape);
+      oversized |= !loaded[k] && (!bytes || *bytes >= Costly) &&
+                   exceedsLargestInput(g, entry, args[k], shapes[k].shape);
+      if (!bytes)
+        llvm::consumeError(bytes.takeError());
+    }
+    if (!forArtifact || oversized)
+      return bound.takeError();
+    llvm::consumeError(bound.takeError());
+  }
+  std::mt19937_64 rng(seed);
+  std::vector<HostTensor> out;
+  for (size_t k = 0; k < args.size(); ++k) {
+    if (loaded[k]) {
+      out.push_back(std::move(*loaded[k]));
+      continue;
+    }
+    const aotc::InputSpec &in = entry.inputs()[args[k]];
+    DType dtype = shapes[k].dtype;
+    // Within the entry's ranges the size may still not fit in 63 bits.
+    if (auto t = checkedByteSize(dtype, shapes[k].shape); !t)
+      return makeError(fmt::format("input \"{}\": {}", in.name, llvm::toString(t.takeError())));
+    out.push_back(randomTensor(dtype, shapes[k].shape, rng));
   }
   return out;
 }
@@ -262,10 +325,11 @@ llvm::Error runArtifact(const RunOptions &opts) {
   auto artifact = Artifact::open(opts.model, opts.threads);
   if (!artifact)
     return artifact.takeError();
-  auto entry = chooseEntry((*artifact)->graph(), opts.model, opts.entry);
+  const Graph &g = (*artifact)->graph();
+  auto entry = chooseEntry(g, opts.model, opts.entry);
   if (!entry)
     return entry.takeError();
-  auto inputs = loadInputs(**entry, opts.inputs, opts.seed);
+  auto inputs = loadInputs(g, **entry, opts.inputs, opts.seed, /*forArtifact=*/true);
   if (!inputs)
     return inputs.takeError();
   auto outputs = (*artifact)->run((*entry)->name(), *inputs);
@@ -294,7 +358,7 @@ llvm::Error runModel(const RunOptions &opts) {
   auto entry = chooseEntry(g, opts.model, opts.entry);
   if (!entry)
     return entry.takeError();
-  auto inputs = loadInputs(**entry, opts.inputs, opts.seed);
+  auto inputs = loadInputs(g, **entry, opts.inputs, opts.seed, /*forArtifact=*/false);
   if (!inputs)
     return inputs.takeError();
 

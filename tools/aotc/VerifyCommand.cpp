@@ -44,33 +44,51 @@ std::vector<int64_t> samplePoints(const SymbolDecl &s, int count) {
   return {points.begin(), points.end()};
 }
 
-/// How far `got` is from `want`: for floating outputs the largest |got - want| over the largest
-/// |want| (normwise, so that values near zero do not dominate), infinite when NaNs or infinities
-/// differ; for integers and bools the fraction of elements that differ.
-double relativeError(const HostTensor &got, const HostTensor &want) {
-  if (got.dtype() != want.dtype() || got.shape() != want.shape())
-    return INFINITY;
+/// How an output compares with the reference.
+struct Comparison {
+  /// For floating outputs the largest |got - want| over the largest |want| (normwise, so that
+  /// values near zero do not dominate); for integers and bools the fraction of elements that
+  /// differ; infinite when dtypes or shapes differ or `got` is not finite where `want` is.
+  double error = 0;
+  /// NaN or Inf in the reference: the comparison proves nothing there (an artifact with NaN
+  /// weights matches a reference that is NaN everywhere), so it fails however close `got` is.
+  int64_t wantNonFinite = 0;
+  /// NaN or Inf in `got` where the reference is finite.
+  int64_t gotNonFinite = 0;
+};
+
+Comparison compare(const HostTensor &got, const HostTensor &want) {
+  Comparison c;
+  if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
+    c.error = INFINITY;
+    return c;
+  }
   if (!isFloating(want.dtype())) {
     int64_t wrong = 0;
     for (int64_t i = 0; i < want.numel(); ++i)
       wrong += got.getInt(i) != want.getInt(i);
-    return want.numel() ? static_cast<double>(wrong) / static_cast<double>(want.numel()) : 0;
+    c.error = want.numel() ? static_cast<double>(wrong) / static_cast<double>(want.numel()) : 0;
+    return c;
   }
   double maxDiff = 0, maxWant = 0;
   for (int64_t i = 0; i < want.numel(); ++i) {
     double g = got.getDouble(i), w = want.getDouble(i);
-    if (std::isnan(g) || std::isnan(w) || std::isinf(g) || std::isinf(w)) {
-      if (!(std::isnan(g) && std::isnan(w)) && g != w)
-        return INFINITY;
+    if (!std::isfinite(w)) {
+      ++c.wantNonFinite;
+      continue;
+    }
+    if (!std::isfinite(g)) {
+      ++c.gotNonFinite;
       continue;
     }
     maxDiff = std::max(maxDiff, std::fabs(g - w));
     maxWant = std::max(maxWant, std::fabs(w));
   }
-  return maxDiff == 0 ? 0 : maxDiff / std::max(maxWant, 1e-30);
+  c.error = c.gotNonFinite ? INFINITY : maxDiff == 0 ? 0 : maxDiff / std::max(maxWant, 1e-30);
+  return c;
 }
 
-llvm::Error verify(const VerifyArgs &a, bool &allPassed) {
+llvm::Error verify(const VerifyArgs &a, bool &allPassed, bool &nonFiniteReference) {
   auto artifact = Artifact::open(a.model, a.threads);
   if (!artifact)
     return artifact.takeError();
@@ -136,12 +154,22 @@ llvm::Error verify(const VerifyArgs &a, bool &allPassed) {
         return error(fmt::format("entry \"{}\" at {}: {}", entry->name(), point,
                                  llvm::toString(got.takeError())));
       for (size_t o = 0; o < want->size(); ++o) {
-        double err = relativeError((*got)[o], (*want)[o]);
-        bool ok = err <= a.tolerance;
+        Comparison c = compare((*got)[o], (*want)[o]);
+        bool ok = c.error <= a.tolerance && c.wantNonFinite == 0;
         allPassed &= ok;
+        std::string verdict = ok ? "ok" : "MISMATCH";
+        int64_t numel = (*want)[o].numel();
+        if (c.gotNonFinite)
+          verdict += fmt::format(" ({} of {} values NaN or Inf where the reference is finite)",
+                                 c.gotNonFinite, numel);
+        if (c.wantNonFinite) {
+          verdict = fmt::format("REFERENCE NOT FINITE ({} of {} values NaN or Inf)",
+                                c.wantNonFinite, numel);
+          nonFiniteReference = true;
+        }
         llvm::outs() << fmt::format("{:<{}} {:<28} {:<16} max rel err {:.3g}  {}\n",
                                     entry->name(), nameWidth, point, entry->outputs()[o].name,
-                                    err, ok ? "ok" : "MISMATCH");
+                                    c.error, verdict);
       }
     }
   }
@@ -165,13 +193,17 @@ Subcommand addVerifyCommand(CLI::App &parent) {
   app->add_option("--threads", args->threads, "Threads of the artifact (default: one per CPU)")
       ->check(CLI::NonNegativeNumber);
   return {app, [args] {
-            bool passed = false;
-            if (llvm::Error e = verify(*args, passed))
+            bool passed = false, nonFiniteReference = false;
+            if (llvm::Error e = verify(*args, passed, nonFiniteReference))
               return reportError("verify", std::move(e));
             if (!passed) {
               llvm::outs().flush();
-              llvm::errs() << "aotc verify: error: the artifact does not match the reference "
-                              "interpreter\n";
+              llvm::errs() << (nonFiniteReference
+                                   ? "aotc verify: error: the reference interpreter gives NaN or "
+                                     "Inf, so the artifact cannot be verified (are the weights "
+                                     "finite?)\n"
+                                   : "aotc verify: error: the artifact does not match the "
+                                     "reference interpreter\n");
               return 1;
             }
             return 0;

@@ -7,6 +7,7 @@
 #include "llvm/Support/PrettyStackTrace.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <csignal>
 #include <vector>
 
 namespace aotc::cli {
@@ -23,6 +24,9 @@ int reportError(llvm::StringRef command, llvm::Error err) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   llvm::setBugReportMsg("PLEASE report this aotc crash with the command line and its input.\n");
+  // A write past `ulimit -f` then fails with EFBIG, an error with one line like any failed write,
+  // instead of SIGXFSZ and a crash report; model programs inherit the disposition.
+  std::signal(SIGXFSZ, SIG_IGN);
   // For compiler developers: LLVM's own options (e.g. -pass-remarks-missed=loop-vectorize).
   const char *llvmArgv[] = {"aotc"};
   std::string llvmErrors;

@@ -39,6 +39,16 @@ llvm::Expected<const Entry *> findEntry(const Graph &g, llvm::StringRef name);
 llvm::Expected<SymbolValues> bindInputs(const Graph &g, const Entry &entry,
                                         llvm::ArrayRef<HostTensor> userInputs);
 
+/// The dtype and shape of an input that need not exist yet.
+struct InputShape {
+  DType dtype;
+  llvm::ArrayRef<int64_t> shape;
+};
+/// bindInputs on shapes alone: checks what inputs of these shapes would be given before any is
+/// allocated (`aotc run --input x=300000x784` fails at once instead of after filling 1 GB).
+llvm::Expected<SymbolValues> bindInputShapes(const Graph &g, const Entry &entry,
+                                             llvm::ArrayRef<InputShape> userInputs);
+
 /// Runs `entry` of `g` on the CPU: PyTorch's semantics, reductions, matmul and convolution
 /// accumulated in double, every result checked against its result type evaluated with the bound
 /// dims. `userInputs` follow the order of the entry's user inputs; parameters, buffers and

@@ -72,7 +72,8 @@ AOTC_API uint32_t aotc_abi_version(void);
 AOTC_API const char *aotc_dtype_name(int32_t dtype);
 
 /* The message of the last failing aotc call on the calling thread, "" if none. Thread-local
- * storage owned by the runtime: valid until the next aotc call on this thread. */
+ * storage owned by the runtime: valid until the next aotc call on this thread, and freed when
+ * the artifact is unloaded (dlclose). */
 AOTC_API const char *aotc_last_error(void);
 
 /* A loaded model: weights, per-handle mutable buffers, a thread pool. Opaque. */

@@ -6,7 +6,13 @@
 #include "aotc/runtime.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -91,12 +97,63 @@ struct Api {
   }
 };
 
+/// Why `path` cannot be an artifact to dlopen, or "" when it can: a regular file (a FIFO or a
+/// device would block or never end) holding a 64-bit ELF shared library whose headers and
+/// segments all lie within the file. dlopen maps a truncated library and dies with SIGBUS on the
+/// first page past its end, so a truncated copy must be refused before it is mapped.
+inline std::string artifactFileProblem(const std::string &path) {
+  // O_NONBLOCK: opening a FIFO does not wait for a writer; it is refused just below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return std::strerror(errno);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return std::strerror(errno);
+  if (!S_ISREG(st.st_mode))
+    return "not a regular file";
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  auto read = [&](void *out, uint64_t bytes, uint64_t offset) {
+    return offset <= size && bytes <= size - offset &&
+           ::pread(fd, out, bytes, static_cast<off_t>(offset)) == static_cast<ssize_t>(bytes);
+  };
+  // Whether [offset, offset + count * each) lies within the file.
+  auto within = [&](uint64_t offset, uint64_t count, uint64_t each) {
+    return count == 0 || (each != 0 && count <= (UINT64_MAX - offset) / each &&
+                          offset + count * each <= size);
+  };
+  Elf64_Ehdr eh;
+  if (!read(&eh, sizeof eh, 0) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+    return "not an ELF file";
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN || eh.e_machine != EM_X86_64)
+    return "not an x86-64 shared library";
+  const std::string truncated = "truncated (" + std::to_string(size) +
+                                " bytes, fewer than its headers say; copy or export it again)";
+  if (eh.e_phentsize != sizeof(Elf64_Phdr) || !within(eh.e_phoff, eh.e_phnum, eh.e_phentsize) ||
+      !within(eh.e_shoff, eh.e_shnum, eh.e_shentsize))
+    return truncated;
+  for (uint16_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    if (!read(&ph, sizeof ph, eh.e_phoff + uint64_t{i} * sizeof ph) ||
+        !within(ph.p_offset, ph.p_filesz, 1))
+      return truncated;
+  }
+  return "";
+}
+
 /// An artifact loaded with dlopen(RTLD_NOW | RTLD_LOCAL), so that one process can host several
 /// models, each with its own runtime. Copies share the handle; it is closed with the last one
 /// (after the last Model made from it).
 class Library {
 public:
   explicit Library(const std::string &path) {
+    // A name without a slash is looked up on the library path by dlopen, not as a file.
+    if (std::string why = path.find('/') == std::string::npos ? "" : artifactFileProblem(path);
+        !why.empty())
+      throw Error(AOTC_ERROR_RESOURCE, "cannot load artifact " + path + ": " + why);
     void *handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
       const char *why = ::dlerror();

@@ -1,0 +1,192 @@
+/* Checks of the artifact descriptor before the runtime follows any of it: every array, string,
+ * blob and function it points to must lie inside the loaded library, so that a damaged .so (a
+ * count or size overwritten on disk) is an error at create rather than a crash. */
+#include "internal.h"
+
+#include <link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { MaxSegments = 16 };
+
+typedef struct image {
+  int found;
+  int32_t count;
+  uintptr_t begin[MaxSegments], end[MaxSegments];
+  int executable[MaxSegments];
+} image;
+
+/* The loaded segments of the object that holds the descriptor: what the linker laid out. */
+static int find_image(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  image *img = data;
+  const uintptr_t desc = (uintptr_t)&aotc_artifact;
+  int mine = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    const uintptr_t b = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && desc >= b && desc - b < ph->p_memsz)
+      mine = 1;
+  }
+  if (!mine)
+    return 0;
+  img->found = 1;
+  img->count = 0;
+  for (int i = 0; i < info->dlpi_phnum && img->count < MaxSegments; ++i) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R))
+      continue;
+    img->begin[img->count] = info->dlpi_addr + ph->p_vaddr;
+    img->end[img->count] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+    img->executable[img->count] = (ph->p_flags & PF_X) != 0;
+    ++img->count;
+  }
+  return 1;
+}
+
+/* The segment holding [p, p + bytes), or -1. */
+static int segment_of(const image *img, const void *p, uint64_t bytes) {
+  const uintptr_t a = (uintptr_t)p;
+  for (int32_t i = 0; i < img->count; ++i)
+    if (a >= img->begin[i] && a < img->end[i] && bytes <= img->end[i] - a)
+      return i;
+  return -1;
+}
+
+typedef struct checker {
+  image img;
+  char what[160]; /* the field that failed, for the message */
+} checker;
+
+static int fail_at(checker *c, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static int fail_at(checker *c, const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  vsnprintf(c->what, sizeof c->what, format, args);
+  va_end(args);
+  return 0;
+}
+
+/* `count` elements of `size` bytes at `p`: a count the library can hold. */
+static int array_ok(checker *c, const void *p, int64_t count, uint64_t size, const char *what,
+                    int32_t index) {
+  if (count == 0)
+    return 1;
+  uint64_t bytes;
+  if (count < 0 || !p || __builtin_mul_overflow((uint64_t)count, size, &bytes) ||
+      segment_of(&c->img, p, bytes) < 0)
+    return index < 0 ? fail_at(c, "%s (%lld) lie outside the library", what, (long long)count)
+                     : fail_at(c, "%s %d (%lld) lie outside the library", what, (int)index,
+                               (long long)count);
+  return 1;
+}
+
+/* A NUL-terminated string inside one segment. */
+static int string_ok(checker *c, const char *s, const char *what, int32_t index) {
+  const int seg = s ? segment_of(&c->img, s, 1) : -1;
+  if (seg < 0 || !memchr(s, '\0', c->img.end[seg] - (uintptr_t)s))
+    return index < 0 ? fail_at(c, "the %s lies outside the library", what)
+                     : fail_at(c, "the %s %d lies outside the library", what, (int)index);
+  return 1;
+}
+
+static int code_ok(checker *c, const void *fn, const char *what, int32_t index) {
+  const int seg = segment_of(&c->img, fn, 1);
+  if (seg < 0 || !c->img.executable[seg])
+    return fail_at(c, "the %s code of entry %d lies outside the library's code", what, (int)index);
+  return 1;
+}
+
+static int tensors_ok(checker *c, int32_t entry, const aotc_tensor_desc *t, int32_t count) {
+  for (int32_t i = 0; i < count; ++i) {
+    if (!string_ok(c, t[i].name, "tensor name of entry", entry))
+      return 0;
+    if (t[i].rank < 0 || t[i].rank > AOTC_MAX_RANK)
+      return fail_at(c, "tensor \"%s\" of entry %d has rank %d", t[i].name, (int)entry,
+                     (int)t[i].rank);
+    if (!array_ok(c, t[i].dims, t[i].rank, sizeof *t[i].dims, "the dims of a tensor of entry",
+                  entry))
+      return 0;
+    for (int32_t d = 0; d < t[i].rank; ++d)
+      if (!string_ok(c, t[i].dims[d].expr, "dim text of entry", entry))
+        return 0;
+  }
+  return 1;
+}
+
+static int entry_ok(checker *c, const aotc_entry_desc *e, int32_t index) {
+  if (!string_ok(c, e->name, "name of entry", index) ||
+      !array_ok(c, e->inputs, e->num_inputs, sizeof *e->inputs, "the inputs of entry", index) ||
+      !array_ok(c, e->outputs, e->num_outputs, sizeof *e->outputs, "the outputs of entry",
+                index) ||
+      !array_ok(c, e->syms, e->num_syms, sizeof *e->syms, "the dims of entry", index) ||
+      !array_ok(c, e->guards, e->num_guards, sizeof *e->guards, "the guards of entry", index) ||
+      !array_ok(c, e->index_checks, e->num_index_checks, sizeof *e->index_checks,
+                "the index checks of entry", index))
+    return 0;
+  for (int32_t i = 0; i < e->num_syms; ++i)
+    if (!string_ok(c, e->syms[i].name, "dim name of entry", index))
+      return 0;
+  for (int32_t i = 0; i < e->num_guards; ++i)
+    if (!string_ok(c, e->guards[i], "guard text of entry", index))
+      return 0;
+  for (int32_t i = 0; i < e->num_index_checks; ++i)
+    if (!string_ok(c, e->index_checks[i], "index check text of entry", index))
+      return 0;
+  if (e->shapes && !code_ok(c, (const void *)e->shapes, "shape", index))
+    return 0;
+  for (int32_t v = 0; v < AOTC_NUM_VARIANTS; ++v)
+    if (e->run[v] && !code_ok(c, (const void *)e->run[v], aotc_cpu_variant_name(v), index))
+      return 0;
+  return tensors_ok(c, index, e->inputs, e->num_inputs) &&
+         tensors_ok(c, index, e->outputs, e->num_outputs);
+}
+
+static int descriptor_ok(checker *c, const aotc_artifact_desc *desc) {
+  if (!string_ok(c, desc->model_name, "model name", -1) ||
+      !string_ok(c, desc->producer, "producer", -1) ||
+      (desc->weights_file && !string_ok(c, desc->weights_file, "weights file name", -1)))
+    return 0;
+  if (!array_ok(c, desc->entries, desc->num_entries, sizeof *desc->entries, "the entries", -1) ||
+      !array_ok(c, desc->weights, desc->num_weights, sizeof *desc->weights, "the weights", -1))
+    return 0;
+  if (desc->weights_data && segment_of(&c->img, desc->weights_data, desc->weights_size) < 0)
+    return fail_at(c, "the embedded weights (%llu bytes) lie outside the library",
+                   (unsigned long long)desc->weights_size);
+  if (desc->program && segment_of(&c->img, desc->program, desc->program_size) < 0)
+    return fail_at(c, "the embedded program (%llu bytes) lies outside the library",
+                   (unsigned long long)desc->program_size);
+  if (desc->state_offset > desc->weights_size ||
+      desc->state_size > desc->weights_size - desc->state_offset)
+    return fail_at(c, "the mutable state lies outside the weights");
+  for (int32_t e = 0; e < desc->num_entries; ++e)
+    if (!entry_ok(c, &desc->entries[e], e))
+      return 0;
+  for (int32_t i = 0; i < desc->num_weights; ++i) {
+    const aotc_weight_desc *w = &desc->weights[i];
+    if (!string_ok(c, w->name, "name of weight", i))
+      return 0;
+    if (w->rank < 0 || w->rank > AOTC_MAX_RANK ||
+        !array_ok(c, w->shape, w->rank, sizeof *w->shape, "the shape of weight", i))
+      return fail_at(c, "weight \"%s\" has rank %d or a shape outside the library", w->name,
+                     (int)w->rank);
+    if (w->offset > desc->weights_size || w->nbytes > desc->weights_size - w->offset)
+      return fail_at(c, "weight \"%s\" lies outside the weights", w->name);
+  }
+  return 1;
+}
+
+aotc_status aotc_check_descriptor(const aotc_artifact_desc *desc) {
+  checker c;
+  memset(&c, 0, sizeof c);
+  dl_iterate_phdr(find_image, &c.img);
+  if (!c.img.found)
+    return aotc_fail(AOTC_ERROR_INTERNAL,
+                     "aotc_model_create: cannot find the loaded library of this artifact");
+  if (!descriptor_ok(&c, desc))
+    return aotc_fail(AOTC_ERROR_UNSUPPORTED,
+                     "aotc_model_create: the artifact is damaged: %s (re-export the model)",
+                     c.what);
+  return AOTC_OK;
+}
