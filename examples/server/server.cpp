@@ -3,6 +3,7 @@
 //   aotc_server --model NAME=PATH.so [--model ...] [--port 8000] [--host 127.0.0.1] [--threads N]
 //               [--model-threads N] [--max-body-bytes N]
 #include "Protocol.h"
+#include "Request.h"
 
 #include <aotc/runtime.hpp>
 
@@ -11,8 +12,8 @@
 
 #include <netinet/in.h>
 #include <pthread.h>
-#include <sys/socket.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -201,109 +202,45 @@ std::string quoteJoin(const std::vector<aotc_tensor_info> &infos) {
   return names;
 }
 
-const json &member(const json &object, const char *key, const std::string &where) {
-  auto it = object.find(key);
-  if (it == object.end())
-    throw HttpError(400, where + " has no \"" + key + "\"");
-  return *it;
-}
-
-std::vector<int64_t> parseShape(const json &shape, const std::string &input, int64_t &numel) {
-  if (!shape.is_array())
-    throw HttpError(400, "input \"" + input + "\": \"shape\" must be an array of integers");
-  std::vector<int64_t> dims;
-  numel = 1;
-  for (const json &dim : shape) {
-    if (!dim.is_number_integer() || (dim.is_number_integer() && dim.get<int64_t>() < 0) ||
-        (dim.is_number_unsigned() && dim.get<uint64_t>() > INT64_MAX))
-      throw HttpError(400, "input \"" + input + "\": shape " + shape.dump() +
-                               " is not a list of non-negative integers");
-    dims.push_back(dim.get<int64_t>());
-    if (__builtin_mul_overflow(numel, dims.back(), &numel))
-      throw HttpError(400, "input \"" + input + "\": shape " + shape.dump() +
-                               " has more elements than 64-bit integers count");
-  }
-  return dims;
-}
-
-/// POST /v2/models/{name}/infer: decodes the inputs, runs the entry, encodes the outputs.
-json infer(const Endpoint &endpoint, const std::string &name, const std::string &body) {
-  json request;
-  try {
-    request = json::parse(body);
-  } catch (const json::exception &e) { // a syntax error, or a number beyond double's range
-    throw HttpError(400, std::string("malformed JSON in the request body: ") + e.what());
-  }
-  if (!request.is_object())
-    throw HttpError(400, "the request body must be a JSON object");
-  const json &inputs = member(request, "inputs", "the request");
-  if (!inputs.is_array())
-    throw HttpError(400, "\"inputs\" must be an array");
-
-  std::vector<const json *> byPosition(endpoint.inputs.size(), nullptr);
-  for (const json &input : inputs) {
-    if (!input.is_object())
-      throw HttpError(400, "each element of \"inputs\" must be an object");
-    const json &inputName = member(input, "name", "an input");
-    if (!inputName.is_string())
-      throw HttpError(400, "an input's \"name\" must be a string");
+/// POST /v2/models/{name}/infer: matches the inputs to the entry's, runs it, encodes the outputs.
+json infer(const Endpoint &endpoint, const std::string &name, aotc::server::InferRequest request) {
+  using aotc::server::shortQuote;
+  std::vector<aotc::server::RequestInput *> byPosition(endpoint.inputs.size(), nullptr);
+  for (aotc::server::RequestInput &input : request.inputs) {
     size_t position = 0;
-    while (position < endpoint.inputs.size() &&
-           inputName.get_ref<const std::string &>() != endpoint.inputs[position].name)
+    while (position < endpoint.inputs.size() && input.name != endpoint.inputs[position].name)
       ++position;
     if (position == endpoint.inputs.size())
-      throw HttpError(400, "unknown input " + inputName.dump() + " (model \"" + name + "\" takes " +
-                               quoteJoin(endpoint.inputs) + ")");
+      throw HttpError(400, "unknown input " + shortQuote(input.name) + " (model \"" + name +
+                               "\" takes " + quoteJoin(endpoint.inputs) + ")");
     if (byPosition[position])
-      throw HttpError(400, "input " + inputName.dump() + " is given twice");
+      throw HttpError(400, "input " + shortQuote(input.name) + " is given twice");
     byPosition[position] = &input;
   }
 
-  std::vector<std::vector<unsigned char>> storage(endpoint.inputs.size());
   std::vector<aotc_tensor> tensors;
   for (size_t i = 0; i < endpoint.inputs.size(); ++i) {
-    std::string inputName = endpoint.inputs[i].name;
     if (!byPosition[i])
-      throw HttpError(400, "missing input \"" + inputName + "\" (model \"" + name + "\" takes " +
-                               quoteJoin(endpoint.inputs) + ")");
-    const json &input = *byPosition[i];
-    const json &datatype = member(input, "datatype", "input \"" + inputName + "\"");
-    if (!datatype.is_string())
-      throw HttpError(400, "input \"" + inputName + "\": \"datatype\" must be a string");
-    int32_t dtype = aotc::server::dtypeOfDatatype(datatype.get_ref<const std::string &>());
-    if (dtype == 0)
-      throw HttpError(400, "input \"" + inputName + "\": datatype " + datatype.dump() +
-                               " is not one aotc supports (FP32, FP64, FP16, BF16, INT64, "
-                               "INT32, INT16, INT8, UINT8, BOOL)");
-    int64_t numel = 0;
-    std::vector<int64_t> shape =
-        parseShape(member(input, "shape", "input \"" + inputName + "\""), inputName, numel);
-    storage[i] = aotc::server::decodeData(member(input, "data", "input \"" + inputName + "\""),
-                                          dtype, numel, inputName);
+      throw HttpError(400, "missing input \"" + std::string(endpoint.inputs[i].name) +
+                               "\" (model \"" + name + "\" takes " + quoteJoin(endpoint.inputs) +
+                               ")");
+    aotc::server::RequestInput &input = *byPosition[i];
     // The runtime checks dtype, rank and every dim against the entry: its message is the answer.
-    aotc_tensor tensor = aotc::rt::tensor(storage[i].data(), dtype, shape);
-    tensor.size_bytes = storage[i].size();
+    aotc_tensor tensor = aotc::rt::tensor(input.data.data(), input.dtype, input.shape);
+    tensor.size_bytes = input.data.size();
     tensors.push_back(tensor);
   }
 
-  std::vector<bool> wanted(endpoint.outputs.size(), true);
-  if (auto requested = request.find("outputs"); requested != request.end()) {
-    if (!requested->is_array())
-      throw HttpError(400, "\"outputs\" must be an array");
-    if (!requested->empty())
-      wanted.assign(endpoint.outputs.size(), false);
-    for (const json &output : *requested) {
-      const json *outputName =
-          output.is_object() && output.contains("name") ? &output["name"] : nullptr;
-      size_t position = 0;
-      while (outputName && outputName->is_string() && position < endpoint.outputs.size() &&
-             outputName->get_ref<const std::string &>() != endpoint.outputs[position].name)
-        ++position;
-      if (!outputName || !outputName->is_string() || position == endpoint.outputs.size())
-        throw HttpError(400, "unknown requested output " + output.dump() + " (model \"" + name +
-                                 "\" gives " + quoteJoin(endpoint.outputs) + ")");
-      wanted[position] = true;
-    }
+  // No "outputs", or an empty list, asks for all of them.
+  std::vector<bool> wanted(endpoint.outputs.size(), request.outputs.empty());
+  for (const std::string &output : request.outputs) {
+    size_t position = 0;
+    while (position < endpoint.outputs.size() && output != endpoint.outputs[position].name)
+      ++position;
+    if (position == endpoint.outputs.size())
+      throw HttpError(400, "unknown requested output " + shortQuote(output) + " (model \"" + name +
+                               "\" gives " + quoteJoin(endpoint.outputs) + ")");
+    wanted[position] = true;
   }
 
   std::vector<aotc::rt::OwnedTensor> results = endpoint.model->run(endpoint.entry, tensors);
@@ -319,10 +256,7 @@ json infer(const Endpoint &endpoint, const std::string &name, const std::string 
          {"shape", result.shape()},
          {"data", aotc::server::encodeData(result.raw().data, result.dtype(), result.numel())}});
   }
-  json response = {{"model_name", name}, {"outputs", std::move(outputs)}};
-  auto id = request.find("id");
-  response["id"] = id != request.end() && id->is_string() ? *id : json("");
-  return response;
+  return {{"model_name", name}, {"outputs", std::move(outputs)}, {"id", std::move(request.id)}};
 }
 
 void reply(httplib::Response &res, int status, const json &body) {
@@ -397,13 +331,13 @@ void routes(httplib::Server &server, const Registry &registry, size_t maxBodyByt
                  reply(res, 200, {{"name", name}, {"ready", true}});
                });
              });
-  server.Post(R"(/v2/models/([^/]+)/infer)",
-              [&](const httplib::Request &req, httplib::Response &res) {
-                guarded(res, [&] {
-                  std::string name = req.matches[1];
-                  reply(res, 200, infer(registry.find(name), name, req.body));
-                });
-              });
+  server.Post(R"(/v2/models/([^/]+)/infer)", [&](const httplib::Request &req,
+                                                 httplib::Response &res) {
+    guarded(res, [&] {
+      std::string name = req.matches[1];
+      reply(res, 200, infer(registry.find(name), name, aotc::server::parseInferRequest(req.body)));
+    });
+  });
 
   // Anything else: 405 on a path of the protocol, 404 elsewhere.
   auto fallback = [](const httplib::Request &req, httplib::Response &res) {
