@@ -1,7 +1,9 @@
 // aotc_server: serves aotc artifacts over the Open Inference Protocol (KServe v2 REST), loading
 // each .so through the runtime header alone (aotc/runtime.hpp, dlopen):
 //   aotc_server --model NAME=PATH.so [--model ...] [--port 8000] [--host 127.0.0.1] [--threads N]
-//               [--model-threads N] [--max-body-bytes N]
+//               [--model-threads N] [--max-body-bytes N] [--max-connections N]
+//               [--read-timeout S] [--write-timeout S] [--idle-timeout S]
+#include "HttpServer.h"
 #include "Protocol.h"
 #include "Request.h"
 
@@ -15,11 +17,13 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <regex>
+#include <semaphore>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,16 +39,21 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> models; // name, path
   std::string host = "127.0.0.1";
   int port = 8000;
-  int threads = 0;      // 0: httplib's default pool size
+  int threads = std::max(8, static_cast<int>(std::thread::hardware_concurrency()) - 1);
   int modelThreads = 0; // 0: one per online CPU
   size_t maxBodyBytes = size_t{64} << 20;
+  // Connections wait on clients, workers compute: a thread per connection up to this many, so
+  // that slow clients hold connection threads and never the workers (--threads).
+  int maxConnections = 256;
+  aotc::server::Timeouts timeouts;
 };
 
 [[noreturn]] void usage(const std::string &message) {
   std::fprintf(stderr,
                "aotc_server: %s\nusage: aotc_server --model NAME=PATH.so [--model ...] "
                "[--port 8000] [--host 127.0.0.1] [--threads N] [--model-threads N] "
-               "[--max-body-bytes N]\n",
+               "[--max-body-bytes N] [--max-connections N] [--read-timeout S] [--write-timeout S] "
+               "[--idle-timeout S]\n",
                message.c_str());
   std::exit(2);
 }
@@ -87,6 +96,14 @@ Options parseOptions(int argc, char **argv) {
       o.modelThreads = static_cast<int>(parseCount(arg, value(), 0));
     } else if (arg == "--max-body-bytes") {
       o.maxBodyBytes = static_cast<size_t>(parseCount(arg, value(), 1));
+    } else if (arg == "--max-connections") {
+      o.maxConnections = static_cast<int>(parseCount(arg, value(), 1));
+    } else if (arg == "--read-timeout") {
+      o.timeouts.read = std::chrono::seconds(parseCount(arg, value(), 1));
+    } else if (arg == "--write-timeout") {
+      o.timeouts.write = std::chrono::seconds(parseCount(arg, value(), 1));
+    } else if (arg == "--idle-timeout") {
+      o.timeouts.idle = std::chrono::seconds(parseCount(arg, value(), 1));
     } else if (arg == "--help" || arg == "-h") {
       usage("serves aotc artifacts over KServe v2 REST");
     } else {
@@ -309,7 +326,48 @@ std::string allowedMethods(const std::string &path) {
   return "";
 }
 
-void routes(httplib::Server &server, const Registry &registry, size_t maxBodyBytes) {
+/// The request body, read up to `limit` bytes however it is framed (Content-Length or chunked):
+/// httplib 0.11 bounds only bodies with a Content-Length, and only when it reads them itself.
+/// A refused body is left unread, so its connection closes after the answer.
+std::string readBody(const httplib::Request &req, const httplib::ContentReader &reader,
+                     size_t limit) {
+  aotc::server::ConnectionState *connection = aotc::server::HttpServer::connection();
+  auto refuse = [&](int status, const std::string &message) {
+    connection->closeAfterAnswer = true;
+    return HttpError(status, message);
+  };
+  auto tooLarge = [&] {
+    return refuse(413, "request body larger than " + std::to_string(limit) +
+                           " bytes (the limit set by --max-body-bytes)");
+  };
+  if (req.is_multipart_form_data())
+    throw refuse(400, "multipart bodies are not read: send the JSON as the body itself");
+  std::string body;
+  if (req.has_header("Content-Length")) {
+    unsigned long long length =
+        std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
+    if (length > limit)
+      throw tooLarge();
+    body.reserve(length);
+  }
+  bool over = false;
+  bool complete = reader([&](const char *data, size_t size) {
+    over = size > limit - body.size();
+    if (!over)
+      body.append(data, size);
+    return !over;
+  });
+  if (over)
+    throw tooLarge();
+  if (connection->readTimedOut)
+    throw refuse(408, aotc::server::kReadTimeoutMessage);
+  if (!complete)
+    throw refuse(400, "the request body is cut short or its chunked framing is malformed");
+  return body;
+}
+
+void routes(aotc::server::HttpServer &server, const Registry &registry, size_t maxBodyBytes,
+            std::counting_semaphore<> &workers) {
   server.Get("/v2/health/live", [](const httplib::Request &, httplib::Response &res) {
     reply(res, 200, {{"live", true}});
   });
@@ -331,15 +389,29 @@ void routes(httplib::Server &server, const Registry &registry, size_t maxBodyByt
                  reply(res, 200, {{"name", name}, {"ready", true}});
                });
              });
-  server.Post(R"(/v2/models/([^/]+)/infer)", [&](const httplib::Request &req,
-                                                 httplib::Response &res) {
-    guarded(res, [&] {
-      std::string name = req.matches[1];
-      reply(res, 200, infer(registry.find(name), name, aotc::server::parseInferRequest(req.body)));
-    });
-  });
+  server.Post(R"(/v2/models/([^/]+)/infer)",
+              [&registry, maxBodyBytes, &workers](const httplib::Request &req,
+                                                  httplib::Response &res,
+                                                  const httplib::ContentReader &reader) {
+                guarded(res, [&] {
+                  // The body arrives on the connection's thread; decoding, the run and
+                  // encoding wait for one of the --threads workers.
+                  std::string body = readBody(req, reader, maxBodyBytes);
+                  std::string name = req.matches[1];
+                  const Endpoint &endpoint = registry.find(name);
+                  workers.acquire();
+                  struct Release {
+                    std::counting_semaphore<> &workers;
+                    ~Release() { workers.release(); }
+                  } release{workers};
+                  aotc::server::InferRequest request = aotc::server::parseInferRequest(body);
+                  body = std::string(); // the decoded tensors replace it
+                  reply(res, 200, infer(endpoint, name, std::move(request)));
+                });
+              });
 
-  // Anything else: 405 on a path of the protocol, 404 elsewhere.
+  // Anything else: 405 on a path of the protocol, 404 elsewhere. Methods with a body get the
+  // answer without it being read, and their connection closes after it.
   auto fallback = [](const httplib::Request &req, httplib::Response &res) {
     std::string allowed = allowedMethods(req.path);
     if (allowed.empty())
@@ -349,40 +421,37 @@ void routes(httplib::Server &server, const Registry &registry, size_t maxBodyByt
                "method " + req.method + " is not allowed on " + req.path + " (allowed: " + allowed +
                    ")");
   };
+  auto unread = [fallback](const httplib::Request &req, httplib::Response &res,
+                           const httplib::ContentReader &) {
+    aotc::server::HttpServer::connection()->closeAfterAnswer = true;
+    fallback(req, res);
+  };
   server.Get(".*", fallback);
-  server.Post(".*", fallback);
-  server.Put(".*", fallback);
-  server.Patch(".*", fallback);
-  server.Delete(".*", fallback);
   server.Options(".*", fallback);
+  server.Post(".*", unread);
+  server.Put(".*", unread);
+  server.Patch(".*", unread);
+  server.Delete(".*", unread);
 
-  // httplib's own refusals (413 beyond --max-body-bytes, 400 for an unparsable request) get a
-  // JSON body too; ours already have one.
-  server.set_error_handler(httplib::Server::HandlerWithResponse(
-      [maxBodyBytes](const httplib::Request &req, httplib::Response &res) {
+  server.set_post_routing_handler([&server](const httplib::Request &, httplib::Response &res) {
+    aotc::server::ConnectionState *connection = aotc::server::HttpServer::connection();
+    if (server.stopping() || (connection && connection->closeAfterAnswer))
+      res.set_header("Connection", "close");
+  });
+
+  // httplib's own refusals (400 for an unparsable request, 408 when it did not arrive within
+  // --read-timeout, 414) get a JSON body too; ours already have one.
+  server.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request &, httplib::Response &res) {
         if (!res.body.empty())
           return httplib::Server::HandlerResponse::Unhandled;
-        switch (res.status) {
-        case 413:
-          // httplib caps form-encoded bodies (curl -d's default type) at 8192 bytes.
-          if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) ==
-                  0 &&
-              std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) <=
-                  maxBodyBytes) {
-            replyError(res, 413,
-                       "form-encoded request bodies are limited to 8192 bytes: send the JSON "
-                       "with Content-Type: application/json");
-            break;
-          }
-          replyError(res, 413,
-                     "request body larger than " + std::to_string(maxBodyBytes) +
-                         " bytes (the limit "
-                         "set by --max-body-bytes)");
-          break;
-        case 414:
+        aotc::server::ConnectionState *connection = aotc::server::HttpServer::connection();
+        if (connection && connection->readTimedOut) {
+          res.status = 408;
+          replyError(res, 408, aotc::server::kReadTimeoutMessage);
+        } else if (res.status == 414) {
           replyError(res, 414, "request URI too long");
-          break;
-        default:
+        } else {
           replyError(res, res.status, "HTTP error " + std::to_string(res.status));
         }
         return httplib::Server::HandlerResponse::Handled;
@@ -417,13 +486,9 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  httplib::Server server;
-  server.set_payload_max_length(options.maxBodyBytes);
-  if (options.threads > 0) {
-    int threads = options.threads;
-    server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  }
-  routes(server, registry, options.maxBodyBytes);
+  aotc::server::HttpServer server(options.timeouts, static_cast<size_t>(options.maxConnections));
+  std::counting_semaphore<> workers(options.threads);
+  routes(server, registry, options.maxBodyBytes, workers);
 
   int port = options.port;
   bool bound = port == 0 ? (port = server.bind_to_any_port(options.host)) > 0
@@ -445,7 +510,7 @@ int main(int argc, char **argv) {
   std::thread stopper([&] {
     int signal = 0;
     sigwait(&stopSignals, &signal);
-    server.stop();
+    server.drainAndStop();
   });
   bool ok = server.listen_after_bind();
   // Wakes the stopper when listen ended for another reason than a signal; harmless otherwise.

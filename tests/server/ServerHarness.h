@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -319,6 +320,33 @@ inline int statusOf(const std::string &response) {
   if (response.rfind("HTTP/1.1 ", 0) != 0 || response.size() < 12)
     return 0;
   return std::atoi(response.c_str() + 9);
+}
+
+/// Uploads a chunked infer request of 64 KiB chunks of spaces to `port` until the server answers
+/// or `limit` bytes are sent, reading meanwhile: the raw answer, and in `sent` how much went.
+inline std::string chunkedFlood(int port, size_t limit, size_t *sent) {
+  int fd = connectLoopback(port);
+  if (fd < 0)
+    return "";
+  std::atomic<size_t> bytes{0};
+  std::atomic<bool> done{false};
+  std::thread sender([&] {
+    std::string head = "POST /v2/models/mlp/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                       "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    std::string chunk = "10000\r\n" + std::string(65536, ' ') + "\r\n";
+    if (!sendAll(fd, head))
+      return;
+    while (!done && bytes < limit && sendAll(fd, chunk))
+      bytes += 65536;
+    sendAll(fd, "0\r\n\r\n");
+  });
+  std::string response = readUntilClosed(fd, std::chrono::seconds(20));
+  done = true;
+  shutdown(fd, SHUT_RDWR);
+  sender.join();
+  close(fd);
+  *sent = bytes;
+  return response;
 }
 
 /// The body of a raw HTTP response (after its headers).

@@ -225,4 +225,151 @@ TEST_F(ServerTest, DeeplyNestedJsonGets400) {
             "");
 }
 
+// --max-body-bytes held only for bodies with a Content-Length: a chunked one was read whole (a
+// 300 MB body got 200 and 850 MB of RSS). A chunked body 32 times the limit now gets 413 once the
+// limit is passed, before the client has sent it all; one within the limit is served.
+TEST_F(ServerTest, ChunkedBodiesAreBoundedByMaxBodyBytes) {
+  size_t sent = 0;
+  std::string response = chunkedFlood(server_.port(), 32 * kMaxBody, &sent);
+  EXPECT_EQ(statusOf(response), 413) << response.substr(0, 300);
+  EXPECT_NE(bodyOf(response).find("--max-body-bytes"), std::string::npos) << response;
+  EXPECT_LT(sent, 32 * kMaxBody) << "the server read the whole oversized body";
+
+  // Within the limit, chunked framing is served like any other.
+  std::mt19937 rng(5);
+  std::vector<float> x = randomInput(4, rng);
+  std::string body = inferBody(x, 4, "chunked");
+  auto c = client();
+  auto result = c->Post(
+      "/v2/models/mlp/infer",
+      [&](size_t offset, httplib::DataSink &sink) {
+        size_t n = std::min<size_t>(1000, body.size() - offset);
+        sink.write(body.data() + offset, n);
+        if (offset + n == body.size())
+          sink.done();
+        return true;
+      },
+      "application/json");
+  EXPECT_EQ(mismatch(result, "mlp", "chunked", referenceLogits(x, 4), 4), "");
+}
+
+// Slow clients, one byte every 2 s, as many as twice the workers (--threads 8): they held every
+// worker and no other request was answered, ever. Now they hold connection threads only.
+TEST_F(ServerTest, SlowClientsDoNotStarveOthers) {
+  constexpr int kSlow = 16;
+  std::vector<int> slow;
+  for (int i = 0; i < kSlow; ++i) {
+    slow.push_back(connectLoopback(server_.port()));
+    ASSERT_GE(slow.back(), 0);
+  }
+  std::atomic<bool> stop{false};
+  std::thread dripper([&] {
+    std::string request = rawPost("/v2/models/mlp/infer", std::string(1000, ' '));
+    for (size_t i = 0; i < request.size() && !stop; ++i) {
+      for (int fd : slow)
+        send(fd, &request[i], 1, MSG_NOSIGNAL);
+      for (int t = 0; t < 20 && !stop; ++t)
+        std::this_thread::sleep_for(100ms);
+    }
+  });
+  std::this_thread::sleep_for(1s); // every slow connection accepted and reading
+
+  std::mt19937 rng(9);
+  auto start = Clock::now();
+  for (int i = 0; i < 8; ++i) {
+    std::vector<float> x = randomInput(2, rng);
+    auto c = server_.client(/*readTimeout=*/8);
+    std::string id = "fast-" + std::to_string(i);
+    std::string why =
+        mismatch(c->Post("/v2/models/mlp/infer", inferBody(x, 2, id), "application/json"), "mlp",
+                 id, referenceLogits(x, 2), 2);
+    ASSERT_EQ(why, "") << "request " << i << " while " << kSlow << " clients trickle";
+  }
+  EXPECT_LT(Clock::now() - start, 5s);
+  stop = true;
+  dripper.join();
+  for (int fd : slow)
+    close(fd);
+}
+
+// SIGTERM while requests are queued: every request sent in full before the signal is answered.
+// Connections accepted but not yet served were closed unread (a reset), and the listen queue was
+// closed under those not yet accepted. 64 clients on 8 workers, each request slowed by 0.3 MB of
+// "parameters" so that most still wait at the signal; three rounds, each a fresh server.
+TEST(ServerStop, SigtermAnswersEveryRequestSentBeforeIt) {
+  constexpr int kClients = 64;
+  std::mt19937 rng(13);
+  std::string padding = ", \"parameters\": {\"padding\": [" + std::string(300000, '1') + "]}}";
+  for (size_t i = 1; i + 1 < 300000; i += 2)
+    padding[padding.find('[') + 1 + i] = ',';
+  for (int round = 0; round < 3; ++round) {
+    ServerProcess server;
+    ASSERT_EQ(server.start(), "");
+    std::vector<int> fds;
+    std::vector<std::vector<float>> inputs;
+    for (int i = 0; i < kClients; ++i) {
+      inputs.push_back(randomInput(8, rng));
+      fds.push_back(connectLoopback(server.port()));
+      ASSERT_GE(fds.back(), 0);
+    }
+    for (int i = 0; i < kClients; ++i) {
+      std::string body = inferBody(inputs[i], 8, std::to_string(i));
+      body.replace(body.size() - 1, 1, padding);
+      ASSERT_TRUE(sendAll(fds[i], rawPost("/v2/models/mlp/infer", body)));
+    }
+    int status = server.stop();
+    int answered = 0;
+    std::string firstFailure;
+    for (int i = 0; i < kClients; ++i) {
+      bool reset = false;
+      std::string response = readUntilClosed(fds[i], 10s, &reset);
+      close(fds[i]);
+      std::string why = answerMismatch(statusOf(response), bodyOf(response), "mlp",
+                                       std::to_string(i), referenceLogits(inputs[i], 8), 8);
+      if (why.empty())
+        ++answered;
+      else if (firstFailure.empty())
+        firstFailure = "client " + std::to_string(i) + (reset ? " (reset): " : ": ") + why;
+    }
+    EXPECT_EQ(answered, kClients) << "round " << round << ": " << firstFailure;
+    EXPECT_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "round " << round << ": wait status " << status;
+  }
+}
+
+/// A server with short timeouts: a request must arrive within 2 s, the next one within 1 s.
+class ServerTimeoutTest : public ServerTest {
+protected:
+  std::vector<std::string> extraOptions() const override {
+    return {"--read-timeout", "2", "--idle-timeout", "1"};
+  }
+};
+
+// A request trickling in gets 408 at --read-timeout and its connection closes; a connection
+// that sends nothing is closed at --idle-timeout.
+TEST_F(ServerTimeoutTest, SlowRequestsAndIdleConnectionsAreCut) {
+  int trickle = connectLoopback(server_.port());
+  int idle = connectLoopback(server_.port());
+  ASSERT_GE(trickle, 0);
+  ASSERT_GE(idle, 0);
+  auto start = Clock::now();
+  std::string request = rawPost("/v2/models/mlp/infer", "{}");
+  std::string response;
+  std::thread reader([&] { response = readUntilClosed(trickle, 10s); });
+  for (size_t i = 0; i < request.size() && Clock::now() - start < 5s; ++i) {
+    if (send(trickle, &request[i], 1, MSG_NOSIGNAL) != 1)
+      break;
+    std::this_thread::sleep_for(250ms);
+  }
+  reader.join();
+  auto trickleTime = Clock::now() - start;
+  EXPECT_EQ(statusOf(response), 408) << response;
+  EXPECT_NE(bodyOf(response).find("--read-timeout"), std::string::npos) << response;
+  EXPECT_LT(trickleTime, 4s);
+  EXPECT_EQ(readUntilClosed(idle, 5s), "");
+  EXPECT_LT(Clock::now() - start, 5s);
+  close(trickle);
+  close(idle);
+}
+
 } // namespace
