@@ -75,120 +75,41 @@ float bfloat16ToFloat(uint16_t value) {
   return result;
 }
 
-// Deeper nesting than any tensor rank is refused before it can exhaust the stack.
-constexpr int kMaxNesting = 64;
-
-void countValues(const json &data, int depth, int64_t &count, const std::string &input) {
-  if (!data.is_array()) {
-    ++count;
-    return;
-  }
-  if (depth > kMaxNesting)
-    throw HttpError(400, "input \"" + input + "\": \"data\" is nested deeper than " +
-                             std::to_string(kMaxNesting) + " arrays");
-  for (const json &element : data)
-    countValues(element, depth + 1, count, input);
+template <typename T> void store(unsigned char *out, T value) {
+  std::memcpy(out, &value, sizeof value);
 }
 
-class Decoder {
-public:
-  Decoder(int32_t dtype, int64_t numel, const std::string &input)
-      : dtype_(dtype), input_(input), size_(elementSize(dtype)),
-        bytes_(static_cast<size_t>(numel) * size_) {}
+bool isNumber(const Scalar &v) {
+  return v.kind == Scalar::Kind::Integer || v.kind == Scalar::Kind::Unsigned ||
+         v.kind == Scalar::Kind::Float;
+}
 
-  void add(const json &data) {
-    if (data.is_array()) {
-      for (const json &element : data)
-        add(element);
-      return;
-    }
-    unsigned char *out = bytes_.data() + index_ * size_;
-    switch (dtype_) {
-    case AOTC_DTYPE_F32:
-      store(out, static_cast<float>(number(data)));
-      break;
-    case AOTC_DTYPE_F64:
-      store(out, number(data));
-      break;
-    case AOTC_DTYPE_F16:
-      store(out, floatToHalf(static_cast<float>(number(data))));
-      break;
-    case AOTC_DTYPE_BF16:
-      store(out, floatToBFloat16(static_cast<float>(number(data))));
-      break;
-    case AOTC_DTYPE_I64:
-      store(out, integer<int64_t>(data));
-      break;
-    case AOTC_DTYPE_I32:
-      store(out, integer<int32_t>(data));
-      break;
-    case AOTC_DTYPE_I16:
-      store(out, integer<int16_t>(data));
-      break;
-    case AOTC_DTYPE_I8:
-      store(out, integer<int8_t>(data));
-      break;
-    case AOTC_DTYPE_U8:
-      store(out, integer<uint8_t>(data));
-      break;
-    case AOTC_DTYPE_BOOL:
-      store(out, static_cast<uint8_t>(boolean(data)));
-      break;
-    }
-    ++index_;
+double number(const Scalar &v) {
+  switch (v.kind) {
+  case Scalar::Kind::Integer:
+    return static_cast<double>(v.integer);
+  case Scalar::Kind::Unsigned:
+    return static_cast<double>(v.unsignedInteger);
+  default:
+    return v.floating;
   }
+}
 
-  std::vector<unsigned char> take() { return std::move(bytes_); }
-
-private:
-  template <typename T> static void store(unsigned char *out, T value) {
-    std::memcpy(out, &value, sizeof value);
+template <typename T> bool storeInteger(unsigned char *out, const Scalar &v) {
+  if (v.kind == Scalar::Kind::Unsigned) {
+    if (v.unsignedInteger > static_cast<uint64_t>(std::numeric_limits<T>::max()))
+      return false;
+    store(out, static_cast<T>(v.unsignedInteger));
+    return true;
   }
-
-  [[noreturn]] void reject(const json &value) const {
-    std::string text = value.dump();
-    if (text.size() > 40)
-      text = text.substr(0, 40) + "...";
-    throw HttpError(400, "input \"" + input_ + "\": data[" + std::to_string(index_) + "] = " +
-                             text + " is not a valid " + kserveDatatype(dtype_) + " value");
-  }
-
-  double number(const json &value) const {
-    if (!value.is_number())
-      reject(value);
-    return value.get<double>();
-  }
-
-  template <typename T> T integer(const json &value) const {
-    if (value.is_number_unsigned()) {
-      uint64_t v = value.get<uint64_t>();
-      if (v > static_cast<uint64_t>(std::numeric_limits<T>::max()))
-        reject(value);
-      return static_cast<T>(v);
-    }
-    if (!value.is_number_integer())
-      reject(value);
-    int64_t v = value.get<int64_t>();
-    if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-        (v > 0 && static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max())))
-      reject(value);
-    return static_cast<T>(v);
-  }
-
-  bool boolean(const json &value) const {
-    if (value.is_boolean())
-      return value.get<bool>();
-    if (value.is_number_integer() && (value.get<int64_t>() == 0 || value.get<int64_t>() == 1))
-      return value.get<int64_t>() == 1;
-    reject(value);
-  }
-
-  int32_t dtype_;
-  const std::string &input_;
-  size_t size_;
-  std::vector<unsigned char> bytes_;
-  size_t index_ = 0;
-};
+  if (v.kind != Scalar::Kind::Integer ||
+      v.integer < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+      (v.integer > 0 &&
+       static_cast<uint64_t>(v.integer) > static_cast<uint64_t>(std::numeric_limits<T>::max())))
+    return false;
+  store(out, static_cast<T>(v.integer));
+  return true;
+}
 
 template <typename T, typename Convert>
 json encodeAs(const void *data, int64_t numel, Convert convert) {
@@ -239,18 +160,48 @@ size_t elementSize(int32_t dtype) {
   }
 }
 
-std::vector<unsigned char> decodeData(const json &data, int32_t dtype, int64_t numel,
-                                      const std::string &input) {
-  if (!data.is_array())
-    throw HttpError(400, "input \"" + input + "\": \"data\" must be an array");
-  int64_t count = 0;
-  countValues(data, 0, count, input);
-  if (count != numel)
-    throw HttpError(400, "input \"" + input + "\": \"data\" holds " + std::to_string(count) +
-                             " values, its shape needs " + std::to_string(numel));
-  Decoder decoder(dtype, numel, input);
-  decoder.add(data);
-  return decoder.take();
+bool storeElement(unsigned char *out, int32_t dtype, const Scalar &value) {
+  bool numeric = isNumber(value);
+  switch (dtype) {
+  case AOTC_DTYPE_F32:
+    if (numeric)
+      store(out, static_cast<float>(number(value)));
+    return numeric;
+  case AOTC_DTYPE_F64:
+    if (numeric)
+      store(out, number(value));
+    return numeric;
+  case AOTC_DTYPE_F16:
+    if (numeric)
+      store(out, floatToHalf(static_cast<float>(number(value))));
+    return numeric;
+  case AOTC_DTYPE_BF16:
+    if (numeric)
+      store(out, floatToBFloat16(static_cast<float>(number(value))));
+    return numeric;
+  case AOTC_DTYPE_I64:
+    return storeInteger<int64_t>(out, value);
+  case AOTC_DTYPE_I32:
+    return storeInteger<int32_t>(out, value);
+  case AOTC_DTYPE_I16:
+    return storeInteger<int16_t>(out, value);
+  case AOTC_DTYPE_I8:
+    return storeInteger<int8_t>(out, value);
+  case AOTC_DTYPE_U8:
+    return storeInteger<uint8_t>(out, value);
+  case AOTC_DTYPE_BOOL: {
+    bool isBool = value.kind == Scalar::Kind::Boolean;
+    bool zeroOrOne =
+        (value.kind == Scalar::Kind::Integer && (value.integer == 0 || value.integer == 1)) ||
+        (value.kind == Scalar::Kind::Unsigned && value.unsignedInteger <= 1);
+    if (!isBool && !zeroOrOne)
+      return false;
+    store(out, static_cast<uint8_t>(isBool ? value.boolean : number(value) != 0));
+    return true;
+  }
+  default:
+    return false;
+  }
 }
 
 json encodeData(const void *data, int32_t dtype, int64_t numel) {

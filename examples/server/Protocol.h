@@ -1,5 +1,5 @@
 // The tensors of the Open Inference Protocol (KServe v2) in JSON: datatype names, and the
-// conversion of "data" arrays to and from the dense buffers that aotc_model_run reads and writes.
+// conversion of "data" elements to and from the dense buffers that aotc_model_run reads and writes.
 #ifndef AOTC_SERVER_PROTOCOL_H
 #define AOTC_SERVER_PROTOCOL_H
 
@@ -35,11 +35,19 @@ int32_t dtypeOfDatatype(std::string_view datatype);
 /// Bytes per element of an aotc dtype.
 size_t elementSize(int32_t dtype);
 
-/// The values of a "data" array (flat, or nested arrays in row-major order) as `numel` dense
-/// elements of `dtype`. Throws HttpError(400) naming `input` when the count differs from numel
-/// or a value does not fit the dtype (a fraction or out-of-range integer, a non-number).
-std::vector<unsigned char> decodeData(const nlohmann::json &data, int32_t dtype, int64_t numel,
-                                      const std::string &input);
+/// One scalar of a "data" array as the request reader meets it; objects and strings keep only
+/// their kind and a short text for the error message.
+struct Scalar {
+  enum class Kind { Null, Boolean, Integer, Unsigned, Float, String, Object } kind = Kind::Null;
+  bool boolean = false;
+  int64_t integer = 0;
+  uint64_t unsignedInteger = 0;
+  double floating = 0;
+};
+
+/// Writes `value` as one element of `dtype` at `out`; false when it does not fit the dtype (a
+/// fraction or out-of-range integer, a non-number; bools also take 0 and 1).
+bool storeElement(unsigned char *out, int32_t dtype, const Scalar &value);
 
 /// `numel` dense elements of `dtype` as a flat JSON array; FP16 and BF16 become numbers, and a
 /// NaN or infinity becomes null (JSON has neither).

@@ -1,8 +1,11 @@
 // aotc_server: serves aotc artifacts over the Open Inference Protocol (KServe v2 REST), loading
 // each .so through the runtime header alone (aotc/runtime.hpp, dlopen):
 //   aotc_server --model NAME=PATH.so [--model ...] [--port 8000] [--host 127.0.0.1] [--threads N]
-//               [--model-threads N] [--max-body-bytes N]
+//               [--model-threads N] [--max-body-bytes N] [--max-connections N]
+//               [--read-timeout S] [--write-timeout S] [--idle-timeout S]
+#include "HttpServer.h"
 #include "Protocol.h"
+#include "Request.h"
 
 #include <aotc/runtime.hpp>
 
@@ -11,14 +14,16 @@
 
 #include <netinet/in.h>
 #include <pthread.h>
-#include <sys/socket.h>
 #include <signal.h>
+#include <sys/socket.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <regex>
+#include <semaphore>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,16 +39,21 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> models; // name, path
   std::string host = "127.0.0.1";
   int port = 8000;
-  int threads = 0;      // 0: httplib's default pool size
+  int threads = std::max(8, static_cast<int>(std::thread::hardware_concurrency()) - 1);
   int modelThreads = 0; // 0: one per online CPU
   size_t maxBodyBytes = size_t{64} << 20;
+  // Connections wait on clients, workers compute: a thread per connection up to this many, so
+  // that slow clients hold connection threads and never the workers (--threads).
+  int maxConnections = 256;
+  aotc::server::Timeouts timeouts;
 };
 
 [[noreturn]] void usage(const std::string &message) {
   std::fprintf(stderr,
                "aotc_server: %s\nusage: aotc_server --model NAME=PATH.so [--model ...] "
                "[--port 8000] [--host 127.0.0.1] [--threads N] [--model-threads N] "
-               "[--max-body-bytes N]\n",
+               "[--max-body-bytes N] [--max-connections N] [--read-timeout S] [--write-timeout S] "
+               "[--idle-timeout S]\n",
                message.c_str());
   std::exit(2);
 }
@@ -86,6 +96,14 @@ Options parseOptions(int argc, char **argv) {
       o.modelThreads = static_cast<int>(parseCount(arg, value(), 0));
     } else if (arg == "--max-body-bytes") {
       o.maxBodyBytes = static_cast<size_t>(parseCount(arg, value(), 1));
+    } else if (arg == "--max-connections") {
+      o.maxConnections = static_cast<int>(parseCount(arg, value(), 1));
+    } else if (arg == "--read-timeout") {
+      o.timeouts.read = std::chrono::seconds(parseCount(arg, value(), 1));
+    } else if (arg == "--write-timeout") {
+      o.timeouts.write = std::chrono::seconds(parseCount(arg, value(), 1));
+    } else if (arg == "--idle-timeout") {
+      o.timeouts.idle = std::chrono::seconds(parseCount(arg, value(), 1));
     } else if (arg == "--help" || arg == "-h") {
       usage("serves aotc artifacts over KServe v2 REST");
     } else {
@@ -201,109 +219,45 @@ std::string quoteJoin(const std::vector<aotc_tensor_info> &infos) {
   return names;
 }
 
-const json &member(const json &object, const char *key, const std::string &where) {
-  auto it = object.find(key);
-  if (it == object.end())
-    throw HttpError(400, where + " has no \"" + key + "\"");
-  return *it;
-}
-
-std::vector<int64_t> parseShape(const json &shape, const std::string &input, int64_t &numel) {
-  if (!shape.is_array())
-    throw HttpError(400, "input \"" + input + "\": \"shape\" must be an array of integers");
-  std::vector<int64_t> dims;
-  numel = 1;
-  for (const json &dim : shape) {
-    if (!dim.is_number_integer() || (dim.is_number_integer() && dim.get<int64_t>() < 0) ||
-        (dim.is_number_unsigned() && dim.get<uint64_t>() > INT64_MAX))
-      throw HttpError(400, "input \"" + input + "\": shape " + shape.dump() +
-                               " is not a list of non-negative integers");
-    dims.push_back(dim.get<int64_t>());
-    if (__builtin_mul_overflow(numel, dims.back(), &numel))
-      throw HttpError(400, "input \"" + input + "\": shape " + shape.dump() +
-                               " has more elements than 64-bit integers count");
-  }
-  return dims;
-}
-
-/// POST /v2/models/{name}/infer: decodes the inputs, runs the entry, encodes the outputs.
-json infer(const Endpoint &endpoint, const std::string &name, const std::string &body) {
-  json request;
-  try {
-    request = json::parse(body);
-  } catch (const json::exception &e) { // a syntax error, or a number beyond double's range
-    throw HttpError(400, std::string("malformed JSON in the request body: ") + e.what());
-  }
-  if (!request.is_object())
-    throw HttpError(400, "the request body must be a JSON object");
-  const json &inputs = member(request, "inputs", "the request");
-  if (!inputs.is_array())
-    throw HttpError(400, "\"inputs\" must be an array");
-
-  std::vector<const json *> byPosition(endpoint.inputs.size(), nullptr);
-  for (const json &input : inputs) {
-    if (!input.is_object())
-      throw HttpError(400, "each element of \"inputs\" must be an object");
-    const json &inputName = member(input, "name", "an input");
-    if (!inputName.is_string())
-      throw HttpError(400, "an input's \"name\" must be a string");
+/// POST /v2/models/{name}/infer: matches the inputs to the entry's, runs it, encodes the outputs.
+json infer(const Endpoint &endpoint, const std::string &name, aotc::server::InferRequest request) {
+  using aotc::server::shortQuote;
+  std::vector<aotc::server::RequestInput *> byPosition(endpoint.inputs.size(), nullptr);
+  for (aotc::server::RequestInput &input : request.inputs) {
     size_t position = 0;
-    while (position < endpoint.inputs.size() &&
-           inputName.get_ref<const std::string &>() != endpoint.inputs[position].name)
+    while (position < endpoint.inputs.size() && input.name != endpoint.inputs[position].name)
       ++position;
     if (position == endpoint.inputs.size())
-      throw HttpError(400, "unknown input " + inputName.dump() + " (model \"" + name + "\" takes " +
-                               quoteJoin(endpoint.inputs) + ")");
+      throw HttpError(400, "unknown input " + shortQuote(input.name) + " (model \"" + name +
+                               "\" takes " + quoteJoin(endpoint.inputs) + ")");
     if (byPosition[position])
-      throw HttpError(400, "input " + inputName.dump() + " is given twice");
+      throw HttpError(400, "input " + shortQuote(input.name) + " is given twice");
     byPosition[position] = &input;
   }
 
-  std::vector<std::vector<unsigned char>> storage(endpoint.inputs.size());
   std::vector<aotc_tensor> tensors;
   for (size_t i = 0; i < endpoint.inputs.size(); ++i) {
-    std::string inputName = endpoint.inputs[i].name;
     if (!byPosition[i])
-      throw HttpError(400, "missing input \"" + inputName + "\" (model \"" + name + "\" takes " +
-                               quoteJoin(endpoint.inputs) + ")");
-    const json &input = *byPosition[i];
-    const json &datatype = member(input, "datatype", "input \"" + inputName + "\"");
-    if (!datatype.is_string())
-      throw HttpError(400, "input \"" + inputName + "\": \"datatype\" must be a string");
-    int32_t dtype = aotc::server::dtypeOfDatatype(datatype.get_ref<const std::string &>());
-    if (dtype == 0)
-      throw HttpError(400, "input \"" + inputName + "\": datatype " + datatype.dump() +
-                               " is not one aotc supports (FP32, FP64, FP16, BF16, INT64, "
-                               "INT32, INT16, INT8, UINT8, BOOL)");
-    int64_t numel = 0;
-    std::vector<int64_t> shape =
-        parseShape(member(input, "shape", "input \"" + inputName + "\""), inputName, numel);
-    storage[i] = aotc::server::decodeData(member(input, "data", "input \"" + inputName + "\""),
-                                          dtype, numel, inputName);
+      throw HttpError(400, "missing input \"" + std::string(endpoint.inputs[i].name) +
+                               "\" (model \"" + name + "\" takes " + quoteJoin(endpoint.inputs) +
+                               ")");
+    aotc::server::RequestInput &input = *byPosition[i];
     // The runtime checks dtype, rank and every dim against the entry: its message is the answer.
-    aotc_tensor tensor = aotc::rt::tensor(storage[i].data(), dtype, shape);
-    tensor.size_bytes = storage[i].size();
+    aotc_tensor tensor = aotc::rt::tensor(input.data.data(), input.dtype, input.shape);
+    tensor.size_bytes = input.data.size();
     tensors.push_back(tensor);
   }
 
-  std::vector<bool> wanted(endpoint.outputs.size(), true);
-  if (auto requested = request.find("outputs"); requested != request.end()) {
-    if (!requested->is_array())
-      throw HttpError(400, "\"outputs\" must be an array");
-    if (!requested->empty())
-      wanted.assign(endpoint.outputs.size(), false);
-    for (const json &output : *requested) {
-      const json *outputName =
-          output.is_object() && output.contains("name") ? &output["name"] : nullptr;
-      size_t position = 0;
-      while (outputName && outputName->is_string() && position < endpoint.outputs.size() &&
-             outputName->get_ref<const std::string &>() != endpoint.outputs[position].name)
-        ++position;
-      if (!outputName || !outputName->is_string() || position == endpoint.outputs.size())
-        throw HttpError(400, "unknown requested output " + output.dump() + " (model \"" + name +
-                                 "\" gives " + quoteJoin(endpoint.outputs) + ")");
-      wanted[position] = true;
-    }
+  // No "outputs", or an empty list, asks for all of them.
+  std::vector<bool> wanted(endpoint.outputs.size(), request.outputs.empty());
+  for (const std::string &output : request.outputs) {
+    size_t position = 0;
+    while (position < endpoint.outputs.size() && output != endpoint.outputs[position].name)
+      ++position;
+    if (position == endpoint.outputs.size())
+      throw HttpError(400, "unknown requested output " + shortQuote(output) + " (model \"" + name +
+                               "\" gives " + quoteJoin(endpoint.outputs) + ")");
+    wanted[position] = true;
   }
 
   std::vector<aotc::rt::OwnedTensor> results = endpoint.model->run(endpoint.entry, tensors);
@@ -319,10 +273,7 @@ json infer(const Endpoint &endpoint, const std::string &name, const std::string 
          {"shape", result.shape()},
          {"data", aotc::server::encodeData(result.raw().data, result.dtype(), result.numel())}});
   }
-  json response = {{"model_name", name}, {"outputs", std::move(outputs)}};
-  auto id = request.find("id");
-  response["id"] = id != request.end() && id->is_string() ? *id : json("");
-  return response;
+  return {{"model_name", name}, {"outputs", std::move(outputs)}, {"id", std::move(request.id)}};
 }
 
 void reply(httplib::Response &res, int status, const json &body) {
@@ -375,7 +326,48 @@ std::string allowedMethods(const std::string &path) {
   return "";
 }
 
-void routes(httplib::Server &server, const Registry &registry, size_t maxBodyBytes) {
+/// The request body, read up to `limit` bytes however it is framed (Content-Length or chunked):
+/// httplib 0.11 bounds only bodies with a Content-Length, and only when it reads them itself.
+/// A refused body is left unread, so its connection closes after the answer.
+std::string readBody(const httplib::Request &req, const httplib::ContentReader &reader,
+                     size_t limit) {
+  aotc::server::ConnectionState *connection = aotc::server::HttpServer::connection();
+  auto refuse = [&](int status, const std::string &message) {
+    connection->closeAfterAnswer = true;
+    return HttpError(status, message);
+  };
+  auto tooLarge = [&] {
+    return refuse(413, "request body larger than " + std::to_string(limit) +
+                           " bytes (the limit set by --max-body-bytes)");
+  };
+  if (req.is_multipart_form_data())
+    throw refuse(400, "multipart bodies are not read: send the JSON as the body itself");
+  std::string body;
+  if (req.has_header("Content-Length")) {
+    unsigned long long length =
+        std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
+    if (length > limit)
+      throw tooLarge();
+    body.reserve(length);
+  }
+  bool over = false;
+  bool complete = reader([&](const char *data, size_t size) {
+    over = size > limit - body.size();
+    if (!over)
+      body.append(data, size);
+    return !over;
+  });
+  if (over)
+    throw tooLarge();
+  if (connection->readTimedOut)
+    throw refuse(408, aotc::server::kReadTimeoutMessage);
+  if (!complete)
+    throw refuse(400, "the request body is cut short or its chunked framing is malformed");
+  return body;
+}
+
+void routes(aotc::server::HttpServer &server, const Registry &registry, size_t maxBodyBytes,
+            std::counting_semaphore<> &workers) {
   server.Get("/v2/health/live", [](const httplib::Request &, httplib::Response &res) {
     reply(res, 200, {{"live", true}});
   });
@@ -398,14 +390,28 @@ void routes(httplib::Server &server, const Registry &registry, size_t maxBodyByt
                });
              });
   server.Post(R"(/v2/models/([^/]+)/infer)",
-              [&](const httplib::Request &req, httplib::Response &res) {
+              [&registry, maxBodyBytes, &workers](const httplib::Request &req,
+                                                  httplib::Response &res,
+                                                  const httplib::ContentReader &reader) {
                 guarded(res, [&] {
+                  // The body arrives on the connection's thread; decoding, the run and
+                  // encoding wait for one of the --threads workers.
+                  std::string body = readBody(req, reader, maxBodyBytes);
                   std::string name = req.matches[1];
-                  reply(res, 200, infer(registry.find(name), name, req.body));
+                  const Endpoint &endpoint = registry.find(name);
+                  workers.acquire();
+                  struct Release {
+                    std::counting_semaphore<> &workers;
+                    ~Release() { workers.release(); }
+                  } release{workers};
+                  aotc::server::InferRequest request = aotc::server::parseInferRequest(body);
+                  body = std::string(); // the decoded tensors replace it
+                  reply(res, 200, infer(endpoint, name, std::move(request)));
                 });
               });
 
-  // Anything else: 405 on a path of the protocol, 404 elsewhere.
+  // Anything else: 405 on a path of the protocol, 404 elsewhere. Methods with a body get the
+  // answer without it being read, and their connection closes after it.
   auto fallback = [](const httplib::Request &req, httplib::Response &res) {
     std::string allowed = allowedMethods(req.path);
     if (allowed.empty())
@@ -415,40 +421,37 @@ void routes(httplib::Server &server, const Registry &registry, size_t maxBodyByt
                "method " + req.method + " is not allowed on " + req.path + " (allowed: " + allowed +
                    ")");
   };
+  auto unread = [fallback](const httplib::Request &req, httplib::Response &res,
+                           const httplib::ContentReader &) {
+    aotc::server::HttpServer::connection()->closeAfterAnswer = true;
+    fallback(req, res);
+  };
   server.Get(".*", fallback);
-  server.Post(".*", fallback);
-  server.Put(".*", fallback);
-  server.Patch(".*", fallback);
-  server.Delete(".*", fallback);
   server.Options(".*", fallback);
+  server.Post(".*", unread);
+  server.Put(".*", unread);
+  server.Patch(".*", unread);
+  server.Delete(".*", unread);
 
-  // httplib's own refusals (413 beyond --max-body-bytes, 400 for an unparsable request) get a
-  // JSON body too; ours already have one.
-  server.set_error_handler(httplib::Server::HandlerWithResponse(
-      [maxBodyBytes](const httplib::Request &req, httplib::Response &res) {
+  server.set_post_routing_handler([&server](const httplib::Request &, httplib::Response &res) {
+    aotc::server::ConnectionState *connection = aotc::server::HttpServer::connection();
+    if (server.stopping() || (connection && connection->closeAfterAnswer))
+      res.set_header("Connection", "close");
+  });
+
+  // httplib's own refusals (400 for an unparsable request, 408 when it did not arrive within
+  // --read-timeout, 414) get a JSON body too; ours already have one.
+  server.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request &, httplib::Response &res) {
         if (!res.body.empty())
           return httplib::Server::HandlerResponse::Unhandled;
-        switch (res.status) {
-        case 413:
-          // httplib caps form-encoded bodies (curl -d's default type) at 8192 bytes.
-          if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) ==
-                  0 &&
-              std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) <=
-                  maxBodyBytes) {
-            replyError(res, 413,
-                       "form-encoded request bodies are limited to 8192 bytes: send the JSON "
-                       "with Content-Type: application/json");
-            break;
-          }
-          replyError(res, 413,
-                     "request body larger than " + std::to_string(maxBodyBytes) +
-                         " bytes (the limit "
-                         "set by --max-body-bytes)");
-          break;
-        case 414:
+        aotc::server::ConnectionState *connection = aotc::server::HttpServer::connection();
+        if (connection && connection->readTimedOut) {
+          res.status = 408;
+          replyError(res, 408, aotc::server::kReadTimeoutMessage);
+        } else if (res.status == 414) {
           replyError(res, 414, "request URI too long");
-          break;
-        default:
+        } else {
           replyError(res, res.status, "HTTP error " + std::to_string(res.status));
         }
         return httplib::Server::HandlerResponse::Handled;
@@ -483,13 +486,9 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  httplib::Server server;
-  server.set_payload_max_length(options.maxBodyBytes);
-  if (options.threads > 0) {
-    int threads = options.threads;
-    server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  }
-  routes(server, registry, options.maxBodyBytes);
+  aotc::server::HttpServer server(options.timeouts, static_cast<size_t>(options.maxConnections));
+  std::counting_semaphore<> workers(options.threads);
+  routes(server, registry, options.maxBodyBytes, workers);
 
   int port = options.port;
   bool bound = port == 0 ? (port = server.bind_to_any_port(options.host)) > 0
@@ -511,7 +510,7 @@ int main(int argc, char **argv) {
   std::thread stopper([&] {
     int signal = 0;
     sigwait(&stopSignals, &signal);
-    server.stop();
+    server.drainAndStop();
   });
   bool ok = server.listen_after_bind();
   // Wakes the stopper when listen ended for another reason than a signal; harmless otherwise.

@@ -1,6 +1,8 @@
 // Unit tests of the server's JSON tensor conversions: half and bfloat16 rounding (the expected
-// bits are numpy's and PyTorch's), integer and bool range checks, nesting, round trips.
+// bits are numpy's and PyTorch's), integer and bool range checks, nesting, round trips; and of
+// the infer request reader: members in any order, bounded nesting, bounded echoes.
 #include "Protocol.h"
+#include "Request.h"
 
 #include <gtest/gtest.h>
 
@@ -8,26 +10,48 @@
 
 namespace {
 
-using aotc::server::decodeData;
 using aotc::server::encodeData;
 using aotc::server::HttpError;
+using aotc::server::InferRequest;
+using aotc::server::kserveDatatype;
+using aotc::server::parseInferRequest;
 using nlohmann::json;
 
+/// An infer request with one input "x" of `dtype`, shape [numel] and `data` as given.
+std::string requestWith(const json &data, int32_t dtype, int64_t numel) {
+  return json({{"inputs",
+                {{{"name", "x"},
+                  {"datatype", kserveDatatype(dtype)},
+                  {"shape", {numel}},
+                  {"data", data}}}}})
+      .dump();
+}
+
+std::vector<unsigned char> decodeData(const json &data, int32_t dtype, int64_t numel) {
+  InferRequest request = parseInferRequest(requestWith(data, dtype, numel));
+  return request.inputs.at(0).data;
+}
+
 template <typename T> std::vector<T> decodeAs(const json &data, int32_t dtype) {
-  std::vector<unsigned char> bytes =
-      decodeData(data, dtype, static_cast<int64_t>(data.size()), "x");
+  std::vector<unsigned char> bytes = decodeData(data, dtype, static_cast<int64_t>(data.size()));
   std::vector<T> values(bytes.size() / sizeof(T));
   std::memcpy(values.data(), bytes.data(), bytes.size());
   return values;
 }
 
-int refusal(const json &data, int32_t dtype, int64_t numel) {
+/// The message of the 400 that `body` gets, or "" when it is accepted.
+std::string refusalOf(const std::string &body) {
   try {
-    decodeData(data, dtype, numel, "x");
+    parseInferRequest(body);
   } catch (const HttpError &e) {
-    return e.status();
+    EXPECT_EQ(e.status(), 400) << e.what();
+    return e.what();
   }
-  return 0;
+  return "";
+}
+
+int refusal(const json &data, int32_t dtype, int64_t numel) {
+  return refusalOf(requestWith(data, dtype, numel)).empty() ? 0 : 400;
 }
 
 TEST(Protocol, HalfRoundsToNearestEvenLikeNumpy) {
@@ -84,7 +108,7 @@ TEST(Protocol, IntegersAndBoolsAreRangeChecked) {
 
 TEST(Protocol, NestedDataIsRowMajorAndCounted) {
   json nested = json::parse("[[1, 2, 3], [4, 5, 6]]");
-  std::vector<unsigned char> bytes = decodeData(nested, AOTC_DTYPE_I32, 6, "x");
+  std::vector<unsigned char> bytes = decodeData(nested, AOTC_DTYPE_I32, 6);
   std::vector<int32_t> values(6);
   std::memcpy(values.data(), bytes.data(), bytes.size());
   EXPECT_EQ(values, (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
@@ -94,6 +118,96 @@ TEST(Protocol, NestedDataIsRowMajorAndCounted) {
   for (int i = 0; i < 100; ++i)
     deep = json::array({deep});
   EXPECT_EQ(refusal(deep, AOTC_DTYPE_I32, 1), 400);
+}
+
+// nlohmann writes "data" before "datatype", Python's json in the order given: the values are
+// decoded in a second pass in the first case, directly in the second, to the same bytes.
+TEST(Protocol, MembersComeInAnyOrder) {
+  std::string first = R"({"inputs": [{"name": "x", "datatype": "INT16", "shape": [2, 2],
+                          "data": [[1, -2], [3, 4]]}], "id": "a", "outputs": [{"name": "y"}]})";
+  std::string last = R"({"outputs": [{"name": "y"}], "id": "a", "inputs": [{"data": [1, -2, 3, 4],
+                         "shape": [2, 2], "name": "x", "datatype": "INT16"}]})";
+  for (const std::string &body : {first, last}) {
+    InferRequest request = parseInferRequest(body);
+    ASSERT_EQ(request.inputs.size(), 1u);
+    EXPECT_EQ(request.id, "a");
+    EXPECT_EQ(request.outputs, std::vector<std::string>{"y"});
+    EXPECT_EQ(request.inputs[0].shape, (std::vector<int64_t>{2, 2}));
+    std::vector<int16_t> values(4);
+    ASSERT_EQ(request.inputs[0].data.size(), 8u);
+    std::memcpy(values.data(), request.inputs[0].data.data(), 8);
+    EXPECT_EQ(values, (std::vector<int16_t>{1, -2, 3, 4}));
+  }
+  EXPECT_EQ(refusalOf(R"({"inputs": [{"name": "x", "data": [1, "two"], "shape": [2],
+                          "datatype": "FP32"}]})"),
+            "input \"x\": data[1] = \"two\" is not a valid FP32 value");
+  EXPECT_EQ(refusalOf(R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [2],
+                          "data": [1, {"a": 2}], "name": "y"}]})"),
+            "an input gives \"name\" twice");
+}
+
+// A 0.2 MB request nesting 100,000 arrays killed the server (SIGSEGV): the DOM parser and then
+// dump() recursed once per level. Nesting is refused at level 65, wherever it is.
+TEST(Protocol, DeepNestingIsRefusedWhileParsing) {
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  std::string tooDeep = "the request nests arrays and objects deeper than 64 levels";
+  for (const char *where : {"outputs", "shape", "data", "parameters"}) {
+    json input = {{"name", "x"}, {"datatype", "FP32"}, {"shape", {1}}, {"data", {1}}};
+    std::string body;
+    if (std::string(where) == "outputs")
+      body =
+          R"({"inputs": [)" + input.dump() + R"(], "outputs": [{"name": "y", "p": )" + deep + "}]}";
+    else if (std::string(where) == "parameters")
+      body = R"({"inputs": [)" + input.dump() + R"(], "parameters": )" + deep + "}";
+    else {
+      input[where] = "@";
+      body = json({{"inputs", {input}}}).dump();
+      body.replace(body.find("\"@\""), 3, deep);
+    }
+    EXPECT_EQ(refusalOf(body), tooDeep) << where;
+  }
+  // Deep objects too, and 64 levels are still read.
+  std::string objects;
+  for (int i = 0; i < 100000; ++i)
+    objects += R"({"a":)";
+  EXPECT_EQ(refusalOf(objects), tooDeep);
+  std::string data62 = std::string(61, '[') + "7" + std::string(61, ']');
+  InferRequest ok = parseInferRequest(
+      R"({"inputs": [{"name": "x", "datatype": "INT8", "shape": [1], "data": )" + data62 + "}]}");
+  EXPECT_EQ(ok.inputs.at(0).data, std::vector<unsigned char>{7});
+}
+
+// Messages quote client text: a megabyte of it is cut, never echoed whole.
+TEST(Protocol, MessagesEchoAtMostAFewDozenBytesOfInput) {
+  std::string huge(1 << 20, 'z');
+  for (const std::string &body :
+       {R"({"inputs": [{"name": "x", "datatype": ")" + huge + R"(", "shape": [1], "data": [1]}]})",
+        R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [")" + huge +
+            R"("]}]})",
+        R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1e)" +
+            std::string(1 << 20, '9') + "]}]}",
+        R"({"inputs": [{"name": ")" + huge + R"(", "datatype": "FP32", "shape": [1], "data": )" +
+            huge + "}]}",
+        R"({"inputs": [)" + huge}) {
+    std::string message = refusalOf(body);
+    EXPECT_FALSE(message.empty());
+    EXPECT_LT(message.size(), 400u) << message.substr(0, 400);
+  }
+}
+
+TEST(Protocol, RequestStructureErrors) {
+  EXPECT_EQ(refusalOf("[1]"), "the request body must be a JSON object");
+  EXPECT_EQ(refusalOf("{}"), "the request has no \"inputs\"");
+  EXPECT_EQ(refusalOf(R"({"inputs": {}})"), "\"inputs\" must be an array");
+  EXPECT_EQ(refusalOf(R"({"inputs": [1]})"), "each element of \"inputs\" must be an object");
+  EXPECT_EQ(refusalOf(R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, -1],
+                          "data": [1]}]})"),
+            "input \"x\": \"shape\" must be an array of non-negative integers");
+  EXPECT_EQ(refusalOf(R"({"inputs": [{"name": "x", "datatype": "FP32", "data": [1]}]})"),
+            "input \"x\" has no \"shape\"");
+  EXPECT_EQ(refusalOf(R"({"inputs": [], "outputs": [{"nam": "y"}]})"),
+            "each element of \"outputs\" must be an object with a string \"name\"");
+  EXPECT_NE(refusalOf(R"({"inputs": [)").find("malformed JSON"), std::string::npos);
 }
 
 } // namespace
