@@ -50,11 +50,15 @@ public:
       if (auto pass = lookupPass(name); !pass) {
         // The message lists the steps as well as the passes.
         llvm::consumeError(pass.takeError());
-        std::vector<std::string> valid;
-        for (const PassInfo &p : registeredPasses())
-          valid.push_back(p.name.str());
+        // In the order they run, then registered passes an export does not run.
+        std::vector<std::string> valid = {"decompose"};
+        for (llvm::StringRef p : defaultPipeline())
+          valid.push_back(p.str());
         for (llvm::StringRef s : Steps)
           valid.push_back(s.str());
+        for (const PassInfo &p : registeredPasses())
+          if (!llvm::is_contained(valid, p.name))
+            valid.push_back(p.name.str());
         return error(fmt::format("--print-after: unknown step '{}'; valid steps are: {}", name,
                                  llvm::join(valid, ", ")));
       }
