@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 #define AOTC_ARTIFACT_MAGIC 0x43544f41u /* "AOTC" little-endian */
-#define AOTC_ARTIFACT_FORMAT 2u
+#define AOTC_ARTIFACT_FORMAT 3u
 /* CPU code variants carried by every artifact; run[] below is indexed by these. */
 #define AOTC_VARIANT_X86_64_V3 0 /* AVX2 + FMA: the portable baseline */
 #define AOTC_VARIANT_X86_64_V4 1 /* AVX-512 F/BW/DQ/VL */
@@ -111,6 +111,12 @@ typedef struct aotc_artifact_desc {
   /* The exported program (program.proto bytes, no weights), for `aotc verify` and inspect. */
   const uint8_t *program;
   uint64_t program_size;
+  /* The hash of the weight blob as written at export (embedded or the file), of the kind named
+   * by weights_hash_kind (AOTC_HASH_XXH64 of hash.h): aotc_model_create checks a weights file
+   * against it, aotc_model_check_weights (so `aotc verify`) checks any weights. */
+  uint64_t weights_hash;
+  uint32_t weights_hash_kind;
+  uint32_t reserved;
 } aotc_artifact_desc;
 
 /* Defined by the generated code, hidden in the .so. */

@@ -1,6 +1,7 @@
 /* Checks of the artifact descriptor before the runtime follows any of it: every array, string,
  * blob and function it points to must lie inside the loaded library, so that a damaged .so (a
  * count or size overwritten on disk) is an error at create rather than a crash. */
+#include "hash.h"
 #include "internal.h"
 
 #include <link.h>
@@ -157,6 +158,9 @@ static int descriptor_ok(checker *c, const aotc_artifact_desc *desc) {
   if (desc->program && segment_of(&c->img, desc->program, desc->program_size) < 0)
     return fail_at(c, "the embedded program (%llu bytes) lies outside the library",
                    (unsigned long long)desc->program_size);
+  if (desc->weights_hash_kind != AOTC_HASH_XXH64 || desc->reserved != 0)
+    return fail_at(c, "the weights hash is of kind %u, this runtime knows %u",
+                   (unsigned)desc->weights_hash_kind, AOTC_HASH_XXH64);
   if (desc->state_offset > desc->weights_size ||
       desc->state_size > desc->weights_size - desc->state_offset)
     return fail_at(c, "the mutable state lies outside the weights");

@@ -32,8 +32,11 @@ struct aotc_model {
   int32_t variant;
   int32_t num_threads;
   const uint8_t *weights;
-  void *weights_map; /* mmap of an external weights file, else null */
+  /* An external weights file: read into private anonymous memory (or, with
+   * AOTC_MODEL_MAP_WEIGHTS_UNCHECKED, mapped from the file); null for embedded weights. */
+  void *weights_map;
   size_t weights_map_size;
+  char *weights_path; /* that file's path, for messages; null for embedded weights */
   uint8_t *state;
   aotc_pool *pool; /* null with one thread */
   pthread_mutex_t arena_lock;

@@ -1,5 +1,6 @@
 /* Model handles: create (checks, CPU variant, weights, mutable state, threads), destroy, and
  * the read-only introspection of entries, inputs and outputs. */
+#include "hash.h"
 #include "internal.h"
 
 #include <dlfcn.h>
@@ -49,12 +50,75 @@ static aotc_status weights_file_path(const char *explicit_path, char *out, size_
   return AOTC_OK;
 }
 
-static aotc_status map_weights(aotc_model *model, const char *explicit_path) {
+/* "weights file "P" does not match ..." or "the embedded weights do not match ...". */
+static aotc_status hash_mismatch(const char *fn, const char *path, uint64_t hash,
+                                 uint64_t expected) {
+  if (!path)
+    return aotc_fail(AOTC_ERROR_RESOURCE,
+                     "%s: the embedded weights do not match the artifact (hash %016llx, recorded "
+                     "%016llx): the library is damaged; re-export it",
+                     fn, (unsigned long long)hash, (unsigned long long)expected);
+  return aotc_fail(AOTC_ERROR_RESOURCE,
+                   "%s: weights file \"%s\" does not match the artifact (hash %016llx, recorded "
+                   "%016llx); re-export, or use the weights file written with the artifact",
+                   fn, path, (unsigned long long)hash, (unsigned long long)expected);
+}
+
+/* Reads the whole file into private anonymous memory, hashing it as it comes: one pass, and a
+ * model that owns its weights (the file may then be overwritten or truncated harmlessly). */
+static aotc_status read_weights(aotc_model *model, int fd, const char *path) {
+  const aotc_artifact_desc *desc = model->desc;
+  const size_t size = (size_t)desc->weights_size;
+  char reason[256];
+  void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED)
+    return aotc_fail(AOTC_ERROR_RESOURCE,
+                     "aotc_model_create: out of memory (%llu bytes for weights file \"%s\")",
+                     (unsigned long long)desc->weights_size, path);
+  model->weights_map = mem;
+  model->weights_map_size = size;
+  /* Chunks small enough to hash while still in cache. */
+  enum { Chunk = 4 << 20 };
+  aotc_hash_state hash;
+  aotc_hash_init(&hash);
+  uint8_t *bytes = mem;
+  size_t done = 0;
+  while (done < size) {
+    const size_t want = size - done < Chunk ? size - done : Chunk;
+    const ssize_t got = read(fd, bytes + done, want);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      return aotc_fail(AOTC_ERROR_RESOURCE, "aotc_model_create: cannot read weights file \"%s\": %s",
+                       path, strerror_r(errno, reason, sizeof reason));
+    if (got == 0)
+      return aotc_fail(AOTC_ERROR_RESOURCE,
+                       "aotc_model_create: weights file \"%s\" ended after %zu of %zu bytes (was it "
+                       "truncated while being read?)",
+                       path, done, size);
+    aotc_hash_update(&hash, bytes + done, (size_t)got);
+    done += (size_t)got;
+  }
+  const uint64_t h = aotc_hash_final(&hash);
+  if (h != desc->weights_hash)
+    return hash_mismatch("aotc_model_create", path, h, desc->weights_hash);
+  /* Read-only from here on, as embedded or mapped weights are. */
+  mprotect(mem, size, PROT_READ);
+  model->weights = mem;
+  return AOTC_OK;
+}
+
+static aotc_status load_weights(aotc_model *model, const char *explicit_path, uint32_t flags) {
   const aotc_artifact_desc *desc = model->desc;
   char path[4096];
   aotc_status status = weights_file_path(explicit_path, path, sizeof path);
   if (status != AOTC_OK)
     return status;
+  const size_t path_len = strlen(path);
+  model->weights_path = malloc(path_len + 1);
+  if (!model->weights_path)
+    return aotc_fail(AOTC_ERROR_RESOURCE, "aotc_model_create: out of memory");
+  memcpy(model->weights_path, path, path_len + 1);
   char reason[256];
   /* O_NONBLOCK: a FIFO would wait for a writer here; it is refused below. */
   const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -84,6 +148,11 @@ static aotc_status map_weights(aotc_model *model, const char *explicit_path) {
     close(fd);
     return AOTC_OK;
   }
+  if (!(flags & AOTC_MODEL_MAP_WEIGHTS_UNCHECKED)) {
+    status = read_weights(model, fd, path);
+    close(fd);
+    return status;
+  }
   void *map = mmap(NULL, (size_t)desc->weights_size, PROT_READ, MAP_PRIVATE, fd, 0);
   const int err = errno;
   close(fd);
@@ -102,7 +171,14 @@ static aotc_status check_options(const aotc_model_options *o) {
                      "aotc_model_create: options->struct_size is %zu, expected %zu "
                      "(call aotc_model_options_init)",
                      o->struct_size, sizeof(aotc_model_options));
-  for (int i = 0; i < 4; ++i)
+  if (o->flags & ~AOTC_MODEL_MAP_WEIGHTS_UNCHECKED)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "aotc_model_create: options->flags 0x%x has unknown bits",
+                     (unsigned)o->flags);
+  if (o->reserved0 != 0)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "aotc_model_create: options->reserved0 is not zero");
+  for (int i = 0; i < 3; ++i)
     if (o->reserved[i] != 0)
       return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
                        "aotc_model_create: options->reserved[%d] is not zero", i);
@@ -212,7 +288,7 @@ AOTC_API aotc_status aotc_model_create(const aotc_model_options *options, aotc_m
   model->num_threads = threads;
 
   if (options->weights_path)
-    status = map_weights(model, options->weights_path);
+    status = load_weights(model, options->weights_path, options->flags);
   else if (desc->weights_data || desc->weights_size == 0)
     model->weights = desc->weights_data;
   else if (!desc->weights_file)
@@ -220,7 +296,7 @@ AOTC_API aotc_status aotc_model_create(const aotc_model_options *options, aotc_m
                        "aotc_model_create: the artifact has neither embedded weights nor a "
                        "weights file");
   else
-    status = map_weights(model, NULL);
+    status = load_weights(model, NULL, options->flags);
   if (status == AOTC_OK && desc->state_size > 0) {
     model->state = aotc_aligned_alloc(desc->state_size);
     if (model->state)
@@ -250,6 +326,7 @@ AOTC_API void aotc_model_destroy(aotc_model *model) {
   free(model->state);
   if (model->weights_map)
     munmap(model->weights_map, model->weights_map_size);
+  free(model->weights_path);
   pthread_mutex_destroy(&model->arena_lock);
   free(model);
 }
@@ -423,6 +500,16 @@ AOTC_API aotc_status aotc_model_weights(const aotc_model *model, int32_t *out_co
   CHECK_MODEL("aotc_model_weights", model, out_total_bytes);
   *out_count = model->desc->num_weights;
   *out_total_bytes = model->desc->weights_size;
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_check_weights(const aotc_model *model) {
+  if (!model)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT, "aotc_model_check_weights: model is null");
+  const aotc_artifact_desc *desc = model->desc;
+  const uint64_t h = aotc_hash64(model->weights, (size_t)desc->weights_size);
+  if (h != desc->weights_hash)
+    return hash_mismatch("aotc_model_check_weights", model->weights_path, h, desc->weights_hash);
   return AOTC_OK;
 }
 

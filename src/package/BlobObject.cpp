@@ -2,6 +2,8 @@
 // no relocations), streaming the weights from where they already are in memory.
 #include "package/BlobObject.h"
 
+#include "runtime/src/hash.h"
+
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/Support/SwapByteOrder.h"
 
@@ -45,6 +47,37 @@ void writeBlob(llvm::raw_ostream &os, llvm::ArrayRef<BlobPiece> pieces, uint64_t
     at = p.offset + p.bytes.size();
   }
   writeZeros(os, size - at);
+}
+
+namespace {
+
+/// A sink that hashes what is written to it: hashBlob() goes through writeBlob() itself, so the
+/// hash cannot drift from the bytes written.
+class HashStream : public llvm::raw_ostream {
+public:
+  HashStream() { aotc_hash_init(&State); }
+  ~HashStream() override { flush(); }
+  uint64_t hash() {
+    flush();
+    return aotc_hash_final(&State);
+  }
+
+private:
+  void write_impl(const char *p, size_t n) override {
+    aotc_hash_update(&State, p, n);
+    Pos += n;
+  }
+  uint64_t current_pos() const override { return Pos; }
+  aotc_hash_state State;
+  uint64_t Pos = 0;
+};
+
+} // namespace
+
+uint64_t hashBlob(llvm::ArrayRef<BlobPiece> pieces, uint64_t size) {
+  HashStream os;
+  writeBlob(os, pieces, size);
+  return os.hash();
 }
 
 llvm::Error writeBlobObject(llvm::StringRef path, llvm::StringRef symbol,

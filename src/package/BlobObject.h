@@ -22,6 +22,10 @@ struct BlobPiece {
 /// in between to `os`.
 void writeBlob(llvm::raw_ostream &os, llvm::ArrayRef<BlobPiece> pieces, uint64_t size);
 
+/// The hash (runtime/src/hash.h) of the very bytes writeBlob() writes, which the artifact
+/// records so that the runtime and `aotc verify` can tell its weights from other bytes.
+uint64_t hashBlob(llvm::ArrayRef<BlobPiece> pieces, uint64_t size);
+
 /// Writes to `path` an x86-64 ELF relocatable object whose one section, read-only and 64-byte
 /// aligned, holds the blob, defined as the hidden object symbol `symbol`.
 llvm::Error writeBlobObject(llvm::StringRef path, llvm::StringRef symbol,

@@ -4,6 +4,7 @@
 #include "codegen/CStructLayout.h"
 #include "package/Package.h"
 #include "runtime/src/artifact.h"
+#include "runtime/src/hash.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/IR/Constants.h"
@@ -72,7 +73,10 @@ public:
                                 AOTC_CFIELD(aotc_artifact_desc, state_offset, I64),
                                 AOTC_CFIELD(aotc_artifact_desc, state_size, I64),
                                 AOTC_CFIELD(aotc_artifact_desc, program, Ptr),
-                                AOTC_CFIELD(aotc_artifact_desc, program_size, I64)},
+                                AOTC_CFIELD(aotc_artifact_desc, program_size, I64),
+                                AOTC_CFIELD(aotc_artifact_desc, weights_hash, I64),
+                                AOTC_CFIELD(aotc_artifact_desc, weights_hash_kind, I32),
+                                AOTC_CFIELD(aotc_artifact_desc, reserved, I32)},
                                sizeof(aotc_artifact_desc));
   }
 
@@ -102,7 +106,8 @@ public:
          str("aotc " AOTC_VERSION), i32(entries.size()), i32(weights.size()),
          array(EntryTy, entries, "aotc_entries"), array(WeightTy, weights, "aotc_weight_descs"),
          blob, i64(p.weightBytes), c.weightsFile.empty() ? null() : str(c.weightsFile),
-         i64(p.stateOffset), i64(p.stateBytes), program, i64(c.programBlob.size())});
+         i64(p.stateOffset), i64(p.stateBytes), program, i64(c.programBlob.size()),
+         i64(static_cast<int64_t>(c.weightsHash)), i32(AOTC_HASH_XXH64), i32(0)});
     llvm::GlobalVariable *g = global(artifact, "aotc_artifact");
     g->setLinkage(llvm::GlobalValue::ExternalLinkage);
     g->setVisibility(llvm::GlobalValue::HiddenVisibility);

@@ -23,6 +23,8 @@ struct DescriptorContents {
   /// defined in another object), or empty: no weights, or `weightsFile` set.
   std::string weightSymbol;
   std::string weightsFile;
+  /// hashBlob() of the weight blob, embedded or in `weightsFile`.
+  uint64_t weightsHash = 0;
   llvm::ArrayRef<uint8_t> programBlob;
   /// Which AOTC_VARIANT_* run functions the artifact's code defines.
   std::array<bool, 2> variants = {true, true};

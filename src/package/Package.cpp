@@ -144,6 +144,7 @@ llvm::Error packageObjects(const kir::Program &program, const ShapeEnv &shapes,
   } else if (program.weightBytes) {
     contents.weightSymbol = "aotc_weight_blob";
   }
+  contents.weightsHash = hashBlob(pieces, program.weightBytes);
 
   auto tm = cpu::createTargetMachine(cpu::Variant::X86_64_V3);
   if (!tm)

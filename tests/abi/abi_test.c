@@ -2,6 +2,7 @@
  * introspection, runs into caller and runtime buffers, variants, threads, external weights. */
 #define _GNU_SOURCE
 #include "harness.h"
+#include "hash.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -11,6 +12,8 @@
 
 extern atomic_long aotc_fake_variant_runs[2];
 
+/* What fake_artifact.c records for its blob; test_weights_file checks it is aotc_hash64's. */
+#define AOTC_FAKE_WEIGHTS_HASH 0x079ad9ee7b3d5200ull
 static const float kWeights[4] = {0.5f, -1.25f, 2.0f, 3.5f};
 static const float kAcc = 0.25f;
 
@@ -30,7 +33,7 @@ static void test_basics(void) {
   CHECK(o.struct_size == sizeof(aotc_model_options));
   CHECK(o.num_threads == 0 && o.device_type == AOTC_DEVICE_CPU && o.device_index == 0);
   CHECK(o.cpu_variant == AOTC_CPU_VARIANT_AUTO && o.weights_path == NULL);
-  CHECK(o.reserved[0] == 0 && o.reserved[3] == 0);
+  CHECK(o.flags == 0 && o.reserved0 == 0 && o.reserved[0] == 0 && o.reserved[2] == 0);
   aotc_model_destroy(NULL);
   aotc_tensor_release(NULL);
 }
@@ -280,26 +283,111 @@ static void test_variants(uint64_t *rng) {
   aotc_model_destroy(m);
 }
 
-/* A weights file replaces the embedded blob, mutable state included. */
+static aotc_model *create_from(const char *weights_path, uint32_t flags) {
+  aotc_model_options o;
+  aotc_model_options_init(&o);
+  o.num_threads = 3;
+  o.weights_path = weights_path;
+  o.flags = flags;
+  aotc_model *m = NULL;
+  CHECK_OK(aotc_model_create(&o, &m));
+  return m;
+}
+
+static void write_file(const char *path, const void *data, size_t size) {
+  FILE *f = fopen(path, "r+b");
+  CHECK(f && fwrite(data, size, 1, f) == 1);
+  if (f)
+    fclose(f);
+}
+
+/* The fake's blob: w, then the mutable acc. */
+static const float kBlob[8] = {0.5f, -1.25f, 2.0f, 3.5f, 0.25f, 0, 0, 0};
+
+/* A weights file is checked against the hash the artifact recorded, then read into the model's
+ * own memory: the file can be overwritten in place or truncated under a live model without
+ * changing its answers or crashing it. Before, any same-size bytes were taken, and the file was
+ * mapped: an overwrite changed the answers and a truncation killed the process (SIGBUS). */
 static void test_weights_file(uint64_t *rng) {
+  CHECK(aotc_hash64(kBlob, sizeof kBlob) == AOTC_FAKE_WEIGHTS_HASH);
   char path[] = "/tmp/aotc_abi_weights_XXXXXX";
   const int fd = mkstemp(path);
   CHECK(fd >= 0);
   if (fd < 0)
     return;
-  const float blob[8] = {1.5f, 0.75f, -3.0f, 0.125f, -0.5f, 0, 0, 0};
-  CHECK(write(fd, blob, sizeof blob) == (ssize_t)sizeof blob);
+  /* Another model's weights, same size: refused, naming the file and the fix. */
+  const float other[8] = {1.5f, 0.75f, -3.0f, 0.125f, -0.5f, 0, 0, 0};
+  CHECK(write(fd, other, sizeof other) == (ssize_t)sizeof other);
   close(fd);
-  aotc_model *m = create(3, AOTC_CPU_VARIANT_AUTO, path);
+  char want[512];
+  snprintf(want, sizeof want,
+           "aotc_model_create: weights file \"%s\" does not match the artifact (hash %016llx, "
+           "recorded %016llx); re-export, or use the weights file written with the artifact",
+           path, (unsigned long long)aotc_hash64(other, sizeof other),
+           (unsigned long long)AOTC_FAKE_WEIGHTS_HASH);
+  aotc_model_options o;
+  aotc_model_options_init(&o);
+  o.weights_path = path;
+  aotc_model *m = (aotc_model *)&o;
+  CHECK_ERROR(aotc_model_create(&o, &m), AOTC_ERROR_RESOURCE, want);
+  CHECK(m == NULL);
+
+  /* Unchecked, the file replaces the embedded blob, mutable state included; and
+   * aotc_model_check_weights still tells. */
+  m = create_from(path, AOTC_MODEL_MAP_WEIGHTS_UNCHECKED);
   if (m) {
     int32_t threads = 0;
     CHECK_OK(aotc_model_num_threads(m, &threads));
     CHECK(threads == 3);
-    test_forward(m, rng, blob);
+    test_forward(m, rng, other);
     test_pair(m, rng, -0.5f);
+    snprintf(want, sizeof want,
+             "aotc_model_check_weights: weights file \"%s\" does not match the artifact (hash "
+             "%016llx, recorded %016llx); re-export, or use the weights file written with the "
+             "artifact",
+             path, (unsigned long long)aotc_hash64(other, sizeof other),
+             (unsigned long long)AOTC_FAKE_WEIGHTS_HASH);
+    CHECK_ERROR(aotc_model_check_weights(m), AOTC_ERROR_RESOURCE, want);
+    /* Mapped, an overwrite in place shows through: what the flag's documentation warns of. */
+    write_file(path, kBlob, sizeof kBlob);
+    test_forward(m, rng, kWeights);
     aotc_model_destroy(m);
   }
+
+  /* The right weights: accepted, and the model owns them. */
+  m = create_from(path, 0);
+  if (m) {
+    CHECK_OK(aotc_model_check_weights(m));
+    test_forward(m, rng, kWeights);
+    write_file(path, other, sizeof other);
+    test_forward(m, rng, kWeights);
+    CHECK(truncate(path, 0) == 0);
+    test_forward(m, rng, kWeights);
+    test_pair(m, rng, kAcc);
+    CHECK_OK(aotc_model_check_weights(m));
+    aotc_model_destroy(m);
+  }
+  /* Random bytes of the right size. */
+  uint64_t noise[4];
+  for (int i = 0; i < 4; ++i)
+    noise[i] = rng_next(rng);
+  FILE *f = fopen(path, "wb");
+  CHECK(f && fwrite(noise, sizeof noise, 1, f) == 1);
+  if (f)
+    fclose(f);
+  m = (aotc_model *)&o;
+  CHECK(aotc_model_create(&o, &m) == AOTC_ERROR_RESOURCE && m == NULL);
+  CHECK(strstr(aotc_last_error(), "does not match the artifact") != NULL);
   unlink(path);
+
+  /* Embedded weights are checked on demand only (create would read every page of them). */
+  m = create(1, AOTC_CPU_VARIANT_AUTO, NULL);
+  if (m) {
+    CHECK_OK(aotc_model_check_weights(m));
+    aotc_model_destroy(m);
+  }
+  CHECK_ERROR(aotc_model_check_weights(NULL), AOTC_ERROR_INVALID_ARGUMENT,
+              "aotc_model_check_weights: model is null");
 }
 
 /* Runtime-owned outputs outlive their model. */
@@ -355,8 +443,9 @@ int main(void) {
     aotc_model_destroy(many);
   }
   test_variants(&rng);
-  test_weights_file(&rng);
   test_output_outlives_model();
   CHECK(strcmp(aotc_last_error(), "") == 0);
+  /* Last: it fails calls on purpose, which leaves this thread's last error set. */
+  test_weights_file(&rng);
   return harness_finish("abi_test");
 }

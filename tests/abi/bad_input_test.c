@@ -2,6 +2,7 @@
  * leaves its outputs untouched and allocates nothing. Compiled as C11. */
 #define _GNU_SOURCE
 #include "harness.h"
+#include "hash.h"
 
 #include <dlfcn.h>
 #include <stdint.h>
@@ -283,6 +284,14 @@ static void test_options(void) {
   CHECK_ERROR(aotc_model_create(&o, &m), AOTC_ERROR_INVALID_ARGUMENT,
               "aotc_model_create: options->reserved[2] is not zero");
   aotc_model_options_init(&o);
+  o.reserved0 = 1;
+  CHECK_ERROR(aotc_model_create(&o, &m), AOTC_ERROR_INVALID_ARGUMENT,
+              "aotc_model_create: options->reserved0 is not zero");
+  aotc_model_options_init(&o);
+  o.flags = 6;
+  CHECK_ERROR(aotc_model_create(&o, &m), AOTC_ERROR_INVALID_ARGUMENT,
+              "aotc_model_create: options->flags 0x6 has unknown bits");
+  aotc_model_options_init(&o);
   o.num_threads = -2;
   CHECK_ERROR(aotc_model_create(&o, &m), AOTC_ERROR_INVALID_ARGUMENT,
               "aotc_model_create: num_threads -2 is outside 0..1024");
@@ -352,8 +361,8 @@ static void test_other_artifacts(void) {
     last_error_fn last_error = (last_error_fn)dlsym(lib, "aotc_last_error");
     aotc_model *m = NULL;
     CHECK(create(NULL, &m) == AOTC_ERROR_UNSUPPORTED);
-    CHECK(strcmp(last_error(), "aotc_model_create: artifact format 3, this runtime reads format "
-                               "2 (re-export the model with a matching aotc)") == 0);
+    CHECK(strcmp(last_error(), "aotc_model_create: artifact format 4, this runtime reads format "
+                               "3 (re-export the model with a matching aotc)") == 0);
     dlclose(lib);
   }
 
@@ -386,6 +395,19 @@ static void test_other_artifacts(void) {
   FILE *f = fopen(weights, "wb");
   const float blob[8] = {1, 2, 3, 4, 0, 0, 0, 0};
   CHECK(f && fwrite(blob, sizeof blob, 1, f) == 1);
+  if (f)
+    fclose(f);
+  /* Same size, other bytes: before the artifact recorded a hash, these were taken. */
+  CHECK(create(NULL, &m) == AOTC_ERROR_RESOURCE && m == NULL);
+  snprintf(want, sizeof want,
+           "aotc_model_create: weights file \"%s\" does not match the artifact (hash "
+           "%016llx, recorded 079ad9ee7b3d5200); re-export, or use the weights file written with "
+           "the artifact",
+           weights, (unsigned long long)aotc_hash64(blob, sizeof blob));
+  CHECK(strcmp(last_error(), want) == 0);
+  f = fopen(weights, "wb");
+  const float right[8] = {0.5f, -1.25f, 2.0f, 3.5f, 0.25f, 0, 0, 0};
+  CHECK(f && fwrite(right, sizeof right, 1, f) == 1);
   if (f)
     fclose(f);
   CHECK(create(NULL, &m) == AOTC_OK);

@@ -21,6 +21,7 @@ enum {
   NumWeights = offsetof(aotc_artifact_desc, num_weights),
   WeightsSize = offsetof(aotc_artifact_desc, weights_size),
   ProgramSize = offsetof(aotc_artifact_desc, program_size),
+  WeightsHashKind = offsetof(aotc_artifact_desc, weights_hash_kind),
 };
 
 static unsigned char *library;
@@ -100,6 +101,9 @@ int main(void) {
   check_damaged("weights", NumWeights, 1000000, 4,
                 "aotc_model_create: the artifact is damaged: the weights (1000000) lie outside "
                 "the library (re-export the model)");
+  check_damaged("hashkind", WeightsHashKind, 7, 4,
+                "aotc_model_create: the artifact is damaged: the weights hash is of kind 7, this "
+                "runtime knows 1 (re-export the model)");
   check_damaged("program", ProgramSize, (uint64_t)1 << 40, 8,
                 "aotc_model_create: the artifact is damaged: the embedded program (1099511627776 "
                 "bytes) lies outside the library (re-export the model)");

@@ -3,6 +3,7 @@
  * exercise every check and service of the runtime. */
 #include "aotc/runtime.h"
 #include "artifact.h"
+#include "hash.h"
 
 #include <stdatomic.h>
 
@@ -14,6 +15,7 @@ __attribute__((visibility("default"))) atomic_long aotc_fake_variant_runs[AOTC_N
 static const float blob[8]
     __attribute__((aligned(64))) = {0.5f, -1.25f, 2.0f, 3.5f, 0.25f, 0.0f, 0.0f, 0.0f};
 #endif
+#define AOTC_FAKE_WEIGHTS_HASH 0x079ad9ee7b3d5200ull
 static const int64_t shape4[] = {4};
 static const aotc_weight_desc weights[] = {
     {"w", AOTC_DTYPE_F32, 1, shape4, 0, 16},
@@ -338,4 +340,8 @@ __attribute__((visibility("hidden"))) const aotc_artifact_desc aotc_artifact = {
     .state_size = 16,
     .program = program,
     .program_size = sizeof program - 1,
+    /* aotc_hash64 of blob[] above, which the external variant's file must hold too (abi_test
+     * checks the value). */
+    .weights_hash = AOTC_FAKE_WEIGHTS_HASH,
+    .weights_hash_kind = AOTC_HASH_XXH64,
 };

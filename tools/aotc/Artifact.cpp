@@ -43,6 +43,7 @@ Artifact::~Artifact() = default;
 
 llvm::Expected<std::unique_ptr<Artifact>> Artifact::open(llvm::StringRef path, int threads) {
   std::unique_ptr<Artifact> a(new Artifact());
+  a->Path = path.str();
   try {
     // dlopen searches the library path for a name without a slash; a file name means a file.
     std::string file = path.contains('/') ? path.str() : "./" + path.str();
@@ -107,6 +108,17 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::open(llvm::StringRef path, i
 const HostTensor *Artifact::weight(llvm::StringRef name) const {
   auto it = Weights.find(name);
   return it == Weights.end() ? nullptr : &it->second;
+}
+
+llvm::Error Artifact::checkWeights() const {
+  const rt::Api &api = H->model->api();
+  if (!api.model_check_weights)
+    return error(fmt::format("{}: the artifact cannot check its weights (built by an older aotc; "
+                             "re-export it)",
+                             Path));
+  if (api.model_check_weights(H->model->get()) != AOTC_OK)
+    return error(fmt::format("{}: {}", Path, api.last_error()));
+  return llvm::Error::success();
 }
 
 llvm::Expected<std::vector<HostTensor>> Artifact::run(llvm::StringRef entry,

@@ -37,6 +37,9 @@ public:
   const ArtifactInfo &info() const { return Info; }
   /// A weight of the artifact by name, viewing the loaded .so's memory; null when absent.
   const HostTensor *weight(llvm::StringRef name) const;
+  /// Recomputes the hash of the weights the model uses (embedded or from a file) and compares it
+  /// with the one recorded at export; create already checked a weights file.
+  llvm::Error checkWeights() const;
   /// Runs entry `name` on `inputs` (the entry's user inputs in order); the runtime checks them.
   llvm::Expected<std::vector<HostTensor>> run(llvm::StringRef entry,
                                               llvm::ArrayRef<HostTensor> inputs);
@@ -48,6 +51,7 @@ private:
   Artifact() = default;
   struct Handles;
   std::unique_ptr<Handles> H;
+  std::string Path;
   ExportedProgram Program;
   llvm::StringMap<HostTensor> Weights;
   ArtifactInfo Info;

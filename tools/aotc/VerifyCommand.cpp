@@ -92,6 +92,10 @@ llvm::Error verify(const VerifyArgs &a, bool &allPassed, bool &nonFiniteReferenc
   auto artifact = Artifact::open(a.model, a.threads);
   if (!artifact)
     return artifact.takeError();
+  // Creating the model checked a weights file; embedded weights are checked here only, since
+  // create leaves them unread until used.
+  if (llvm::Error e = (*artifact)->checkWeights())
+    return e;
   const Graph &g = (*artifact)->graph();
   const ShapeEnv &env = g.shapeEnv();
   std::mt19937_64 rng(a.seed);

@@ -88,8 +88,19 @@ typedef struct aotc_model_options {
   /* null: the embedded weights, or for an artifact with external weights the file it names,
    * looked up beside the .so; non-null: that file (its size must be the artifact's). */
   const char *weights_path;
-  uint64_t reserved[4]; /* zero */
+  uint32_t flags;     /* AOTC_MODEL_* below, or 0 */
+  uint32_t reserved0; /* zero */
+  uint64_t reserved[3]; /* zero */
 } aotc_model_options;
+
+/* aotc_model_options.flags. By default a weights file is read into the model's own memory at
+ * create and its hash checked against the one the artifact recorded: a file of another export
+ * is refused, and the file may then be overwritten or truncated without effect on the model.
+ * This flag maps the file instead, unchecked: create takes microseconds and processes share
+ * its pages, but the file must not change while the model lives (an overwrite in place changes
+ * the answers, a truncation kills the process with SIGBUS), and any bytes of the right size are
+ * taken (other weights of the same layout, on purpose or not). No effect on embedded weights. */
+#define AOTC_MODEL_MAP_WEIGHTS_UNCHECKED 1u
 AOTC_STATIC_ASSERT(sizeof(aotc_model_options) == 64, "aotc_model_options layout");
 
 /* Fills *options with the defaults, struct_size included. Any thread. */
@@ -149,6 +160,10 @@ AOTC_API aotc_status aotc_model_num_threads(const aotc_model *model, int32_t *ou
 /* For tools: the number of weights and the size of the weight blob. */
 AOTC_API aotc_status aotc_model_weights(const aotc_model *model, int32_t *out_count,
                                         uint64_t *out_total_bytes);
+/* Recomputes the hash of the model's weights (embedded or from a file) and compares it with the
+ * one the artifact recorded at export: AOTC_OK, or AOTC_ERROR_RESOURCE naming the weights that
+ * differ. Reads every byte of the weights (about 10 GB/s). Any thread, concurrently. */
+AOTC_API aotc_status aotc_model_check_weights(const aotc_model *model);
 /* For tools: the embedded exported program (bytes owned by the artifact; size 0 if none). */
 AOTC_API aotc_status aotc_model_program(const aotc_model *model, const void **out_data,
                                         uint64_t *out_size);

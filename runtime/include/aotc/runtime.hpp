@@ -55,6 +55,8 @@ struct Api {
   aotc_status (*model_num_threads)(const aotc_model *, int32_t *) = nullptr;
   aotc_status (*model_weights)(const aotc_model *, int32_t *, uint64_t *) = nullptr;
   aotc_status (*model_program)(const aotc_model *, const void **, uint64_t *) = nullptr;
+  /// Null for an artifact built before aotc_model_check_weights existed.
+  aotc_status (*model_check_weights)(const aotc_model *) = nullptr;
   aotc_status (*model_weight_info)(const aotc_model *, int32_t, aotc_weight_info *) = nullptr;
   aotc_status (*model_cpu_variants)(const aotc_model *, uint32_t *) = nullptr;
   aotc_status (*model_entry_kernels)(const aotc_model *, int32_t, int32_t *) = nullptr;
@@ -82,6 +84,7 @@ struct Api {
     api.model_num_threads = aotc_model_num_threads;
     api.model_weights = aotc_model_weights;
     api.model_program = aotc_model_program;
+    api.model_check_weights = aotc_model_check_weights;
     api.model_weight_info = aotc_model_weight_info;
     api.model_cpu_variants = aotc_model_cpu_variants;
     api.model_entry_kernels = aotc_model_entry_kernels;
@@ -178,6 +181,8 @@ public:
     bind(path, api_.model_num_threads, "aotc_model_num_threads");
     bind(path, api_.model_weights, "aotc_model_weights");
     bind(path, api_.model_program, "aotc_model_program");
+    api_.model_check_weights = reinterpret_cast<decltype(api_.model_check_weights)>(
+        ::dlsym(handle_.get(), "aotc_model_check_weights"));
     bind(path, api_.model_weight_info, "aotc_model_weight_info");
     bind(path, api_.model_cpu_variants, "aotc_model_cpu_variants");
     bind(path, api_.model_entry_kernels, "aotc_model_entry_kernels");
