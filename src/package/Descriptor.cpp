@@ -268,4 +268,6 @@ llvm::Error emitDescriptor(const DescriptorContents &contents, llvm::Module &mod
   return DescriptorEmitter(module).emit(contents);
 }
 
+uint32_t artifactFormatVersion() { return AOTC_ARTIFACT_FORMAT; }
+
 } // namespace aotc

@@ -12,6 +12,7 @@
 #include "llvm/Support/Error.h"
 
 #include <array>
+#include <cstdint>
 #include <string>
 
 namespace aotc {
@@ -34,6 +35,10 @@ struct DescriptorContents {
 /// shapes functions the code generator defines. Fails when an entry has a root dim that no
 /// input dim is equal to (the runtime binds dims from inputs).
 llvm::Error emitDescriptor(const DescriptorContents &contents, llvm::Module &module);
+
+/// The artifact format the descriptor is written in (AOTC_ARTIFACT_FORMAT); the runtime of an
+/// artifact reads only its own format.
+uint32_t artifactFormatVersion();
 
 } // namespace aotc
 

@@ -2,6 +2,8 @@
 // and libm as the only shared libraries it needs.
 #include "package/Link.h"
 
+#include "package/InstallLayout.h"
+
 #include "lld/Common/Driver.h"
 
 #include "llvm/ADT/ScopeExit.h"
@@ -77,7 +79,7 @@ llvm::Error linkSharedLibrary(llvm::ArrayRef<std::string> objects, llvm::StringR
     args.push_back(o.c_str());
   // Generated code calls none of the API, so the runtime is linked whole.
   args.push_back("--whole-archive");
-  args.push_back(AOTC_RUNTIME_ARCHIVE);
+  args.push_back(installLayout().runtimeArchive.c_str());
   args.push_back("--no-whole-archive");
   args.push_back(AOTC_LIBGCC_ARCHIVE);
   args.push_back(libDir.c_str());

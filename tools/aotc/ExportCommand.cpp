@@ -6,8 +6,11 @@
 
 #include "trace/Export.h"
 
+#include "aotc/serialize/AtomicFile.h"
+
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Signals.h"
@@ -25,6 +28,7 @@ struct ExportArgs {
   ExportOptions options;
   std::string emit;
   std::string output;
+  std::string depfile;
   bool random = true;
   unsigned timeout = 3600;
   CompileFlags flags;
@@ -34,7 +38,44 @@ llvm::Error error(std::string message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+/// A path as a Makefile rule writes it (the escapes make and ninja read back).
+std::string makeEscaped(llvm::StringRef path) {
+  std::string out;
+  for (char c : path) {
+    if (c == ' ' || c == '#')
+      out += '\\';
+    else if (c == '$')
+      out += '$';
+    out += c;
+  }
+  return out;
+}
+
+/// Writes `depfile`: one Makefile rule, `output` depending on every file the compiler read (the
+/// prerequisites of its -MD rule in `compilerDepfile`, already escaped) and on the weights.
+llvm::Error writeDepfile(llvm::StringRef depfile, llvm::StringRef compilerDepfile,
+                         llvm::StringRef output, llvm::StringRef weights) {
+  auto buffer = llvm::MemoryBuffer::getFile(compilerDepfile);
+  if (!buffer)
+    return error(fmt::format("cannot read the compiler's dependencies {}: {}",
+                             compilerDepfile.str(), buffer.getError().message()));
+  // `TARGET: PREREQUISITES`; the target is the temporary model program, whose path has no colon.
+  llvm::StringRef rule = (*buffer)->getBuffer();
+  size_t colon = rule.find(':');
+  if (colon == llvm::StringRef::npos)
+    return error(fmt::format("the compiler's dependencies {} hold no rule", compilerDepfile.str()));
+  llvm::StringRef prerequisites = rule.drop_front(colon + 1).rtrim();
+  return writeFileAtomically(depfile, [&](llvm::raw_ostream &os) {
+    os << makeEscaped(output) << ":" << prerequisites;
+    if (!weights.empty())
+      os << " \\\n " << makeEscaped(weights);
+    os << "\n";
+  });
+}
+
 llvm::Error runExportCommand(ExportArgs &a) {
+  if (!a.depfile.empty() && a.output.empty())
+    return error("--depfile needs an output file: -o MODEL.so");
   for (const std::string &d : a.options.dyn)
     if (auto spec = parseDynSpec(d); !spec)
       return spec.takeError();
@@ -77,11 +118,27 @@ llvm::Error runExportCommand(ExportArgs &a) {
   if (a.options.report)
     args.push_back("--report");
   args.insert(args.end(), {"--seed", std::to_string(a.options.seed)});
-  if (llvm::Error e = compileAndRunModel(a.model, args, a.timeout))
+  llvm::SmallString<128> compilerDepfile;
+  auto removeCompilerDepfile = llvm::make_scope_exit([&] {
+    if (!compilerDepfile.empty()) {
+      llvm::sys::fs::remove(compilerDepfile);
+      llvm::sys::DontRemoveFileOnSignal(compilerDepfile);
+    }
+  });
+  if (!a.depfile.empty()) {
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile("aotc-deps", "d", compilerDepfile))
+      return error(fmt::format("cannot create a temporary file: {}", ec.message()));
+    llvm::sys::RemoveFileOnSignal(compilerDepfile);
+  }
+  if (llvm::Error e = compileAndRunModel(a.model, args, a.timeout, compilerDepfile))
     return e;
-  if (emit != "so")
-    return llvm::Error::success();
-  return compileArchive(aotpPath, a.flags, a.output);
+  if (emit == "so")
+    if (llvm::Error e = compileArchive(aotpPath, a.flags, a.output))
+      return e;
+  // Last, so that a depfile exists only beside a complete output.
+  if (!a.depfile.empty())
+    return writeDepfile(a.depfile, compilerDepfile, a.output, a.options.weights);
+  return llvm::Error::success();
 }
 
 } // namespace
@@ -109,6 +166,9 @@ Subcommand addExportCommand(CLI::App &parent) {
                 "List every constraint violation and unsupported construct, then fail");
   app->add_option("--seed", args->options.seed, "Seed of the weights' initialization");
   app->add_option("-o,--output", args->output, "Output file (nothing is written on failure)");
+  app->add_option("--depfile", args->depfile,
+                  "Also write a Makefile rule: the output depends on the model file, every header "
+                  "it includes and the weights (for build systems: CMake's DEPFILE, ninja, make)");
   app->add_option("--timeout", args->timeout,
                   "Stop the model program (compiled model.cpp, tracing) after SECONDS; 0: never "
                   "(default 3600)");

@@ -2,6 +2,8 @@
 // model file against the DSL headers and links the DSL library, in a temporary directory.
 #include "ModelProgram.h"
 
+#include "package/InstallLayout.h"
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -84,7 +86,7 @@ llvm::Error run(const std::string &program, const std::vector<std::string> &args
 } // namespace
 
 llvm::Error compileAndRunModel(llvm::StringRef modelFile, const std::vector<std::string> &args,
-                               unsigned timeoutSeconds) {
+                               unsigned timeoutSeconds, llvm::StringRef compilerDepfile) {
   if (!llvm::sys::fs::is_regular_file(modelFile))
     return error(fmt::format("{}: no such model file", modelFile.str()));
   std::string cxx = AOTC_HOST_CXX;
@@ -106,11 +108,17 @@ llvm::Error compileAndRunModel(llvm::StringRef modelFile, const std::vector<std:
     return error(fmt::format("cannot create a temporary file: {}", ec.message()));
   llvm::sys::RemoveFileOnSignal(program.path);
 
-  llvm::StringRef libDir = llvm::sys::path::parent_path(AOTC_DSL_LIBRARY);
-  std::vector<std::string> compile{"-std=c++20", "-O0", "-I", AOTC_INCLUDE_DIR};
+  const InstallLayout &layout = installLayout();
+  llvm::StringRef libDir = llvm::sys::path::parent_path(layout.dslLibrary);
+  std::vector<std::string> compile{"-std=c++20", "-O0"};
+  // An aotc installed into /usr needs no -I, and one would demote the system headers.
+  if (layout.includeDir != "/usr/include")
+    compile.insert(compile.end(), {"-I", layout.includeDir});
   appendFlags(compile, AOTC_MODEL_CXX_FLAGS);
   appendFlags(compile, linkFlags);
-  compile.insert(compile.end(), {modelFile.str(), AOTC_MODEL_MAIN, AOTC_DSL_LIBRARY,
+  if (!compilerDepfile.empty())
+    compile.insert(compile.end(), {"-MD", "-MF", compilerDepfile.str()});
+  compile.insert(compile.end(), {modelFile.str(), layout.modelMain, layout.dslLibrary,
                                  "-Wl,-rpath," + libDir.str(), "-o", program.path.str().str()});
   if (auto e = run(*cxxPath, compile, cxx)) {
     std::string message = llvm::toString(std::move(e));

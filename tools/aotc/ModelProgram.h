@@ -14,9 +14,12 @@ namespace aotc::cli {
 /// Compiles `modelFile` (the compiler's diagnostics go to stderr as they are) and runs the
 /// program with `args`; an error when either step fails. The program itself reports its errors
 /// on stderr, so a failed run is an error with an empty message. A run longer than
-/// `timeoutSeconds` (0: no limit) is stopped and is an error.
+/// `timeoutSeconds` (0: no limit) is stopped and is an error. With `compilerDepfile`, the
+/// compiler writes there (-MD) the Makefile rule of every file it read: the model file and each
+/// header it includes.
 llvm::Error compileAndRunModel(llvm::StringRef modelFile, const std::vector<std::string> &args,
-                               unsigned timeoutSeconds = 0);
+                               unsigned timeoutSeconds = 0,
+                               llvm::StringRef compilerDepfile = "");
 
 } // namespace aotc::cli
 

@@ -2,10 +2,16 @@
 // chosen subcommand.
 #include "Subcommand.h"
 
+#include "package/Descriptor.h"
+
+#include "aotc/runtime.h"
+
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/PrettyStackTrace.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <fmt/format.h>
 
 #include <csignal>
 #include <vector>
@@ -42,6 +48,12 @@ int main(int argc, char **argv) {
 
   CLI::App app{"aotc: ahead-of-time model compiler for C++", "aotc"};
   app.require_subcommand(1);
+  // Three versions, each semantic in its own right: aotc's (MAJOR.MINOR.PATCH), the artifact
+  // format the runtime reads and the C ABI of runtime.h (each a major version: any change to them
+  // is incompatible, and additions to the ABI are new functions).
+  app.set_version_flag("--version", fmt::format("aotc {}\nartifact format {}\nC ABI {}",
+                                                AOTC_VERSION, aotc::artifactFormatVersion(),
+                                                AOTC_ABI_VERSION));
 
   // A new subcommand is one file and one line here.
   using AddFn = Subcommand (*)(CLI::App &);
