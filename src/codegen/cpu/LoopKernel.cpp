@@ -12,26 +12,6 @@ using namespace llvm;
 
 namespace {
 
-Value *identity(Builder &b, kir::ReduceOp op, DType t) {
-  Type *ty = valueType(b.getContext(), t);
-  bool isMax = op == kir::ReduceOp::Max || op == kir::ReduceOp::ArgMax;
-  switch (op) {
-  case kir::ReduceOp::Sum:
-    return isFloating(t) ? ConstantFP::get(ty, 0.0) : ConstantInt::get(ty, 0);
-  case kir::ReduceOp::Prod:
-    return isFloating(t) ? ConstantFP::get(ty, 1.0) : ConstantInt::get(ty, 1);
-  default:
-    if (isFloating(t))
-      return ConstantFP::get(ty, isMax ? -std::numeric_limits<double>::infinity()
-                                       : std::numeric_limits<double>::infinity());
-    if (t == DType::U8 || t == DType::Bool)
-      return isMax ? ConstantInt::get(ty, 0) : ConstantInt::getAllOnesValue(ty);
-    unsigned bits = ty->getIntegerBitWidth();
-    return ConstantInt::get(ty, isMax ? APInt::getSignedMinValue(bits)
-                                      : APInt::getSignedMaxValue(bits));
-  }
-}
-
 // Gathers are slow on the AVX-512 parts this code meets (a 16-lane gather costs more than the
 // scalar loads): the vectorizer reads strided elements with wide loads and shuffles instead.
 void preferNoGather(Function *f) {
@@ -186,54 +166,12 @@ private:
     bool arg = s.reduce == kir::ReduceOp::ArgMax || s.reduce == kir::ReduceOp::ArgMin;
     AllocaInst *acc = entryAlloca(B, ty, "acc");
     AllocaInst *accIdx = arg ? entryAlloca(B, B.getInt64Ty(), "acc.idx") : nullptr;
-    B.CreateStore(identity(B, s.reduce, at), acc);
+    B.CreateStore(codegen::reduceIdentity(B, s.reduce, at), acc);
     if (arg)
       B.CreateStore(B.getInt64(0), accIdx);
     inner(s, 0, B.getInt64(0), [&](Value *lin) {
       Value *v = convert(B, Ex.emit(s.value), Entry.expr(s.value).type, at);
-      Value *cur = B.CreateLoad(ty, acc);
-      Value *next = nullptr;
-      bool f = isFloating(at), u = at == DType::U8 || at == DType::Bool;
-      switch (s.reduce) {
-      case kir::ReduceOp::Sum:
-        next = f ? reassocAdd(B, cur, v) : B.CreateAdd(cur, v);
-        break;
-      case kir::ReduceOp::Prod:
-        next = f ? reassocMul(B, cur, v) : B.CreateMul(cur, v);
-        break;
-      case kir::ReduceOp::Max:
-        next = B.CreateBinaryIntrinsic(f   ? Intrinsic::maximum
-                                       : u ? Intrinsic::umax
-                                           : Intrinsic::smax,
-                                       cur, v);
-        break;
-      case kir::ReduceOp::Min:
-        next = B.CreateBinaryIntrinsic(f   ? Intrinsic::minimum
-                                       : u ? Intrinsic::umin
-                                           : Intrinsic::smin,
-                                       cur, v);
-        break;
-      case kir::ReduceOp::ArgMax:
-      case kir::ReduceOp::ArgMin: {
-        bool mx = s.reduce == kir::ReduceOp::ArgMax;
-        Value *better;
-        if (f) {
-          // The first NaN wins, as in torch.
-          better = mx ? B.CreateFCmpOGT(v, cur) : B.CreateFCmpOLT(v, cur);
-          better =
-              B.CreateOr(better, B.CreateAnd(B.CreateFCmpUNO(v, v), B.CreateFCmpORD(cur, cur)));
-        } else if (u) {
-          better = mx ? B.CreateICmpUGT(v, cur) : B.CreateICmpULT(v, cur);
-        } else {
-          better = mx ? B.CreateICmpSGT(v, cur) : B.CreateICmpSLT(v, cur);
-        }
-        // The first point always replaces the identity, so an all-identity input gives index 0.
-        next = B.CreateSelect(better, v, cur);
-        B.CreateStore(B.CreateSelect(better, lin, B.CreateLoad(B.getInt64Ty(), accIdx)), accIdx);
-        break;
-      }
-      }
-      B.CreateStore(next, acc);
+      codegen::emitReduceStep(B, s.reduce, at, acc, accIdx, v, lin);
     });
     if (arg) {
       Ex.reduceValues[si] = B.CreateLoad(B.getInt64Ty(), accIdx, "argidx");
@@ -283,7 +221,7 @@ Function *emitKernelTask(ModuleEmitter &me, const kir::EntryKernels &entry,
     SmallVector<Value *, 16> buffers(entry.buffers.size(), nullptr);
     for (unsigned i = 0; i < usedList.size(); ++i)
       buffers[usedList[i]] = body->getArg(i);
-    ExprEmitter ex(me, b, entry, symIndex, syms, buffers);
+    ExprEmitter ex(me.math(), b, entry, symIndex, syms, buffers);
     ex.failedCheck = entryAlloca(b, b.getInt32Ty(), "failed.check");
     b.CreateStore(b.getInt32(0), ex.failedCheck);
     KernelBody kb(b, entry, kernel, ex);
