@@ -110,7 +110,6 @@ inline void expectEmulatedMatches(const std::string &text, const std::vector<Dim
                                   double tol = 1e-5, bool decompose = true) {
   std::unique_ptr<Graph> g = aotc::test::prepare(text, decompose);
   ASSERT_TRUE(g);
-  const Entry *entry = g->entries()[0].get();
   std::mt19937_64 rng(0x5eed + text.size());
   for (bool fuse : {true, false}) {
     auto program = lowerForCuda(*g, fuse);
@@ -121,57 +120,15 @@ inline void expectEmulatedMatches(const std::string &text, const std::vector<Dim
     auto dev = emu::EmulatedModule::load(*cm->module);
     ASSERT_TRUE(static_cast<bool>(dev)) << llvm::toString(dev.takeError());
     for (const Dims &dims : runs) {
-      std::vector<HostTensor> inputs, weights;
-      std::map<std::string, HostTensor> state;
-      for (size_t i = 0; i < entry->inputs().size(); ++i) {
-        const InputSpec &spec = entry->inputs()[i];
-        const Type &t = entry->body().argument(i)->type();
-        HostTensor x = aotc::test::randomInput(t.dtype(), aotc::test::concrete(t, *g, dims), rng,
-                                               spec.name.find("var") != std::string::npos);
-        if (spec.kind == InputKind::User)
-          inputs.push_back(std::move(x));
-        else
-          state.emplace(spec.name, std::move(x));
-      }
-      for (const StateTensor &st : g->state()) {
-        auto it = state.find(st.name);
-        if (it == state.end())
-          state.emplace(st.name, aotc::test::randomInput(st.type.dtype(),
-                                                         aotc::test::concrete(st.type, *g, dims),
-                                                         rng, false));
-        weights.push_back(state.at(st.name));
-      }
-      auto want =
-          interpret(*g, entry->name(), inputs, [&](llvm::StringRef name) -> const HostTensor * {
-            auto it = state.find(name.str());
-            return it == state.end() ? nullptr : &it->second;
-          });
+      aotc::test::EntryArgs args = aotc::test::randomArgs(*g, dims, rng);
+      auto want = aotc::test::interpretArgs(*g, args);
       ASSERT_TRUE(static_cast<bool>(want)) << llvm::toString(want.takeError());
       int32_t failed = 0;
-      auto got = runEmulated(*program, *cm, **dev, dims, inputs, weights, failed);
+      auto got = runEmulated(*program, *cm, **dev, dims, args.inputs, args.weights, failed);
       ASSERT_TRUE(static_cast<bool>(got)) << llvm::toString(got.takeError());
       ASSERT_EQ(failed, 0);
-      ASSERT_EQ(want->size(), got->size());
-      for (size_t o = 0; o < want->size(); ++o) {
-        const HostTensor &a = (*want)[o], &b = (*got)[o];
-        ASSERT_EQ(describe(a.dtype(), a.shape()), describe(b.dtype(), b.shape())) << "output " << o;
-        for (int64_t i = 0; i < a.numel(); ++i) {
-          if (!isFloating(a.dtype())) {
-            ASSERT_EQ(a.getInt(i), b.getInt(i))
-                << "output " << o << " element " << i << " fuse=" << fuse << "\n"
-                << aotc::test::printed(*program);
-            continue;
-          }
-          double x = a.getDouble(i), y = b.getDouble(i);
-          ASSERT_FALSE(std::isnan(x) || std::isnan(y)) << "output " << o << " element " << i;
-          if (std::isinf(x) && x == y)
-            continue;
-          ASSERT_LE(std::abs(x - y), tol * std::max(1.0, std::abs(x)))
-              << "output " << o << " element " << i << ": want " << x << " got " << y
-              << " fuse=" << fuse << "\n"
-              << aotc::test::printed(*program);
-        }
-      }
+      ASSERT_NO_FATAL_FAILURE(aotc::test::expectClose(
+          *want, *got, tol, fmt::format(" fuse={}\n{}", fuse, aotc::test::printed(*program))));
     }
   }
 }
