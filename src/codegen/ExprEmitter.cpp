@@ -86,6 +86,38 @@ Value *ExprEmitter::emitUncached(const kir::Expr &e) {
   llvm_unreachable("unknown expression kind");
 }
 
+void ExprEmitter::emitStage(unsigned si, const kir::Stage &s,
+                            function_ref<void(function_ref<void(Value *)>)> forEachPoint) {
+  if (s.kind == kir::Stage::Kind::Store) {
+    const kir::Buffer &buf = Entry.buffers[s.buffer];
+    forEachPoint([&](Value *) {
+      Value *v = convert(B, emit(s.value), Entry.expr(s.value).type, buf.dtype);
+      Value *off = convert(B, emit(s.offset), Entry.expr(s.offset).type, DType::I64);
+      storeElement(B, v, Buffers[s.buffer], off, buf.dtype);
+    });
+    return;
+  }
+  DType at = s.accType;
+  Type *ty = valueType(B.getContext(), at);
+  bool arg = s.reduce == kir::ReduceOp::ArgMax || s.reduce == kir::ReduceOp::ArgMin;
+  AllocaInst *acc = entryAlloca(B, ty, "acc");
+  AllocaInst *accIdx = arg ? entryAlloca(B, B.getInt64Ty(), "acc.idx") : nullptr;
+  B.CreateStore(reduceIdentity(B, s.reduce, at), acc);
+  if (arg)
+    B.CreateStore(B.getInt64(0), accIdx);
+  forEachPoint([&](Value *lin) {
+    Value *v = convert(B, emit(s.value), Entry.expr(s.value).type, at);
+    emitReduceStep(B, s.reduce, at, acc, accIdx, v, lin);
+  });
+  if (arg) {
+    reduceValues[si] = B.CreateLoad(B.getInt64Ty(), accIdx, "argidx");
+    reduceTypes[si] = DType::I64;
+  } else {
+    reduceValues[si] = B.CreateLoad(ty, acc, "reduced");
+    reduceTypes[si] = at;
+  }
+}
+
 Value *ExprEmitter::checkIndex(const kir::Expr &e) {
   Value *i = convert(B, emit(e.operands[0]), typeOf(Entry, e.operands[0]), DType::I64);
   Value *size = sym(e.sym);

@@ -89,6 +89,11 @@ public:
   void clearCache() { Cache.clear(); }
   llvm::Value *sym(const SymExpr &e) { return emitSym(B, e, SymIndex, Syms); }
   DType exprType(kir::ExprId id) const { return Entry.expr(id).type; }
+  /// Emits stage `si` of a loop kernel at the current outer point: a store, or a reduction whose
+  /// result later stages read (reduceValues). `forEachPoint(body)` emits the stage's inner loops
+  /// (the backend's choice of unrolling and order) and calls body(linear inner index) at each.
+  void emitStage(unsigned si, const kir::Stage &s,
+                 llvm::function_ref<void(llvm::function_ref<void(llvm::Value *)>)> forEachPoint);
 
 private:
   llvm::Value *emitUncached(const kir::Expr &e);

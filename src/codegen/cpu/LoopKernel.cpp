@@ -22,9 +22,8 @@ void preferNoGather(Function *f) {
 
 class KernelBody {
 public:
-  KernelBody(Builder &b, const kir::EntryKernels &entry, const kir::LoopKernel &kernel,
-             ExprEmitter &ex)
-      : B(b), Entry(entry), K(kernel), Ex(ex) {}
+  KernelBody(Builder &b, const kir::LoopKernel &kernel, ExprEmitter &ex)
+      : B(b), K(kernel), Ex(ex) {}
 
   void emit(Value *begin, Value *end) {
     unsigned n = K.outer.size();
@@ -152,44 +151,14 @@ private:
 
   void stage(unsigned si) {
     const kir::Stage &s = K.stages[si];
-    if (s.kind == kir::Stage::Kind::Store) {
-      const kir::Buffer &buf = Entry.buffers[s.buffer];
-      inner(s, 0, B.getInt64(0), [&](Value *) {
-        Value *v = convert(B, Ex.emit(s.value), Entry.expr(s.value).type, buf.dtype);
-        Value *off = convert(B, Ex.emit(s.offset), Entry.expr(s.offset).type, DType::I64);
-        storeElement(B, v, BufferPtrs[s.buffer], off, buf.dtype);
-      });
-      return;
-    }
-    DType at = s.accType;
-    Type *ty = valueType(B.getContext(), at);
-    bool arg = s.reduce == kir::ReduceOp::ArgMax || s.reduce == kir::ReduceOp::ArgMin;
-    AllocaInst *acc = entryAlloca(B, ty, "acc");
-    AllocaInst *accIdx = arg ? entryAlloca(B, B.getInt64Ty(), "acc.idx") : nullptr;
-    B.CreateStore(codegen::reduceIdentity(B, s.reduce, at), acc);
-    if (arg)
-      B.CreateStore(B.getInt64(0), accIdx);
-    inner(s, 0, B.getInt64(0), [&](Value *lin) {
-      Value *v = convert(B, Ex.emit(s.value), Entry.expr(s.value).type, at);
-      codegen::emitReduceStep(B, s.reduce, at, acc, accIdx, v, lin);
-    });
-    if (arg) {
-      Ex.reduceValues[si] = B.CreateLoad(B.getInt64Ty(), accIdx, "argidx");
-      Ex.reduceTypes[si] = DType::I64;
-    } else {
-      Ex.reduceValues[si] = B.CreateLoad(ty, acc, "reduced");
-      Ex.reduceTypes[si] = at;
-    }
+    Ex.emitStage(si, s,
+                 [&](function_ref<void(Value *)> body) { inner(s, 0, B.getInt64(0), body); });
   }
 
   Builder &B;
-  const kir::EntryKernels &Entry;
   const kir::LoopKernel &K;
   ExprEmitter &Ex;
   SmallVector<Value *, 4> Extents;
-
-public:
-  SmallVector<Value *, 8> BufferPtrs;
 };
 
 // The task of a loop kernel over the buffers `usedList` (by slot), which it reads from its
@@ -224,8 +193,7 @@ Function *emitKernelTask(ModuleEmitter &me, const kir::EntryKernels &entry,
     ExprEmitter ex(me.math(), b, entry, symIndex, syms, buffers);
     ex.failedCheck = entryAlloca(b, b.getInt32Ty(), "failed.check");
     b.CreateStore(b.getInt32(0), ex.failedCheck);
-    KernelBody kb(b, entry, kernel, ex);
-    kb.BufferPtrs.assign(buffers.begin(), buffers.end());
+    KernelBody kb(b, kernel, ex);
     unsigned nargs = body->arg_size();
     kb.emit(body->getArg(nargs - 2), body->getArg(nargs - 1));
     // Kernels without checks fold this away.

@@ -79,9 +79,8 @@ Value *specialRegister(Builder &b, Intrinsic::ID id) {
 
 class KernelBody {
 public:
-  KernelBody(Builder &b, const kir::EntryKernels &entry, const kir::LoopKernel &kernel,
-             codegen::ExprEmitter &ex, ArrayRef<Value *> buffers)
-      : B(b), Entry(entry), K(kernel), Ex(ex), Buffers(buffers) {}
+  KernelBody(Builder &b, const kir::LoopKernel &kernel, codegen::ExprEmitter &ex)
+      : B(b), K(kernel), Ex(ex) {}
 
   void emit() {
     unsigned n = K.outer.size();
@@ -168,41 +167,13 @@ private:
 
   void stage(unsigned si) {
     const kir::Stage &s = K.stages[si];
-    if (s.kind == kir::Stage::Kind::Store) {
-      const kir::Buffer &buf = Entry.buffers[s.buffer];
-      inner(s, 0, B.getInt64(0), [&](Value *) {
-        Value *v = codegen::convert(B, Ex.emit(s.value), Entry.expr(s.value).type, buf.dtype);
-        Value *off = codegen::convert(B, Ex.emit(s.offset), Entry.expr(s.offset).type, DType::I64);
-        codegen::storeElement(B, v, Buffers[s.buffer], off, buf.dtype);
-      });
-      return;
-    }
-    DType at = s.accType;
-    Type *ty = codegen::valueType(B.getContext(), at);
-    bool arg = s.reduce == kir::ReduceOp::ArgMax || s.reduce == kir::ReduceOp::ArgMin;
-    AllocaInst *acc = codegen::entryAlloca(B, ty, "acc");
-    AllocaInst *accIdx = arg ? codegen::entryAlloca(B, B.getInt64Ty(), "acc.idx") : nullptr;
-    B.CreateStore(codegen::reduceIdentity(B, s.reduce, at), acc);
-    if (arg)
-      B.CreateStore(B.getInt64(0), accIdx);
-    inner(s, 0, B.getInt64(0), [&](Value *lin) {
-      Value *v = codegen::convert(B, Ex.emit(s.value), Entry.expr(s.value).type, at);
-      codegen::emitReduceStep(B, s.reduce, at, acc, accIdx, v, lin);
-    });
-    if (arg) {
-      Ex.reduceValues[si] = B.CreateLoad(B.getInt64Ty(), accIdx, "argidx");
-      Ex.reduceTypes[si] = DType::I64;
-    } else {
-      Ex.reduceValues[si] = B.CreateLoad(ty, acc, "reduced");
-      Ex.reduceTypes[si] = at;
-    }
+    Ex.emitStage(si, s,
+                 [&](function_ref<void(Value *)> body) { inner(s, 0, B.getInt64(0), body); });
   }
 
   Builder &B;
-  const kir::EntryKernels &Entry;
   const kir::LoopKernel &K;
   codegen::ExprEmitter &Ex;
-  ArrayRef<Value *> Buffers;
   SmallVector<Value *, 4> Extents;
 };
 
@@ -269,7 +240,7 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
   codegen::ExprEmitter ex(math, b, entry, symIndex, syms, buffers);
   ex.failedCheck = codegen::entryAlloca(b, b.getInt32Ty(), "failed.check");
   b.CreateStore(b.getInt32(0), ex.failedCheck);
-  KernelBody(b, entry, k, ex, buffers).emit();
+  KernelBody(b, k, ex).emit();
   // The first failing check of the whole run wins: one compare-and-swap per thread that saw one.
   Value *failed = b.CreateLoad(b.getInt32Ty(), ex.failedCheck);
   BasicBlock *flush = BasicBlock::Create(c, "check.flush", f);
