@@ -22,6 +22,7 @@ config.substitutions.append(("%mlp_reference", config.mlp_reference))
 config.substitutions.append(("%npy_allclose", config.npy_allclose))
 config.substitutions.append(("%run_captioner", config.run_captioner))
 config.substitutions.append(("%generate", config.generate))
+config.substitutions.append(("%print_nvptx", config.print_nvptx))
 config.substitutions.append((r"\bFileCheck\b", config.filecheck))
 # `not` and `count` come from LLVM's tool directory too.
 config.environment["PATH"] = os.pathsep.join(

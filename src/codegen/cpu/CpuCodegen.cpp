@@ -66,90 +66,6 @@ FunctionCallee ModuleEmitter::libm(StringRef name, Type *type, unsigned arity) {
   return f;
 }
 
-// Python floor division and modulo; a zero divisor yields 0 rather than a trap.
-Value *emitFloorDivI(Builder &b, Value *x, Value *y) {
-  Value *zero = ConstantInt::get(y->getType(), 0);
-  Value *isZero = b.CreateICmpEQ(y, zero);
-  Value *d = b.CreateSelect(isZero, ConstantInt::get(y->getType(), 1), y);
-  Value *q = b.CreateSDiv(x, d);
-  Value *r = b.CreateSRem(x, d);
-  Value *adjust = b.CreateAnd(b.CreateICmpNE(r, zero), b.CreateICmpSLT(b.CreateXor(r, d), zero));
-  q = b.CreateSub(q, b.CreateZExt(adjust, q->getType()));
-  return b.CreateSelect(isZero, zero, q);
-}
-
-Value *emitModI(Builder &b, Value *x, Value *y) {
-  Value *zero = ConstantInt::get(y->getType(), 0);
-  Value *isZero = b.CreateICmpEQ(y, zero);
-  Value *d = b.CreateSelect(isZero, ConstantInt::get(y->getType(), 1), y);
-  Value *r = b.CreateSRem(x, d);
-  Value *adjust = b.CreateAnd(b.CreateICmpNE(r, zero), b.CreateICmpSLT(b.CreateXor(r, d), zero));
-  r = b.CreateSelect(adjust, b.CreateAdd(r, d), r);
-  return b.CreateSelect(isZero, zero, r);
-}
-
-static Value *emitAtom(Builder &b, const SymAtom &atom, const StringMap<unsigned> &symIndex,
-                       ArrayRef<Value *> syms) {
-  auto arg = [&](unsigned i) { return emitSym(b, atom.args[i], symIndex, syms); };
-  switch (atom.kind) {
-  case SymAtom::Kind::Symbol: {
-    auto it = symIndex.find(atom.name);
-    assert(it != symIndex.end() && "symbol is not a root symbol of the entry");
-    return syms[it->second];
-  }
-  case SymAtom::Kind::FloorDiv:
-    return emitFloorDivI(b, arg(0), arg(1));
-  case SymAtom::Kind::Mod:
-    return emitModI(b, arg(0), arg(1));
-  case SymAtom::Kind::Min:
-  case SymAtom::Kind::Max: {
-    Value *v = arg(0);
-    for (unsigned i = 1; i < atom.args.size(); ++i)
-      v = atom.kind == SymAtom::Kind::Min ? b.CreateBinaryIntrinsic(Intrinsic::smin, v, arg(i))
-                                          : b.CreateBinaryIntrinsic(Intrinsic::smax, v, arg(i));
-    return v;
-  }
-  case SymAtom::Kind::Add:
-    return b.CreateAdd(arg(0), arg(1));
-  case SymAtom::Kind::Mul:
-    return b.CreateMul(arg(0), arg(1));
-  }
-  llvm_unreachable("unknown SymAtom kind");
-}
-
-Value *emitSym(Builder &b, const SymExpr &e, const StringMap<unsigned> &symIndex,
-               ArrayRef<Value *> syms) {
-  Type *i64 = b.getInt64Ty();
-  const SymNode &node = e.node();
-  Value *sum = nullptr;
-  for (const SymTerm &term : node.terms()) {
-    Value *prod = nullptr;
-    for (const SymAtom &atom : term.factors) {
-      Value *a = emitAtom(b, atom, symIndex, syms);
-      prod = prod ? b.CreateMul(prod, a) : a;
-    }
-    if (term.coeff != 1)
-      prod = b.CreateMul(prod, ConstantInt::get(i64, term.coeff));
-    sum = sum ? b.CreateAdd(sum, prod) : prod;
-  }
-  if (!sum)
-    return ConstantInt::get(i64, node.constant());
-  if (node.constant() != 0)
-    sum = b.CreateAdd(sum, ConstantInt::get(i64, node.constant()));
-  return sum;
-}
-
-static Value *withReassoc(Value *v) {
-  FastMathFlags fmf;
-  fmf.setAllowReassoc();
-  fmf.setAllowContract();
-  if (auto *i = dyn_cast<Instruction>(v))
-    i->setFastMathFlags(fmf);
-  return v;
-}
-Value *reassocAdd(Builder &b, Value *x, Value *y) { return withReassoc(b.CreateFAdd(x, y)); }
-Value *reassocMul(Builder &b, Value *x, Value *y) { return withReassoc(b.CreateFMul(x, y)); }
-
 void emitIf(Builder &b, Value *cond, function_ref<void()> then, function_ref<void()> otherwise) {
   Function *f = b.GetInsertBlock()->getParent();
   LLVMContext &c = f->getContext();
@@ -185,33 +101,6 @@ void emitPrefetch(Builder &b, Value *ptr, int locality) {
                     {ptr, b.getInt32(0), b.getInt32(locality), b.getInt32(1)});
 }
 
-AllocaInst *entryAlloca(Builder &b, Type *type, const Twine &name) {
-  Function *f = b.GetInsertBlock()->getParent();
-  IRBuilder<> eb(&f->getEntryBlock(), f->getEntryBlock().begin());
-  return eb.CreateAlloca(type, nullptr, name);
-}
-
-void emitLoop(Builder &b, Value *begin, Value *end, function_ref<void(Value *)> body,
-              const Twine &name) {
-  Function *f = b.GetInsertBlock()->getParent();
-  LLVMContext &c = f->getContext();
-  BasicBlock *pre = b.GetInsertBlock();
-  BasicBlock *header = BasicBlock::Create(c, name + ".header", f);
-  BasicBlock *bodyBB = BasicBlock::Create(c, name + ".body", f);
-  BasicBlock *exit = BasicBlock::Create(c, name + ".exit", f);
-  b.CreateBr(header);
-  b.SetInsertPoint(header);
-  PHINode *iv = b.CreatePHI(begin->getType(), 2, name);
-  iv->addIncoming(begin, pre);
-  b.CreateCondBr(b.CreateICmpSLT(iv, end), bodyBB, exit);
-  b.SetInsertPoint(bodyBB);
-  body(iv);
-  Value *next = b.CreateAdd(iv, ConstantInt::get(iv->getType(), 1), name + ".next", true, true);
-  iv->addIncoming(next, b.GetInsertBlock());
-  b.CreateBr(header);
-  b.SetInsertPoint(exit);
-}
-
 void emitParallelLoop(Builder &b, Value *begin, Value *end, function_ref<void(Value *)> body,
                       const Twine &name, bool predicated) {
   Function *f = b.GetInsertBlock()->getParent();
@@ -242,8 +131,8 @@ void emitParallelLoop(Builder &b, Value *begin, Value *end, function_ref<void(Va
   SmallVector<Metadata *, 4> props = {nullptr, parallel};
   if (predicated) {
     auto flag = [&](StringRef key) {
-      return MDNode::get(c, {MDString::get(c, key),
-                             ConstantAsMetadata::get(ConstantInt::getTrue(c))});
+      return MDNode::get(c,
+                         {MDString::get(c, key), ConstantAsMetadata::get(ConstantInt::getTrue(c))});
     };
     props.push_back(flag("llvm.loop.vectorize.enable"));
     props.push_back(flag("llvm.loop.vectorize.predicate.enable"));
@@ -251,128 +140,6 @@ void emitParallelLoop(Builder &b, Value *begin, Value *end, function_ref<void(Va
   MDNode *loop = MDNode::getDistinct(c, props);
   loop->replaceOperandWith(0, loop);
   latch->setMetadata(LLVMContext::MD_loop, loop);
-}
-
-Type *valueType(LLVMContext &c, DType t) {
-  switch (t) {
-  case DType::F64:
-    return Type::getDoubleTy(c);
-  case DType::F32:
-  case DType::F16:
-  case DType::BF16:
-    return Type::getFloatTy(c);
-  case DType::I64:
-    return Type::getInt64Ty(c);
-  case DType::I32:
-    return Type::getInt32Ty(c);
-  case DType::I16:
-    return Type::getInt16Ty(c);
-  case DType::I8:
-  case DType::U8:
-    return Type::getInt8Ty(c);
-  case DType::Bool:
-    return Type::getInt1Ty(c);
-  }
-  llvm_unreachable("unknown dtype");
-}
-
-Type *storageType(LLVMContext &c, DType t) {
-  switch (t) {
-  case DType::F16:
-    return Type::getHalfTy(c);
-  case DType::BF16:
-    return Type::getInt16Ty(c);
-  case DType::Bool:
-    return Type::getInt8Ty(c);
-  default:
-    return valueType(c, t);
-  }
-}
-
-// bf16 bits of an f32, rounded to nearest even; NaNs stay (quiet) NaNs.
-static Value *bf16Bits(Builder &b, Value *f) {
-  Value *bits = b.CreateBitCast(f, b.getInt32Ty());
-  Value *lsb = b.CreateAnd(b.CreateLShr(bits, 16), 1);
-  Value *rounded = b.CreateAdd(bits, b.CreateAdd(lsb, b.getInt32(0x7fff)));
-  Value *quiet = b.CreateOr(bits, b.getInt32(0x00400000));
-  Value *isNaN = b.CreateFCmpUNO(f, f);
-  return b.CreateTrunc(b.CreateLShr(b.CreateSelect(isNaN, quiet, rounded), 16), b.getInt16Ty());
-}
-
-static Value *bf16ToFloat(Builder &b, Value *bits16) {
-  return b.CreateBitCast(b.CreateShl(b.CreateZExt(bits16, b.getInt32Ty()), 16), b.getFloatTy());
-}
-
-// An f32 value rounded to the precision of f16/bf16 (kept in f32).
-static Value *roundTo(Builder &b, Value *f, DType t) {
-  if (t == DType::F16)
-    return b.CreateFPExt(b.CreateFPTrunc(f, b.getHalfTy()), b.getFloatTy());
-  if (t == DType::BF16)
-    return bf16ToFloat(b, bf16Bits(b, f));
-  return f;
-}
-
-Value *convert(Builder &b, Value *v, DType from, DType to) {
-  if (from == to)
-    return v;
-  LLVMContext &c = b.getContext();
-  Type *dst = valueType(c, to);
-  if (to == DType::Bool)
-    return isFloating(from) ? b.CreateFCmpUNE(v, ConstantFP::get(v->getType(), 0.0))
-                            : b.CreateICmpNE(v, ConstantInt::get(v->getType(), 0));
-  bool fromUnsigned = from == DType::Bool || from == DType::U8;
-  if (isFloating(to)) {
-    Value *r;
-    if (isFloating(from)) {
-      r = v->getType() == dst ? v
-          : dst->isDoubleTy() ? b.CreateFPExt(v, dst)
-                              : b.CreateFPTrunc(v, dst);
-    } else {
-      r = fromUnsigned ? b.CreateUIToFP(v, dst) : b.CreateSIToFP(v, dst);
-    }
-    return roundTo(b, r, to);
-  }
-  if (isFloating(from)) {
-    // Through i64 so that u8 and narrow types wrap like torch's casts on in-range values.
-    Value *wide = b.CreateFPToSI(v, b.getInt64Ty());
-    return b.CreateTrunc(wide, dst);
-  }
-  return b.CreateIntCast(v, dst, !fromUnsigned);
-}
-
-Value *loadElement(Builder &b, Value *base, Value *offset, DType t) {
-  LLVMContext &c = b.getContext();
-  Type *st = storageType(c, t);
-  Value *v = b.CreateLoad(st, b.CreateInBoundsGEP(st, base, offset));
-  switch (t) {
-  case DType::F16:
-    return b.CreateFPExt(v, b.getFloatTy());
-  case DType::BF16:
-    return bf16ToFloat(b, v);
-  case DType::Bool:
-    return b.CreateICmpNE(v, b.getInt8(0));
-  default:
-    return v;
-  }
-}
-
-void storeElement(Builder &b, Value *v, Value *base, Value *offset, DType t) {
-  LLVMContext &c = b.getContext();
-  Type *st = storageType(c, t);
-  switch (t) {
-  case DType::F16:
-    v = b.CreateFPTrunc(v, st);
-    break;
-  case DType::BF16:
-    v = bf16Bits(b, v);
-    break;
-  case DType::Bool:
-    v = b.CreateZExt(v, st);
-    break;
-  default:
-    break;
-  }
-  b.CreateStore(v, b.CreateInBoundsGEP(st, base, offset));
 }
 
 ArrayType *closureType(LLVMContext &c, const kir::EntryKernels &entry) {

@@ -1,8 +1,10 @@
 // Internals shared by the pieces of the CPU code generator: the per-module context (function
-// attributes, runtime types, libm), symbolic-expression and kernel-expression emission, loops.
+// attributes, runtime types, libm, the float functions), loops and task dispatch; scalar and
+// kernel-expression emission come from codegen/ExprEmitter.h, shared with the CUDA backend.
 #ifndef AOTC_CODEGEN_CPU_EMITTER_H
 #define AOTC_CODEGEN_CPU_EMITTER_H
 
+#include "codegen/ExprEmitter.h"
 #include "codegen/cpu/CpuCodegen.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -15,12 +17,41 @@
 
 namespace aotc::cpu {
 
-using Builder = llvm::IRBuilder<>;
+using codegen::Builder;
+using codegen::convert;
+using codegen::emitFloorDivI;
+using codegen::emitLoop;
+using codegen::emitModI;
+using codegen::emitSym;
+using codegen::entryAlloca;
+using codegen::ExprEmitter;
+using codegen::loadElement;
+using codegen::reassocAdd;
+using codegen::reassocMul;
+using codegen::storageType;
+using codegen::storeCheckFlag;
+using codegen::storeElement;
+using codegen::valueType;
+
+class ModuleEmitter;
+
+/// x86-64's float functions: inline vectorizable approximations for the f32 functions hot in
+/// models, LLVM intrinsics or libm for the rest.
+class CpuMath final : public codegen::MathLibrary {
+public:
+  explicit CpuMath(ModuleEmitter &me) : ME(me) {}
+  llvm::Value *emit(Builder &b, codegen::MathFn fn, llvm::ArrayRef<llvm::Value *> args) override;
+
+private:
+  ModuleEmitter &ME;
+};
 
 /// What every emitted function of one module and variant shares.
 class ModuleEmitter {
 public:
   ModuleEmitter(llvm::Module &m, Variant v, llvm::TargetMachine &tm);
+  ModuleEmitter(const ModuleEmitter &) = delete;
+  ModuleEmitter &operator=(const ModuleEmitter &) = delete;
 
   llvm::Module &module() { return M; }
   llvm::LLVMContext &ctx() { return M.getContext(); }
@@ -44,6 +75,7 @@ public:
   llvm::FunctionType *taskType();
   /// A libm function of one or two arguments of the same floating type (no side effects).
   llvm::FunctionCallee libm(llvm::StringRef name, llvm::Type *type, unsigned arity = 1);
+  codegen::MathLibrary &math() { return Math; }
   /// Task functions already emitted, by TaskKey: a step whose key is here reuses them. They keep
   /// the first such step's name, so a profile counts every step of the key under it.
   llvm::StringMap<llvm::SmallVector<llvm::Function *, 3>> &sharedTasks() { return Shared; }
@@ -53,6 +85,7 @@ private:
   Variant V;
   llvm::TargetMachine &TM;
   llvm::StructType *Exec = nullptr;
+  CpuMath Math{*this};
   llvm::StringMap<llvm::SmallVector<llvm::Function *, 3>> Shared;
 };
 
@@ -82,20 +115,6 @@ private:
   llvm::DenseMap<kir::ExprId, unsigned> Seen;
 };
 
-/// i64 value of a symbolic expression over the entry's root symbols; Python semantics for
-/// floordiv/mod, and a zero divisor gives 0 instead of trapping.
-llvm::Value *emitSym(Builder &b, const SymExpr &e, const llvm::StringMap<unsigned> &symIndex,
-                     llvm::ArrayRef<llvm::Value *> syms);
-llvm::Value *emitFloorDivI(Builder &b, llvm::Value *x, llvm::Value *y);
-llvm::Value *emitModI(Builder &b, llvm::Value *x, llvm::Value *y);
-
-/// x + y and x * y with reassoc + contract, so that reductions vectorize.
-llvm::Value *reassocAdd(Builder &b, llvm::Value *x, llvm::Value *y);
-llvm::Value *reassocMul(Builder &b, llvm::Value *x, llvm::Value *y);
-
-/// for (i = begin; i < end; ++i) body(i); the builder ends after the loop.
-void emitLoop(Builder &b, llvm::Value *begin, llvm::Value *end,
-              llvm::function_ref<void(llvm::Value *)> body, const llvm::Twine &name = "i");
 /// emitLoop for a loop whose iterations are independent (no iteration reads what another
 /// writes): its memory accesses carry llvm.loop.parallel_accesses, so the vectorizer needs no
 /// alias checks. With `predicated`, the vectorizer is asked to vectorize it whatever its cost
@@ -117,65 +136,12 @@ llvm::Value *lanesBelow(Builder &b, unsigned width, llvm::Value *n);
 void emitPrefetch(Builder &b, llvm::Value *ptr, int locality);
 /// Floats per 64-byte cache line.
 inline constexpr int64_t FloatsPerLine = 16;
-/// An alloca in the function's entry block.
-llvm::AllocaInst *entryAlloca(Builder &b, llvm::Type *type, const llvm::Twine &name = "");
-
-/// The type values of a dtype have in registers: f16/bf16 compute in f32, bool is i1.
-llvm::Type *valueType(llvm::LLVMContext &c, DType t);
-/// The type of a dtype in memory: half, i16 for bf16, i8 for bool.
-llvm::Type *storageType(llvm::LLVMContext &c, DType t);
-/// Converts a register value of dtype `from` to dtype `to` (rounding to f16/bf16 precision).
-llvm::Value *convert(Builder &b, llvm::Value *v, DType from, DType to);
-llvm::Value *loadElement(Builder &b, llvm::Value *base, llvm::Value *offset, DType t);
-void storeElement(Builder &b, llvm::Value *v, llvm::Value *base, llvm::Value *offset, DType t);
-
 // Inline f32 approximations (straight-line IR, vectorizable); within about 1.5 ulp.
 llvm::Value *emitExpF32(Builder &b, llvm::Value *x);
 llvm::Value *emitLogF32(Builder &b, llvm::Value *x);
 llvm::Value *emitTanhF32(Builder &b, llvm::Value *x);
 llvm::Value *emitSigmoidF32(Builder &b, llvm::Value *x);
 llvm::Value *emitErfF32(Builder &b, llvm::Value *x);
-
-/// Stores check number `check` (i32) into the run's index-check flag `flag`, atomically.
-void storeCheckFlag(Builder &b, llvm::Value *flag, llvm::Value *check);
-
-/// Emits kernel expressions of one entry at one point of a loop nest. `buffers` has one pointer
-/// per buffer of the entry, then, inside generated entries, the run's index-check flag (i32).
-class ExprEmitter {
-public:
-  ExprEmitter(ModuleEmitter &me, Builder &b, const kir::EntryKernels &entry,
-              const llvm::StringMap<unsigned> &symIndex, llvm::ArrayRef<llvm::Value *> syms,
-              llvm::ArrayRef<llvm::Value *> buffers)
-      : ME(me), B(b), Entry(entry), SymIndex(symIndex), Syms(syms), Buffers(buffers) {}
-
-  std::vector<llvm::Value *> loopVars;     // by loop number
-  std::vector<llvm::Value *> reduceValues; // by stage (in the stage's accType; i64 for Arg*)
-  std::vector<DType> reduceTypes;
-  llvm::Value *acc = nullptr; // GEMM epilogue: the f32 sum
-  /// An i32 local where CheckIndex records its number when an index is out of range, for the
-  /// kernel to flush into the run's flag; null: CheckIndex stores into the flag directly.
-  llvm::Value *failedCheck = nullptr;
-
-  /// The value of `id` in its dtype's value type. Results are cached until clearCache().
-  llvm::Value *emit(kir::ExprId id);
-  void clearCache() { Cache.clear(); }
-  llvm::Value *sym(const SymExpr &e) { return emitSym(B, e, SymIndex, Syms); }
-  DType exprType(kir::ExprId id) const { return Entry.expr(id).type; }
-
-private:
-  llvm::Value *emitUncached(const kir::Expr &e);
-  llvm::Value *unary(kir::UnaryOp op, llvm::Value *x, DType t);
-  llvm::Value *binary(kir::BinaryOp op, llvm::Value *x, llvm::Value *y, DType t);
-  llvm::Value *checkIndex(const kir::Expr &e);
-
-  ModuleEmitter &ME;
-  Builder &B;
-  const kir::EntryKernels &Entry;
-  const llvm::StringMap<unsigned> &SymIndex;
-  llvm::ArrayRef<llvm::Value *> Syms;
-  llvm::ArrayRef<llvm::Value *> Buffers;
-  llvm::DenseMap<kir::ExprId, llvm::Value *> Cache;
-};
 
 /// The closure the run function fills once per call and hands to every task: the syms pointer,
 /// one pointer per buffer of the entry, then the run's index-check flag (an i32, 0 until a

@@ -546,7 +546,7 @@ Function *GemmEmitter::blockedTask() {
     a->setAlignment(Align(64));
     cols = a;
   }
-  ExprEmitter ex(ME, b, Entry, SymIndex, ts.syms, ts.buffers);
+  ExprEmitter ex(ME.math(), b, Entry, SymIndex, ts.syms, ts.buffers);
   Value *group = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 5));
   Value *fold = b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 6)),
                                b.getInt64(0));
@@ -755,7 +755,7 @@ Function *GemmEmitter::smallTask() {
   Type *f32 = b.getFloatTy();
   AllocaInst *accBuf = entryAlloca(b, ArrayType::get(f32, SmallM * SmallNChunk), "acc");
   accBuf->setAlignment(Align(64));
-  ExprEmitter ex(ME, b, Entry, SymIndex, ts.syms, ts.buffers);
+  ExprEmitter ex(ME.math(), b, Entry, SymIndex, ts.syms, ts.buffers);
   Value *chunk = b.getInt64(SmallNChunk);
   Value *nChunks = emitCeilDiv(b, v.n, chunk);
   emitLoop(
@@ -863,7 +863,7 @@ Function *GemmEmitter::dotTask() {
   unsigned vw = T.vecWidth;
   auto *vt = FixedVectorType::get(f32, vw);
   DotTile dt = dotTile(ME.variant());
-  ExprEmitter ex(ME, b, Entry, SymIndex, ts.syms, ts.buffers);
+  ExprEmitter ex(ME.math(), b, Entry, SymIndex, ts.syms, ts.buffers);
   Value *chunk = b.getInt64(DotNChunk);
   Value *nChunks = emitCeilDiv(b, v.n, chunk);
   Value *kFull = b.CreateUDiv(v.k, b.getInt64(vw));

@@ -12,26 +12,6 @@ using namespace llvm;
 
 namespace {
 
-Value *identity(Builder &b, kir::ReduceOp op, DType t) {
-  Type *ty = valueType(b.getContext(), t);
-  bool isMax = op == kir::ReduceOp::Max || op == kir::ReduceOp::ArgMax;
-  switch (op) {
-  case kir::ReduceOp::Sum:
-    return isFloating(t) ? ConstantFP::get(ty, 0.0) : ConstantInt::get(ty, 0);
-  case kir::ReduceOp::Prod:
-    return isFloating(t) ? ConstantFP::get(ty, 1.0) : ConstantInt::get(ty, 1);
-  default:
-    if (isFloating(t))
-      return ConstantFP::get(ty, isMax ? -std::numeric_limits<double>::infinity()
-                                       : std::numeric_limits<double>::infinity());
-    if (t == DType::U8 || t == DType::Bool)
-      return isMax ? ConstantInt::get(ty, 0) : ConstantInt::getAllOnesValue(ty);
-    unsigned bits = ty->getIntegerBitWidth();
-    return ConstantInt::get(ty, isMax ? APInt::getSignedMinValue(bits)
-                                      : APInt::getSignedMaxValue(bits));
-  }
-}
-
 // Gathers are slow on the AVX-512 parts this code meets (a 16-lane gather costs more than the
 // scalar loads): the vectorizer reads strided elements with wide loads and shuffles instead.
 void preferNoGather(Function *f) {
@@ -42,9 +22,8 @@ void preferNoGather(Function *f) {
 
 class KernelBody {
 public:
-  KernelBody(Builder &b, const kir::EntryKernels &entry, const kir::LoopKernel &kernel,
-             ExprEmitter &ex)
-      : B(b), Entry(entry), K(kernel), Ex(ex) {}
+  KernelBody(Builder &b, const kir::LoopKernel &kernel, ExprEmitter &ex)
+      : B(b), K(kernel), Ex(ex) {}
 
   void emit(Value *begin, Value *end) {
     unsigned n = K.outer.size();
@@ -172,86 +151,14 @@ private:
 
   void stage(unsigned si) {
     const kir::Stage &s = K.stages[si];
-    if (s.kind == kir::Stage::Kind::Store) {
-      const kir::Buffer &buf = Entry.buffers[s.buffer];
-      inner(s, 0, B.getInt64(0), [&](Value *) {
-        Value *v = convert(B, Ex.emit(s.value), Entry.expr(s.value).type, buf.dtype);
-        Value *off = convert(B, Ex.emit(s.offset), Entry.expr(s.offset).type, DType::I64);
-        storeElement(B, v, BufferPtrs[s.buffer], off, buf.dtype);
-      });
-      return;
-    }
-    DType at = s.accType;
-    Type *ty = valueType(B.getContext(), at);
-    bool arg = s.reduce == kir::ReduceOp::ArgMax || s.reduce == kir::ReduceOp::ArgMin;
-    AllocaInst *acc = entryAlloca(B, ty, "acc");
-    AllocaInst *accIdx = arg ? entryAlloca(B, B.getInt64Ty(), "acc.idx") : nullptr;
-    B.CreateStore(identity(B, s.reduce, at), acc);
-    if (arg)
-      B.CreateStore(B.getInt64(0), accIdx);
-    inner(s, 0, B.getInt64(0), [&](Value *lin) {
-      Value *v = convert(B, Ex.emit(s.value), Entry.expr(s.value).type, at);
-      Value *cur = B.CreateLoad(ty, acc);
-      Value *next = nullptr;
-      bool f = isFloating(at), u = at == DType::U8 || at == DType::Bool;
-      switch (s.reduce) {
-      case kir::ReduceOp::Sum:
-        next = f ? reassocAdd(B, cur, v) : B.CreateAdd(cur, v);
-        break;
-      case kir::ReduceOp::Prod:
-        next = f ? reassocMul(B, cur, v) : B.CreateMul(cur, v);
-        break;
-      case kir::ReduceOp::Max:
-        next = B.CreateBinaryIntrinsic(f   ? Intrinsic::maximum
-                                       : u ? Intrinsic::umax
-                                           : Intrinsic::smax,
-                                       cur, v);
-        break;
-      case kir::ReduceOp::Min:
-        next = B.CreateBinaryIntrinsic(f   ? Intrinsic::minimum
-                                       : u ? Intrinsic::umin
-                                           : Intrinsic::smin,
-                                       cur, v);
-        break;
-      case kir::ReduceOp::ArgMax:
-      case kir::ReduceOp::ArgMin: {
-        bool mx = s.reduce == kir::ReduceOp::ArgMax;
-        Value *better;
-        if (f) {
-          // The first NaN wins, as in torch.
-          better = mx ? B.CreateFCmpOGT(v, cur) : B.CreateFCmpOLT(v, cur);
-          better =
-              B.CreateOr(better, B.CreateAnd(B.CreateFCmpUNO(v, v), B.CreateFCmpORD(cur, cur)));
-        } else if (u) {
-          better = mx ? B.CreateICmpUGT(v, cur) : B.CreateICmpULT(v, cur);
-        } else {
-          better = mx ? B.CreateICmpSGT(v, cur) : B.CreateICmpSLT(v, cur);
-        }
-        // The first point always replaces the identity, so an all-identity input gives index 0.
-        next = B.CreateSelect(better, v, cur);
-        B.CreateStore(B.CreateSelect(better, lin, B.CreateLoad(B.getInt64Ty(), accIdx)), accIdx);
-        break;
-      }
-      }
-      B.CreateStore(next, acc);
-    });
-    if (arg) {
-      Ex.reduceValues[si] = B.CreateLoad(B.getInt64Ty(), accIdx, "argidx");
-      Ex.reduceTypes[si] = DType::I64;
-    } else {
-      Ex.reduceValues[si] = B.CreateLoad(ty, acc, "reduced");
-      Ex.reduceTypes[si] = at;
-    }
+    Ex.emitStage(si, s,
+                 [&](function_ref<void(Value *)> body) { inner(s, 0, B.getInt64(0), body); });
   }
 
   Builder &B;
-  const kir::EntryKernels &Entry;
   const kir::LoopKernel &K;
   ExprEmitter &Ex;
   SmallVector<Value *, 4> Extents;
-
-public:
-  SmallVector<Value *, 8> BufferPtrs;
 };
 
 // The task of a loop kernel over the buffers `usedList` (by slot), which it reads from its
@@ -283,11 +190,10 @@ Function *emitKernelTask(ModuleEmitter &me, const kir::EntryKernels &entry,
     SmallVector<Value *, 16> buffers(entry.buffers.size(), nullptr);
     for (unsigned i = 0; i < usedList.size(); ++i)
       buffers[usedList[i]] = body->getArg(i);
-    ExprEmitter ex(me, b, entry, symIndex, syms, buffers);
+    ExprEmitter ex(me.math(), b, entry, symIndex, syms, buffers);
     ex.failedCheck = entryAlloca(b, b.getInt32Ty(), "failed.check");
     b.CreateStore(b.getInt32(0), ex.failedCheck);
-    KernelBody kb(b, entry, kernel, ex);
-    kb.BufferPtrs.assign(buffers.begin(), buffers.end());
+    KernelBody kb(b, kernel, ex);
     unsigned nargs = body->arg_size();
     kb.emit(body->getArg(nargs - 2), body->getArg(nargs - 1));
     // Kernels without checks fold this away.

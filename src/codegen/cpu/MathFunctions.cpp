@@ -124,3 +124,44 @@ Value *emitErfF32(Builder &b, Value *x) {
 }
 
 } // namespace aotc::cpu
+
+namespace aotc::cpu {
+
+Value *CpuMath::emit(Builder &b, codegen::MathFn fn, ArrayRef<Value *> args) {
+  using codegen::MathFn;
+  Value *x = args[0];
+  Type *ty = x->getType();
+  bool f32 = ty->isFloatTy();
+  auto call = [&](StringRef f32Name, StringRef f64Name) -> Value * {
+    return b.CreateCall(ME.libm(f32 ? f32Name : f64Name, ty, args.size()), args);
+  };
+  switch (fn) {
+  case MathFn::Exp:
+    return f32 ? emitExpF32(b, x) : b.CreateUnaryIntrinsic(Intrinsic::exp, x);
+  case MathFn::Log:
+    return f32 ? emitLogF32(b, x) : b.CreateUnaryIntrinsic(Intrinsic::log, x);
+  case MathFn::Log1p:
+    return call("log1pf", "log1p");
+  case MathFn::Sin:
+    return call("sinf", "sin");
+  case MathFn::Cos:
+    return call("cosf", "cos");
+  case MathFn::Tanh:
+    return f32 ? emitTanhF32(b, x) : call("tanhf", "tanh");
+  case MathFn::Erf:
+    return f32 ? emitErfF32(b, x) : call("erff", "erf");
+  case MathFn::Sigmoid:
+    if (f32)
+      return emitSigmoidF32(b, x);
+    return b.CreateFDiv(ConstantFP::get(ty, 1.0),
+                        b.CreateFAdd(ConstantFP::get(ty, 1.0),
+                                     b.CreateUnaryIntrinsic(Intrinsic::exp, b.CreateFNeg(x))));
+  case MathFn::Pow:
+    return call("powf", "pow");
+  case MathFn::Fmod:
+    return b.CreateFRem(args[0], args[1]);
+  }
+  llvm_unreachable("unknown math function");
+}
+
+} // namespace aotc::cpu

@@ -2,12 +2,14 @@
 // (fused and unfused), evaluated on random inputs at several sizes of its dynamic dims, and
 // compared with `aotc::interpret`.
 #include "KernelTestUtil.h"
+#include "TestGraphs.h"
 
 namespace aotc {
 namespace {
 
 using test::Dims;
 using test::expectMatches;
+using namespace test; // the shared graphs of TestGraphs.h
 
 const std::vector<Dims> Batches = {{{"batch", 1}}, {{"batch", 5}}, {{"batch", 16}}};
 
@@ -28,168 +30,25 @@ entry @f(%0 : f32[batch, 24] = input "x", %1 : f32[32, 24] = parameter "fc1.weig
                 Batches, 1e-5);
 }
 
-TEST(Lower, Softmax) {
-  expectMatches(R"(graph @t opset 1.0
-dim batch in 1..16
-entry @f(%0 : f32[batch, 10] = input "x") {
-  %1 = aten.softmax.int(%0) {dim = -1} : f32[batch, 10]
-  %2 = aten.log_softmax.int(%0) {dim = 1, dtype = f64} : f64[batch, 10]
-  %3 = aten.softmax.int(%0) {dim = 0} : f32[batch, 10]
-  return %1 as output "p", %2 as output "logp", %3 as output "p0"
-}
-)",
-                Batches);
-}
+TEST(Lower, Softmax) { expectMatches(SoftmaxGraph, Batches); }
 
 TEST(Lower, LayerNormAndGelu) {
   expectMatches(
-      R"(graph @t opset 1.0
-dim batch in 1..16
-dim seq in 1..9
-parameter "ln.weight" : f32[4, 6]
-parameter "ln.bias" : f32[4, 6]
-entry @f(%0 : f32[batch, seq, 4, 6] = input "x", %1 : f32[4, 6] = parameter "ln.weight", %2 : f32[4, 6] = parameter "ln.bias") {
-  %3 = aten.layer_norm(%0, %1, %2) {normalized_shape = [4, 6]} : f32[batch, seq, 4, 6]
-  %4 = aten.layer_norm(%3, none, none) {normalized_shape = [6], eps = 1e-06} : f32[batch, seq, 4, 6]
-  %5 = aten.gelu(%4) : f32[batch, seq, 4, 6]
-  %6 = aten.gelu(%4) {approximate = "tanh"} : f32[batch, seq, 4, 6]
-  return %5 as output "y", %6 as output "z"
-}
-)",
+      LayerNormGraph,
       {{{"batch", 1}, {"seq", 1}}, {{"batch", 3}, {"seq", 5}}, {{"batch", 16}, {"seq", 9}}}, 1e-4);
 }
 
-TEST(Lower, PointwiseBroadcastingAndScalars) {
-  expectMatches(R"(graph @t opset 1.0
-dim batch in 1..16
-entry @f(%0 : f32[batch, 1, 5] = input "x", %1 : f32[3, 1] = input "y", %2 : f32[5] = input "z") {
-  %3 = aten.add.Tensor(%0, %1) {alpha = 2} : f32[batch, 3, 5]
-  %4 = aten.mul.Tensor(%3, %2) : f32[batch, 3, 5]
-  %5 = aten.sub.Scalar(%4) {other = 0.5} : f32[batch, 3, 5]
-  %6 = aten.rsub.Scalar(%5) {other = 2} : f32[batch, 3, 5]
-  %7 = aten.div.Tensor(%6, %2) : f32[batch, 3, 5]
-  %8 = aten.tanh(%7) : f32[batch, 3, 5]
-  %9 = aten.clamp(%8) {min = -0.5, max = 0.25} : f32[batch, 3, 5]
-  %10 = aten.sigmoid(%9) : f32[batch, 3, 5]
-  %11 = aten.pow.Tensor_Scalar(%10) {exponent = 3} : f32[batch, 3, 5]
-  %12 = aten.maximum(%11, %1) : f32[batch, 3, 5]
-  %13 = aten.exp(%12) : f32[batch, 3, 5]
-  %14 = aten.abs(%0) : f32[batch, 1, 5]
-  %15 = aten.sqrt(%14) : f32[batch, 1, 5]
-  %16 = aten.log1p(%15) : f32[batch, 1, 5]
-  %17 = aten.floor(%7) : f32[batch, 3, 5]
-  %18 = aten.round(%7) : f32[batch, 3, 5]
-  %19 = aten.silu(%1) : f32[3, 1]
-  return %13 as output "a", %16 as output "b", %17 as output "c", %18 as output "d", %19 as output "e"
-}
-)",
-                Batches);
-}
+TEST(Lower, PointwiseBroadcastingAndScalars) { expectMatches(PointwiseGraph, Batches); }
 
-TEST(Lower, IntegerAndBoolOps) {
-  expectMatches(R"(graph @t opset 1.0
-dim batch in 1..16
-entry @f(%0 : i64[batch, 4] = input "a", %1 : i64[4] = input "b", %2 : f32[batch, 4] = input "x", %3 : i32[batch, 4] = input "c") {
-  %4 = aten.add.Tensor(%0, %1) : i64[batch, 4]
-  %5 = aten.mul.Scalar(%4) {other = 3} : i64[batch, 4]
-  %20 = aten.add.Scalar(%1) {other = 1} : i64[4]
-  %6 = aten.remainder.Tensor(%5, %20) : i64[batch, 4]
-  %7 = aten.gt.Scalar(%2) {other = 0.0} : bool[batch, 4]
-  %8 = aten.lt.Tensor(%0, %1) : bool[batch, 4]
-  %9 = aten.logical_and(%7, %8) : bool[batch, 4]
-  %10 = aten.logical_not(%9) : bool[batch, 4]
-  %11 = aten.where.self(%10, %2, %2) : f32[batch, 4]
-  %12 = aten.neg(%2) : f32[batch, 4]
-  %13 = aten.where.self(%9, %12, %11) : f32[batch, 4]
-  %14 = aten._to_copy(%13) {dtype = i32} : i32[batch, 4]
-  %15 = aten.add.Tensor(%14, %3) : i32[batch, 4]
-  %21 = aten.neg(%5) : i64[batch, 4]
-  %16 = aten.div.Tensor_mode(%21, %20) {rounding_mode = "floor"} : i64[batch, 4]
-  %17 = aten.eq.Tensor(%0, %1) : bool[batch, 4]
-  %18 = aten.logical_or(%17, %7) : bool[batch, 4]
-  %19 = aten.div.Tensor(%0, %20) : f32[batch, 4]
-  %22 = aten.div.Tensor_mode(%21, %20) {rounding_mode = "trunc"} : i64[batch, 4]
-  return %6 as output "m", %10 as output "n", %15 as output "s", %16 as output "q", %18 as output "o", %19 as output "d", %22 as output "t"
-}
-)",
-                Batches);
-}
+TEST(Lower, IntegerAndBoolOps) { expectMatches(IntegerGraph, Batches); }
 
-TEST(Lower, HalfInputs) {
-  expectMatches(R"(graph @t opset 1.0
-dim batch in 1..16
-entry @f(%0 : f16[batch, 8] = input "x", %1 : bf16[8] = input "y") {
-  %2 = aten._to_copy(%1) {dtype = f16} : f16[8]
-  %3 = aten.add.Tensor(%0, %2) : f16[batch, 8]
-  %4 = aten.exp(%3) : f16[batch, 8]
-  %5 = aten._to_copy(%4) {dtype = f32} : f32[batch, 8]
-  %6 = aten.sum.dim_IntList(%5) {dim = [1]} : f32[batch]
-  %7 = aten.mul.Tensor(%1, %1) : bf16[8]
-  return %4 as output "e", %6 as output "s", %7 as output "m"
-}
-)",
-                Batches, 1e-3);
-}
+TEST(Lower, HalfInputs) { expectMatches(HalfGraph, Batches, 1e-3); }
 
-TEST(Lower, ReductionsOverAnyDims) {
-  expectMatches(R"(graph @t opset 1.0
-dim batch in 1..16
-entry @f(%0 : f32[batch, 3, 4, 5] = input "x", %1 : i64[batch, 3] = input "i") {
-  %2 = aten.sum.dim_IntList(%0) {dim = [1]} : f32[batch, 4, 5]
-  %3 = aten.mean.dim(%0) {dim = [0, 2], keepdim = true} : f32[1, 3, 1, 5]
-  %4 = aten.amax(%0) {dim = [1, 3]} : f32[batch, 4]
-  %5 = aten.amin(%0) {dim = [2]} : f32[batch, 3, 5]
-  %6 = aten.prod.dim_int(%0) {dim = 3} : f32[batch, 3, 4]
-  %7 = aten.argmax(%0) {dim = 2} : i64[batch, 3, 5]
-  %8 = aten.argmax(%0) : i64[]
-  %9 = aten.sum.dim_IntList(%1) {dim = [0]} : i64[3]
-  %10 = aten.sub.Tensor(%0, %3) : f32[batch, 3, 4, 5]
-  %11 = aten.sum.dim_IntList(%0) : f32[]
-  return %2 as output "s", %3 as output "m", %4 as output "mx", %5 as output "mn", %6 as output "p", %7 as output "am", %8 as output "amall", %9 as output "si", %10 as output "c", %11 as output "all"
-}
-)",
-                Batches, 1e-4);
-}
+TEST(Lower, ReductionsOverAnyDims) { expectMatches(ReductionsGraph, Batches, 1e-4); }
 
-TEST(Lower, ViewsCatSlice) {
-  expectMatches(R"(graph @t opset 1.0
-dim batch in 1..16
-entry @f(%0 : f32[batch, 4, 6] = input "x", %1 : f32[batch, 2, 6] = input "y", %2 : f32[6] = input "z") {
-  %3 = aten.cat(%0, %1) {dim = 1} : f32[batch, 6, 6]
-  %4 = aten.permute(%3) {dims = [2, 0, 1]} : f32[6, batch, 6]
-  %5 = aten.slice.Tensor(%4) {dim = 2, start = 1, end = 5, step = 2} : f32[6, batch, 2]
-  %6 = aten.relu(%5) : f32[6, batch, 2]
-  %7 = aten.expand(%2) {size = [batch, 4, 6]} : f32[batch, 4, 6]
-  %8 = aten.add.Tensor(%0, %7) : f32[batch, 4, 6]
-  %9 = aten.transpose.int(%8) {dim0 = 1, dim1 = 2} : f32[batch, 6, 4]
-  %10 = aten.reshape(%9) {shape = [batch, 24]} : f32[batch, 24]
-  %11 = aten.select.int(%0) {dim = 1, index = -1} : f32[batch, 6]
-  %12 = aten.unsqueeze(%11) {dim = 1} : f32[batch, 1, 6]
-  %13 = aten.stack(%11, %11) {dim = 2} : f32[batch, 6, 2]
-  %14 = aten.flatten.using_ints(%0) {start_dim = 1} : f32[batch, 24]
-  %15 = aten.slice.Tensor(%0) {dim = 2, start = -3} : f32[batch, 4, 3]
-  return %6 as output "a", %10 as output "b", %12 as output "c", %13 as output "d", %14 as output "e", %15 as output "f", %0 as output "g"
-}
-)",
-                Batches);
-}
+TEST(Lower, ViewsCatSlice) { expectMatches(ViewsGraph, Batches); }
 
-TEST(Lower, SplitAndCreation) {
-  expectMatches(R"(graph @t opset 1.0
-dim batch in 1..16
-entry @f(%0 : f32[batch, 7] = input "x") {
-  %1, %2, %3 = aten.split.Tensor(%0) {split_size = 3, dim = 1} : f32[batch, 3], f32[batch, 3], f32[batch, 1]
-  %4 = aten.arange.start_step() {start = 0, end = 3} : i64[3]
-  %5 = aten.mul.Tensor(%1, %4) : f32[batch, 3]
-  %6 = aten.full() {size = [batch, 3], fill_value = 1.5} : f32[batch, 3]
-  %7 = aten.add.Tensor(%2, %6) : f32[batch, 3]
-  %8 = aten.ones() {size = [1]} : f32[1]
-  %9 = aten.sub.Tensor(%3, %8) : f32[batch, 1]
-  return %5 as output "a", %7 as output "b", %9 as output "c"
-}
-)",
-                Batches, 1e-5, /*decompose=*/false);
-}
+TEST(Lower, SplitAndCreation) { expectMatches(CreationGraph, Batches, 1e-5, /*decompose=*/false); }
 
 TEST(Lower, BatchedMatmulAndBmm) {
   expectMatches(R"(graph @t opset 1.0

@@ -1,10 +1,10 @@
 // Kernel expressions -> LLVM values at one loop point: loads, casts, and every unary and binary
 // op with torch's semantics (Python floor division and modulo, NaN-propagating min/max).
-#include "codegen/cpu/Emitter.h"
+#include "codegen/ExprEmitter.h"
 
 #include "llvm/IR/Intrinsics.h"
 
-namespace aotc::cpu {
+namespace aotc::codegen {
 
 using namespace llvm;
 
@@ -86,6 +86,38 @@ Value *ExprEmitter::emitUncached(const kir::Expr &e) {
   llvm_unreachable("unknown expression kind");
 }
 
+void ExprEmitter::emitStage(unsigned si, const kir::Stage &s,
+                            function_ref<void(function_ref<void(Value *)>)> forEachPoint) {
+  if (s.kind == kir::Stage::Kind::Store) {
+    const kir::Buffer &buf = Entry.buffers[s.buffer];
+    forEachPoint([&](Value *) {
+      Value *v = convert(B, emit(s.value), Entry.expr(s.value).type, buf.dtype);
+      Value *off = convert(B, emit(s.offset), Entry.expr(s.offset).type, DType::I64);
+      storeElement(B, v, Buffers[s.buffer], off, buf.dtype);
+    });
+    return;
+  }
+  DType at = s.accType;
+  Type *ty = valueType(B.getContext(), at);
+  bool arg = s.reduce == kir::ReduceOp::ArgMax || s.reduce == kir::ReduceOp::ArgMin;
+  AllocaInst *acc = entryAlloca(B, ty, "acc");
+  AllocaInst *accIdx = arg ? entryAlloca(B, B.getInt64Ty(), "acc.idx") : nullptr;
+  B.CreateStore(reduceIdentity(B, s.reduce, at), acc);
+  if (arg)
+    B.CreateStore(B.getInt64(0), accIdx);
+  forEachPoint([&](Value *lin) {
+    Value *v = convert(B, emit(s.value), Entry.expr(s.value).type, at);
+    emitReduceStep(B, s.reduce, at, acc, accIdx, v, lin);
+  });
+  if (arg) {
+    reduceValues[si] = B.CreateLoad(B.getInt64Ty(), accIdx, "argidx");
+    reduceTypes[si] = DType::I64;
+  } else {
+    reduceValues[si] = B.CreateLoad(ty, acc, "reduced");
+    reduceTypes[si] = at;
+  }
+}
+
 Value *ExprEmitter::checkIndex(const kir::Expr &e) {
   Value *i = convert(B, emit(e.operands[0]), typeOf(Entry, e.operands[0]), DType::I64);
   Value *size = sym(e.sym);
@@ -123,11 +155,8 @@ static bool isUnsignedType(DType t) { return t == DType::U8 || t == DType::Bool;
 
 Value *ExprEmitter::unary(kir::UnaryOp op, Value *x, DType t) {
   Type *ty = x->getType();
-  bool f32 = ty->isFloatTy();
   auto intrinsic = [&](Intrinsic::ID id) { return B.CreateUnaryIntrinsic(id, x); };
-  auto call = [&](StringRef f32Name, StringRef f64Name) -> Value * {
-    return B.CreateCall(ME.libm(f32 ? f32Name : f64Name, ty), {x});
-  };
+  auto math = [&](MathFn fn) { return Math.emit(B, fn, {x}); };
   if (!isFloating(t)) {
     switch (op) {
     case kir::UnaryOp::Neg:
@@ -151,11 +180,11 @@ Value *ExprEmitter::unary(kir::UnaryOp op, Value *x, DType t) {
   case kir::UnaryOp::Abs:
     return intrinsic(Intrinsic::fabs);
   case kir::UnaryOp::Exp:
-    return f32 ? emitExpF32(B, x) : intrinsic(Intrinsic::exp);
+    return math(MathFn::Exp);
   case kir::UnaryOp::Log:
-    return f32 ? emitLogF32(B, x) : intrinsic(Intrinsic::log);
+    return math(MathFn::Log);
   case kir::UnaryOp::Log1p:
-    return call("log1pf", "log1p");
+    return math(MathFn::Log1p);
   case kir::UnaryOp::Sqrt:
     return intrinsic(Intrinsic::sqrt);
   case kir::UnaryOp::Rsqrt:
@@ -163,19 +192,15 @@ Value *ExprEmitter::unary(kir::UnaryOp op, Value *x, DType t) {
   case kir::UnaryOp::Reciprocal:
     return B.CreateFDiv(ConstantFP::get(ty, 1.0), x);
   case kir::UnaryOp::Sin:
-    return call("sinf", "sin");
+    return math(MathFn::Sin);
   case kir::UnaryOp::Cos:
-    return call("cosf", "cos");
+    return math(MathFn::Cos);
   case kir::UnaryOp::Tanh:
-    return f32 ? emitTanhF32(B, x) : call("tanhf", "tanh");
+    return math(MathFn::Tanh);
   case kir::UnaryOp::Erf:
-    return f32 ? emitErfF32(B, x) : call("erff", "erf");
+    return math(MathFn::Erf);
   case kir::UnaryOp::Sigmoid:
-    if (f32)
-      return emitSigmoidF32(B, x);
-    return B.CreateFDiv(ConstantFP::get(ty, 1.0),
-                        B.CreateFAdd(ConstantFP::get(ty, 1.0),
-                                     B.CreateUnaryIntrinsic(Intrinsic::exp, B.CreateFNeg(x))));
+    return math(MathFn::Sigmoid);
   case kir::UnaryOp::Floor:
     return intrinsic(Intrinsic::floor);
   case kir::UnaryOp::Ceil:
@@ -205,7 +230,7 @@ Value *ExprEmitter::binary(kir::BinaryOp op, Value *x, Value *y, DType t) {
     case kir::BinaryOp::Mod: {
       // fmod, then Python's sign rule: a nonzero remainder takes the divisor's sign, and a zero
       // one the divisor's sign too.
-      Value *r = B.CreateFRem(x, y);
+      Value *r = Math.emit(B, MathFn::Fmod, {x, y});
       Value *zero = ConstantFP::get(ty, 0.0);
       Value *differ = B.CreateXor(B.CreateFCmpOLT(r, zero), B.CreateFCmpOLT(y, zero));
       Value *fix = B.CreateAnd(B.CreateFCmpONE(r, zero), differ);
@@ -222,7 +247,7 @@ Value *ExprEmitter::binary(kir::BinaryOp op, Value *x, Value *y, DType t) {
         if (cy->isExactlyValue(3.0))
           return B.CreateFMul(B.CreateFMul(x, x), x);
       }
-      return B.CreateCall(ME.libm(ty->isFloatTy() ? "powf" : "pow", ty, 2), {x, y});
+      return Math.emit(B, MathFn::Pow, {x, y});
     case kir::BinaryOp::Min:
       return B.CreateBinaryIntrinsic(Intrinsic::minimum, x, y);
     case kir::BinaryOp::Max:
@@ -281,7 +306,7 @@ Value *ExprEmitter::binary(kir::BinaryOp op, Value *x, Value *y, DType t) {
     Type *f64 = B.getDoubleTy();
     Value *fx = u ? B.CreateUIToFP(x, f64) : B.CreateSIToFP(x, f64);
     Value *fy = u ? B.CreateUIToFP(y, f64) : B.CreateSIToFP(y, f64);
-    Value *p = B.CreateCall(ME.libm("pow", f64, 2), {fx, fy});
+    Value *p = Math.emit(B, MathFn::Pow, {fx, fy});
     return B.CreateTrunc(B.CreateFPToSI(p, B.getInt64Ty()), ty);
   }
   case kir::BinaryOp::Min:
@@ -308,4 +333,4 @@ Value *ExprEmitter::binary(kir::BinaryOp op, Value *x, Value *y, DType t) {
   llvm_unreachable("unknown binary op");
 }
 
-} // namespace aotc::cpu
+} // namespace aotc::codegen

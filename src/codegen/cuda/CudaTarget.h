@@ -1,0 +1,60 @@
+// The CUDA target description: the GPU architectures aotc emits cubins for, their facts (warp
+// size, threads and shared memory per block, the PTX ISA version LLVM 19 emits for each), the
+// default arch list, and the thresholds lowering asks for (kir::TargetInfo). Every machine fact
+// of the CUDA backend lives here.
+#ifndef AOTC_CODEGEN_CUDA_CUDATARGET_H
+#define AOTC_CODEGEN_CUDA_CUDATARGET_H
+
+#include "kernel/Target.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+
+namespace aotc::cuda {
+
+enum class CudaArch : unsigned { SM80, SM86, SM89, SM90, SM90a };
+
+struct ArchInfo {
+  CudaArch arch;
+  llvm::StringRef name;       // "sm_90a": --cuda-arch, ptxas --gpu-name, the NVPTX target CPU
+  unsigned computeCapability; // 90 for sm_90 and sm_90a
+  unsigned warpSize;
+  unsigned maxThreadsPerBlock;
+  /// Static shared memory a block may use without opting in, and the most a kernel may ask for
+  /// with cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES), in bytes.
+  unsigned sharedPerBlock, sharedPerBlockOptIn;
+  /// The PTX ISA LLVM 19 is asked to emit (its "+ptxNN" feature): the lowest that has the arch,
+  /// so that the PTX carried for forward compatibility JITs on the oldest drivers that know it.
+  unsigned ptxVersion; // 70 = PTX ISA 7.0
+};
+
+/// Every arch aotc knows, in ascending order.
+llvm::ArrayRef<ArchInfo> cudaArchs();
+const ArchInfo &archInfo(CudaArch arch);
+/// sm_80, sm_86, sm_89, sm_90: every data-center and workstation GPU since Ampere. sm_90a (wgmma,
+/// TMA) runs only on Hopper and is asked for explicitly.
+llvm::SmallVector<CudaArch, 5> defaultCudaArchs();
+/// "sm_80,sm_90" -> the archs in ascending order, each once; an unknown or empty name is one line
+/// listing the valid ones.
+llvm::Expected<llvm::SmallVector<CudaArch, 5>> parseCudaArchs(llvm::StringRef list);
+
+/// The NVPTX triple and data layout of the modules the CUDA backend emits (64-bit pointers,
+/// generic address space).
+inline constexpr llvm::StringLiteral NvptxTriple = "nvptx64-nvidia-cuda";
+inline constexpr llvm::StringLiteral NvptxDataLayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64";
+
+/// Threads per block of the loop kernels' launches: 8 warps, enough to hide memory latency per
+/// SM with several blocks resident and below every arch's register limits for the serial
+/// reduction loops.
+inline constexpr unsigned LoopKernelBlock = 256;
+
+/// What lowering asks of the CUDA backend.
+const kir::TargetInfo &loweringTarget();
+
+} // namespace aotc::cuda
+
+#endif

@@ -1,0 +1,286 @@
+// Loop kernels as CUDA kernels, correct first: one thread per point of the flattened parallel
+// outer loops (a grid-stride loop with 64-bit indices), the remaining outer loops and every
+// stage's inner loops serial in the thread. Parallel reductions (warp shuffles, shared memory)
+// and vector accesses come with the next step; the parameter convention (CudaCodegen.h) stays.
+#include "codegen/ExprEmitter.h"
+#include "codegen/cuda/CudaCodegen.h"
+
+#include "fmt/format.h"
+
+#include "llvm/IR/IntrinsicsNVPTX.h"
+#include "llvm/IR/Metadata.h"
+
+#include <set>
+
+namespace aotc::cuda {
+
+using namespace llvm;
+using codegen::Builder;
+using codegen::MathFn;
+
+namespace {
+
+/// libdevice's functions (`__nv_*`, CUDA's libm): NVPTX has no instruction for these and LLVM's
+/// intrinsics of them would become calls to symbols nothing defines. The emulator maps each name
+/// to the host's libm.
+class LibdeviceMath final : public codegen::MathLibrary {
+public:
+  explicit LibdeviceMath(Module &m) : M(m) {}
+
+  Value *emit(Builder &b, MathFn fn, ArrayRef<Value *> args) override {
+    Type *ty = args[0]->getType();
+    bool f32 = ty->isFloatTy();
+    auto call = [&](StringRef name) -> Value * {
+      std::string full = ("__nv_" + name + (f32 ? "f" : "")).str();
+      SmallVector<Type *, 2> params(args.size(), ty);
+      FunctionCallee f = M.getOrInsertFunction(full, FunctionType::get(ty, params, false));
+      if (auto *fn = dyn_cast<Function>(f.getCallee())) {
+        fn->addFnAttr(Attribute::NoUnwind);
+        fn->addFnAttr(Attribute::WillReturn);
+        fn->setMemoryEffects(MemoryEffects::none());
+      }
+      return b.CreateCall(f, args);
+    };
+    switch (fn) {
+    case MathFn::Exp:
+      return call("exp");
+    case MathFn::Log:
+      return call("log");
+    case MathFn::Log1p:
+      return call("log1p");
+    case MathFn::Sin:
+      return call("sin");
+    case MathFn::Cos:
+      return call("cos");
+    case MathFn::Tanh:
+      return call("tanh");
+    case MathFn::Erf:
+      return call("erf");
+    case MathFn::Sigmoid: {
+      Value *one = ConstantFP::get(ty, 1.0);
+      Value *e = emit(b, MathFn::Exp, {b.CreateFNeg(args[0])});
+      return b.CreateFDiv(one, b.CreateFAdd(one, e));
+    }
+    case MathFn::Pow:
+      return call("pow");
+    case MathFn::Fmod:
+      return call("fmod");
+    }
+    llvm_unreachable("unknown math function");
+  }
+
+private:
+  Module &M;
+};
+
+Value *specialRegister(Builder &b, Intrinsic::ID id) {
+  return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), b.getInt64Ty());
+}
+
+class KernelBody {
+public:
+  KernelBody(Builder &b, const kir::LoopKernel &kernel, codegen::ExprEmitter &ex)
+      : B(b), K(kernel), Ex(ex) {}
+
+  void emit() {
+    unsigned n = K.outer.size();
+    unsigned p = std::min<unsigned>(K.parallelLoops, n);
+    for (const SymExpr &e : K.outer)
+      Extents.push_back(Ex.sym(e));
+    size_t maxInner = 0;
+    for (const kir::Stage &s : K.stages)
+      maxInner = std::max(maxInner, s.inner.size());
+    Ex.loopVars.assign(n + maxInner, nullptr);
+    Ex.reduceValues.assign(K.stages.size(), nullptr);
+    Ex.reduceTypes.assign(K.stages.size(), DType::I64);
+    Value *total = B.getInt64(1);
+    for (unsigned d = 0; d < p; ++d)
+      total = B.CreateMul(total, Extents[d]);
+    // 64-bit indices: a grid of 2^31 blocks of 1024 threads, and tensors past 2^31 elements.
+    Value *first =
+        B.CreateAdd(B.CreateMul(specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
+                                specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
+                    specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x));
+    Value *stride = B.CreateMul(specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_nctaid_x),
+                                specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ntid_x));
+
+    Function *f = B.GetInsertBlock()->getParent();
+    LLVMContext &c = f->getContext();
+    BasicBlock *pre = B.GetInsertBlock();
+    BasicBlock *head = BasicBlock::Create(c, "grid.head", f);
+    BasicBlock *body = BasicBlock::Create(c, "grid.body", f);
+    BasicBlock *exit = BasicBlock::Create(c, "grid.exit", f);
+    B.CreateBr(head);
+    B.SetInsertPoint(head);
+    PHINode *i = B.CreatePHI(B.getInt64Ty(), 2, "point");
+    i->addIncoming(first, pre);
+    B.CreateCondBr(B.CreateICmpSLT(i, total), body, exit);
+    B.SetInsertPoint(body);
+    Value *rem = i;
+    for (unsigned d = p; d-- > 0;) {
+      if (d == 0) {
+        Ex.loopVars[0] = rem;
+        break;
+      }
+      Ex.loopVars[d] = B.CreateURem(rem, Extents[d]);
+      rem = B.CreateUDiv(rem, Extents[d]);
+    }
+    nest(p);
+    i->addIncoming(B.CreateAdd(i, stride, "point.next"), B.GetInsertBlock());
+    B.CreateBr(head);
+    B.SetInsertPoint(exit);
+  }
+
+private:
+  void nest(unsigned d) {
+    if (d == K.outer.size()) {
+      for (unsigned s = 0; s < K.stages.size(); ++s)
+        stage(s);
+      return;
+    }
+    codegen::emitLoop(
+        B, B.getInt64(0), Extents[d],
+        [&](Value *v) {
+          Ex.loopVars[d] = v;
+          nest(d + 1);
+        },
+        "l" + Twine(d));
+  }
+
+  // Runs `body` at every inner point of a stage; `lin` is the row-major linear inner index.
+  void inner(const kir::Stage &s, unsigned j, Value *lin, function_ref<void(Value *)> body) {
+    if (j == s.inner.size()) {
+      Ex.clearCache();
+      body(lin);
+      Ex.clearCache();
+      return;
+    }
+    Value *ext = Ex.sym(s.inner[j]);
+    codegen::emitLoop(
+        B, B.getInt64(0), ext,
+        [&](Value *v) {
+          Ex.loopVars[K.outer.size() + j] = v;
+          inner(s, j + 1, B.CreateAdd(B.CreateMul(lin, ext), v), body);
+        },
+        "s" + Twine(j));
+  }
+
+  void stage(unsigned si) {
+    const kir::Stage &s = K.stages[si];
+    Ex.emitStage(si, s,
+                 [&](function_ref<void(Value *)> body) { inner(s, 0, B.getInt64(0), body); });
+  }
+
+  Builder &B;
+  const kir::LoopKernel &K;
+  codegen::ExprEmitter &Ex;
+  SmallVector<Value *, 4> Extents;
+};
+
+// The entry buffers a kernel reads or writes, ascending.
+void usedBuffers(const kir::EntryKernels &entry, const kir::LoopKernel &k,
+                 std::set<uint32_t> &out) {
+  SmallVector<kir::ExprId, 32> work;
+  for (const kir::Stage &s : k.stages) {
+    if (s.kind == kir::Stage::Kind::Store)
+      out.insert(s.buffer);
+    for (kir::ExprId id : {s.offset, s.value})
+      if (id != kir::NoExpr)
+        work.push_back(id);
+  }
+  DenseSet<kir::ExprId> seen;
+  while (!work.empty()) {
+    kir::ExprId id = work.pop_back_val();
+    if (!seen.insert(id).second)
+      continue;
+    const kir::Expr &e = entry.expr(id);
+    if (e.kind == kir::ExprKind::Load)
+      out.insert(e.index);
+    work.append(e.operands.begin(), e.operands.end());
+  }
+}
+
+void markKernel(Module &m, Function *f) {
+  // LLVM 19's NVPTX backend knows kernels by this annotation (the ptx_kernel calling convention
+  // replaces it from LLVM 20 on).
+  LLVMContext &c = m.getContext();
+  Metadata *ops[] = {ValueAsMetadata::get(f), MDString::get(c, "kernel"),
+                     ConstantAsMetadata::get(ConstantInt::get(Type::getInt32Ty(c), 1))};
+  m.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(MDNode::get(c, ops));
+}
+
+CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry,
+                      const kir::LoopKernel &k, const StringMap<unsigned> &symIndex) {
+  LLVMContext &c = m.getContext();
+  std::set<uint32_t> used;
+  usedBuffers(entry, k, used);
+  CudaKernel out;
+  out.buffers.assign(used.begin(), used.end());
+  out.points.assign(k.outer.begin(),
+                    k.outer.begin() + std::min<size_t>(k.parallelLoops, k.outer.size()));
+  out.source = &k;
+  SmallVector<Type *, 16> params(entry.symbols.size(), Type::getInt64Ty(c));
+  params.append(out.buffers.size() + 1, PointerType::getUnqual(c));
+  Function *f = Function::Create(FunctionType::get(Type::getVoidTy(c), params, false),
+                                 GlobalValue::ExternalLinkage, k.name, m);
+  out.name = f->getName().str();
+  f->addFnAttr(Attribute::NoUnwind);
+  // Distinct buffers of one step never overlap (the memory plan), as on the CPU.
+  for (unsigned i = 0; i < out.buffers.size(); ++i)
+    f->addParamAttr(entry.symbols.size() + i, Attribute::NoAlias);
+  markKernel(m, f);
+
+  Builder b(BasicBlock::Create(c, "entry", f));
+  SmallVector<Value *, 8> syms;
+  for (unsigned i = 0; i < entry.symbols.size(); ++i)
+    syms.push_back(f->getArg(i));
+  SmallVector<Value *, 16> buffers(entry.buffers.size(), nullptr);
+  for (auto [i, id] : enumerate(out.buffers))
+    buffers[id] = f->getArg(entry.symbols.size() + i);
+  codegen::ExprEmitter ex(math, b, entry, symIndex, syms, buffers);
+  ex.failedCheck = codegen::entryAlloca(b, b.getInt32Ty(), "failed.check");
+  b.CreateStore(b.getInt32(0), ex.failedCheck);
+  KernelBody(b, k, ex).emit();
+  // The first failing check of the whole run wins: one compare-and-swap per thread that saw one.
+  Value *failed = b.CreateLoad(b.getInt32Ty(), ex.failedCheck);
+  BasicBlock *flush = BasicBlock::Create(c, "check.flush", f);
+  BasicBlock *done = BasicBlock::Create(c, "check.done", f);
+  b.CreateCondBr(b.CreateICmpNE(failed, b.getInt32(0)), flush, done);
+  b.SetInsertPoint(flush);
+  b.CreateAtomicCmpXchg(f->getArg(f->arg_size() - 1), b.getInt32(0), failed, Align(4),
+                        AtomicOrdering::Monotonic, AtomicOrdering::Monotonic);
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  b.CreateRetVoid();
+  return out;
+}
+
+} // namespace
+
+Expected<CudaModule> emitEntryKernels(LLVMContext &c, const kir::EntryKernels &entry,
+                                      StringRef moduleName) {
+  CudaModule out;
+  out.module = std::make_unique<Module>(moduleName, c);
+  Module &m = *out.module;
+  m.setTargetTriple(NvptxTriple);
+  m.setDataLayout(NvptxDataLayout);
+  LibdeviceMath math(m);
+  StringMap<unsigned> symIndex;
+  for (auto [i, s] : enumerate(entry.symbols))
+    symIndex[s] = i;
+  Error err = Error::success();
+  kir::forEachStep(entry.steps, [&](const kir::Step &step) {
+    if (err)
+      return;
+    if (const auto *k = std::get_if<kir::LoopKernel>(&step))
+      out.kernels.push_back(emitKernel(m, math, entry, *k, symIndex));
+    else if (const auto *g = std::get_if<kir::GemmCall>(&step))
+      err = createStringError(fmt::format("{}: GEMM '{}' is not supported by the CUDA backend yet",
+                                          entry.name, g->name));
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+} // namespace aotc::cuda

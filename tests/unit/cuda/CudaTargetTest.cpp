@@ -1,0 +1,38 @@
+// The CUDA target description: arch facts, the default list, and --cuda-arch parsing.
+#include "codegen/cuda/CudaTarget.h"
+
+#include <gtest/gtest.h>
+
+namespace aotc::cuda {
+namespace {
+
+TEST(CudaTarget, ArchFacts) {
+  for (const ArchInfo &a : cudaArchs()) {
+    EXPECT_EQ(&archInfo(a.arch), &a);
+    EXPECT_EQ(a.warpSize, 32u);
+    EXPECT_EQ(a.maxThreadsPerBlock, 1024u);
+    EXPECT_GE(a.sharedPerBlockOptIn, a.sharedPerBlock);
+  }
+  EXPECT_EQ(archInfo(CudaArch::SM90a).computeCapability, 90u);
+  EXPECT_EQ(archInfo(CudaArch::SM90a).ptxVersion, 80u);
+  EXPECT_EQ(loweringTarget().backend, "CUDA");
+  EXPECT_EQ(loweringTarget().winogradMinOutChannels, 0);
+}
+
+TEST(CudaTarget, ParseArchs) {
+  auto two = parseCudaArchs("sm_90,sm_80,sm_90");
+  ASSERT_TRUE(static_cast<bool>(two)) << llvm::toString(two.takeError());
+  EXPECT_EQ(*two, (llvm::SmallVector<CudaArch, 5>{CudaArch::SM80, CudaArch::SM90}));
+  EXPECT_EQ(defaultCudaArchs(), (llvm::SmallVector<CudaArch, 5>{CudaArch::SM80, CudaArch::SM86,
+                                                                CudaArch::SM89, CudaArch::SM90}));
+  for (const char *bad : {"sm_10", "foo", "sm_80,", ""}) {
+    auto r = parseCudaArchs(bad);
+    ASSERT_FALSE(static_cast<bool>(r)) << bad;
+    std::string msg = llvm::toString(r.takeError());
+    EXPECT_NE(msg.find("valid: sm_80, sm_86, sm_89, sm_90, sm_90a"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos);
+  }
+}
+
+} // namespace
+} // namespace aotc::cuda

@@ -1,0 +1,166 @@
+// Helpers of the CUDA backend tests: a graph lowered for the CUDA target, its loop kernels emitted
+// as NVPTX IR and run on the emulated device (every step, conds included, in order), compared
+// with the reference interpreter; and the same kernels' PTX assembled by ptxas.
+#ifndef AOTC_TESTS_UNIT_CUDA_CUDATESTUTIL_H
+#define AOTC_TESTS_UNIT_CUDA_CUDATESTUTIL_H
+
+#include "../kernel/KernelTestUtil.h"
+#include "codegen/cuda/CudaCodegen.h"
+#include "codegen/cuda/emu/Emulator.h"
+
+#include <cstring>
+
+namespace aotc::cuda::test {
+
+using aotc::test::Dims;
+
+inline std::optional<kir::Program> lowerForCuda(const Graph &g, bool fuse) {
+  auto p = lowerToKernels(g, cuda::loweringTarget(), LowerOptions{fuse});
+  if (!p) {
+    ADD_FAILURE() << llvm::toString(p.takeError());
+    return std::nullopt;
+  }
+  kir::planMemory(*p, g.shapeEnv().facts());
+  return std::move(*p);
+}
+
+/// Runs entry 0 of `program` on the emulated device: buffers bound as kir::evaluate binds them,
+/// each loop kernel launched on a grid of at most 5 blocks of 64 threads (so that the grid-stride
+/// loop and idle threads both happen). `failedCheck` gets the run's index-check flag.
+inline llvm::Expected<std::vector<HostTensor>>
+runEmulated(const kir::Program &program, const CudaModule &cm, emu::EmulatedModule &dev,
+            const Dims &dims, llvm::ArrayRef<HostTensor> inputs, llvm::ArrayRef<HostTensor> weights,
+            int32_t &failedCheck) {
+  const kir::EntryKernels &e = program.entries[0];
+  auto eval = [&](const SymExpr &s) { return *s.evaluate(dims); };
+  std::vector<int64_t> syms;
+  for (const std::string &s : e.symbols)
+    syms.push_back(dims.at(s));
+  std::vector<uint8_t> arena(eval(e.arenaBytes) + 64);
+  std::vector<HostTensor> outputs, state(weights.begin(), weights.end()),
+      ins(inputs.begin(), inputs.end());
+  for (const kir::TensorSig &sig : e.outputs) {
+    std::vector<int64_t> shape;
+    for (const SymExpr &d : sig.shape)
+      shape.push_back(eval(d));
+    outputs.emplace_back(sig.dtype, shape);
+  }
+  std::vector<void *> bufs;
+  for (const kir::Buffer &b : e.buffers) {
+    switch (b.kind) {
+    case kir::Buffer::Kind::Input:
+      bufs.push_back(ins[b.index].mutableData());
+      break;
+    case kir::Buffer::Kind::Output:
+      bufs.push_back(outputs[b.index].mutableData());
+      break;
+    case kir::Buffer::Kind::Weight:
+    case kir::Buffer::Kind::State:
+      bufs.push_back(state[b.index].mutableData());
+      break;
+    case kir::Buffer::Kind::Arena:
+      bufs.push_back(arena.data() + eval(b.arenaOffset));
+      break;
+    }
+  }
+  failedCheck = 0;
+  std::function<llvm::Error(const std::vector<kir::Step> &)> run =
+      [&](const std::vector<kir::Step> &steps) -> llvm::Error {
+    for (const kir::Step &step : steps) {
+      if (const auto *c = std::get_if<kir::CondStep>(&step)) {
+        bool p = *static_cast<const uint8_t *>(bufs[c->predicate]) != 0;
+        if (llvm::Error err = run(p ? c->thenSteps : c->elseSteps))
+          return err;
+        continue;
+      }
+      const auto *k = std::get_if<kir::LoopKernel>(&step);
+      if (!k)
+        return llvm::createStringError("not a loop kernel");
+      const CudaKernel *ck = nullptr;
+      for (const CudaKernel &x : cm.kernels)
+        if (x.source == k)
+          ck = &x;
+      int64_t points = 1;
+      for (const SymExpr &s : ck->points)
+        points *= eval(s);
+      std::vector<void *> params;
+      for (int64_t &s : syms)
+        params.push_back(&s);
+      std::vector<void *> ptrs;
+      for (uint32_t b : ck->buffers)
+        ptrs.push_back(bufs[b]);
+      int32_t *flag = &failedCheck;
+      for (void *&p : ptrs)
+        params.push_back(&p);
+      params.push_back(&flag);
+      uint32_t grid = std::clamp<int64_t>((points + 63) / 64, 1, 5);
+      if (llvm::Error err = dev.launch(ck->name, {grid, 1, 1}, {64, 1, 1}, params))
+        return err;
+    }
+    return llvm::Error::success();
+  };
+  if (llvm::Error err = run(e.steps))
+    return err;
+  return outputs;
+}
+
+/// expectMatches of KernelTestUtil.h on the emulated CUDA device: entry @f lowered for CUDA (fused
+/// and unfused) and run emulated at each assignment of the dims.
+inline void expectEmulatedMatches(const std::string &text, const std::vector<Dims> &runs,
+                                  double tol = 1e-5, bool decompose = true) {
+  std::unique_ptr<Graph> g = aotc::test::prepare(text, decompose);
+  ASSERT_TRUE(g);
+  std::mt19937_64 rng(0x5eed + text.size());
+  for (bool fuse : {true, false}) {
+    auto program = lowerForCuda(*g, fuse);
+    ASSERT_TRUE(program);
+    llvm::LLVMContext ctx;
+    auto cm = emitEntryKernels(ctx, program->entries[0], "test");
+    ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
+    auto dev = emu::EmulatedModule::load(*cm->module);
+    ASSERT_TRUE(static_cast<bool>(dev)) << llvm::toString(dev.takeError());
+    for (const Dims &dims : runs) {
+      aotc::test::EntryArgs args = aotc::test::randomArgs(*g, dims, rng);
+      auto want = aotc::test::interpretArgs(*g, args);
+      ASSERT_TRUE(static_cast<bool>(want)) << llvm::toString(want.takeError());
+      int32_t failed = 0;
+      auto got = runEmulated(*program, *cm, **dev, dims, args.inputs, args.weights, failed);
+      ASSERT_TRUE(static_cast<bool>(got)) << llvm::toString(got.takeError());
+      ASSERT_EQ(failed, 0);
+      ASSERT_NO_FATAL_FAILURE(aotc::test::expectClose(
+          *want, *got, tol, fmt::format(" fuse={}\n{}", fuse, aotc::test::printed(*program))));
+    }
+  }
+}
+
+/// Every loop kernel of entry @f (fused and unfused) compiled to PTX and assembled by ptxas for
+/// sm_80 and sm_90; skipped where the toolkit is missing (CI has it).
+inline void expectPtxasAccepts(const std::string &text, bool decompose = true) {
+  if (auto dir = cudaToolkitDir(); !dir)
+    GTEST_SKIP() << llvm::toString(dir.takeError());
+  std::unique_ptr<Graph> g = aotc::test::prepare(text, decompose);
+  ASSERT_TRUE(g);
+  for (bool fuse : {true, false}) {
+    auto program = lowerForCuda(*g, fuse);
+    ASSERT_TRUE(program);
+    llvm::LLVMContext ctx;
+    auto cm = emitEntryKernels(ctx, program->entries[0], "test");
+    ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
+    for (CudaArch arch : {CudaArch::SM80, CudaArch::SM90}) {
+      auto ptx = compileToPtx(*cm->module, arch);
+      ASSERT_TRUE(static_cast<bool>(ptx)) << llvm::toString(ptx.takeError());
+      auto cubin = assemblePtx(*ptx, arch);
+      ASSERT_TRUE(static_cast<bool>(cubin)) << llvm::toString(cubin.takeError()) << "\n" << *ptx;
+      ASSERT_GT(cubin->size(), 4u);
+      EXPECT_EQ(std::memcmp(cubin->data(),
+                            "\x7f"
+                            "ELF",
+                            4),
+                0);
+    }
+  }
+}
+
+} // namespace aotc::cuda::test
+
+#endif
