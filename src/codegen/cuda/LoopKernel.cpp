@@ -97,12 +97,14 @@ public:
     for (unsigned d = 0; d < p; ++d)
       total = B.CreateMul(total, Extents[d]);
     // 64-bit indices: a grid of 2^31 blocks of 1024 threads, and tensors past 2^31 elements.
-    Value *first =
-        B.CreateAdd(B.CreateMul(specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
-                                specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
-                    specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x));
-    Value *stride = B.CreateMul(specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_nctaid_x),
-                                specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ntid_x));
+    // One statement per register read: as call arguments their order would be the host
+    // compiler's (g++ and clang++ differ), and so would the emitted IR.
+    Value *ctaid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+    Value *ntid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ntid_x);
+    Value *tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
+    Value *first = B.CreateAdd(B.CreateMul(ctaid, ntid), tid);
+    Value *nctaid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
+    Value *stride = B.CreateMul(nctaid, ntid);
 
     Function *f = B.GetInsertBlock()->getParent();
     LLVMContext &c = f->getContext();
