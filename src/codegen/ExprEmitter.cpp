@@ -4,6 +4,8 @@
 
 #include "llvm/IR/Intrinsics.h"
 
+#include <optional>
+
 namespace aotc::codegen {
 
 using namespace llvm;
@@ -86,8 +88,56 @@ Value *ExprEmitter::emitUncached(const kir::Expr &e) {
   llvm_unreachable("unknown expression kind");
 }
 
-void ExprEmitter::emitStage(unsigned si, const kir::Stage &s,
-                            function_ref<void(function_ref<void(Value *)>)> forEachPoint) {
+// The number of inner points of stage `s` from inner loop `j` on, when all those extents are
+// constants of at most `most` each.
+static std::optional<int64_t> constantPoints(const kir::Stage &s, unsigned j, int64_t most) {
+  int64_t points = 1;
+  for (unsigned d = j; d < s.inner.size(); ++d) {
+    std::optional<int64_t> e = s.inner[d].constant();
+    if (!e || *e < 0 || *e > most)
+      return std::nullopt;
+    points *= *e;
+  }
+  return points;
+}
+
+void ExprEmitter::innerLoops(const kir::Stage &s, unsigned j, Value *lin, unsigned firstInnerLoop,
+                             int64_t maxUnrolledPoints, function_ref<void(Value *)> body) {
+  if (j == s.inner.size()) {
+    clearCache();
+    body(lin);
+    clearCache();
+    return;
+  }
+  // A small constant window (pooling, a direct convolution's taps) is unrolled, so that the
+  // outer loop becomes the innermost one and vectorizes.
+  if (std::optional<int64_t> points =
+          maxUnrolledPoints ? constantPoints(s, j, maxUnrolledPoints) : std::nullopt;
+      points && *points <= maxUnrolledPoints) {
+    int64_t ext = *s.inner[j].constant();
+    for (int64_t v = 0; v < ext; ++v) {
+      loopVars[firstInnerLoop + j] = B.getInt64(v);
+      innerLoops(s, j + 1, B.CreateAdd(B.CreateMul(lin, B.getInt64(ext)), B.getInt64(v)),
+                 firstInnerLoop, maxUnrolledPoints, body);
+    }
+    return;
+  }
+  Value *ext = sym(s.inner[j]);
+  emitLoop(
+      B, B.getInt64(0), ext,
+      [&](Value *v) {
+        loopVars[firstInnerLoop + j] = v;
+        innerLoops(s, j + 1, B.CreateAdd(B.CreateMul(lin, ext), v), firstInnerLoop,
+                   maxUnrolledPoints, body);
+      },
+      "s" + Twine(j));
+}
+
+void ExprEmitter::emitStage(unsigned si, const kir::Stage &s, unsigned firstInnerLoop,
+                            int64_t maxUnrolledPoints) {
+  auto forEachPoint = [&](function_ref<void(Value *)> body) {
+    innerLoops(s, 0, B.getInt64(0), firstInnerLoop, maxUnrolledPoints, body);
+  };
   if (s.kind == kir::Stage::Kind::Store) {
     const kir::Buffer &buf = Entry.buffers[s.buffer];
     forEachPoint([&](Value *) {

@@ -90,12 +90,18 @@ public:
   llvm::Value *sym(const SymExpr &e) { return emitSym(B, e, SymIndex, Syms); }
   DType exprType(kir::ExprId id) const { return Entry.expr(id).type; }
   /// Emits stage `si` of a loop kernel at the current outer point: a store, or a reduction whose
-  /// result later stages read (reduceValues). `forEachPoint(body)` emits the stage's inner loops
-  /// (the backend's choice of unrolling and order) and calls body(linear inner index) at each.
-  void emitStage(unsigned si, const kir::Stage &s,
-                 llvm::function_ref<void(llvm::function_ref<void(llvm::Value *)>)> forEachPoint);
+  /// result later stages read (reduceValues). The stage's inner loops are loop vars
+  /// `firstInnerLoop` on, row-major; from the first inner loop whose remaining extents are
+  /// constants with at most `maxUnrolledPoints` points in all, they are unrolled (the backend's
+  /// choice; 0: never).
+  void emitStage(unsigned si, const kir::Stage &s, unsigned firstInnerLoop,
+                 int64_t maxUnrolledPoints);
 
 private:
+  /// Runs `body` at every inner point of `s` from inner loop `j` on; `lin` is the row-major linear
+  /// inner index so far.
+  void innerLoops(const kir::Stage &s, unsigned j, llvm::Value *lin, unsigned firstInnerLoop,
+                  int64_t maxUnrolledPoints, llvm::function_ref<void(llvm::Value *)> body);
   llvm::Value *emitUncached(const kir::Expr &e);
   llvm::Value *unary(kir::UnaryOp op, llvm::Value *x, DType t);
   llvm::Value *binary(kir::BinaryOp op, llvm::Value *x, llvm::Value *y, DType t);

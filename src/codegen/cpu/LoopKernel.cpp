@@ -105,55 +105,10 @@ private:
       emitLoop(B, begin, end, body, "l" + Twine(d));
   }
 
+  // Inner windows of up to this many constant points are unrolled (ExprEmitter::emitStage).
   static constexpr int64_t MaxUnrolledPoints = 16;
 
-  // The number of inner points of stage `s` from inner loop `j` on, when all those extents are
-  // constants.
-  static std::optional<int64_t> constantPoints(const kir::Stage &s, unsigned j) {
-    int64_t points = 1;
-    for (unsigned d = j; d < s.inner.size(); ++d) {
-      std::optional<int64_t> e = s.inner[d].constant();
-      if (!e || *e < 0 || *e > MaxUnrolledPoints)
-        return std::nullopt;
-      points *= *e;
-    }
-    return points;
-  }
-
-  // Runs `body` at every inner point of a stage; `lin` is the row-major linear inner index.
-  void inner(const kir::Stage &s, unsigned j, Value *lin, function_ref<void(Value *)> body) {
-    if (j == s.inner.size()) {
-      Ex.clearCache();
-      body(lin);
-      Ex.clearCache();
-      return;
-    }
-    // A small constant window (pooling, a direct convolution's taps) is unrolled, so that the
-    // outer loop becomes the innermost one and vectorizes.
-    if (std::optional<int64_t> points = constantPoints(s, j);
-        points && *points <= MaxUnrolledPoints) {
-      int64_t ext = *s.inner[j].constant();
-      for (int64_t v = 0; v < ext; ++v) {
-        Ex.loopVars[K.outer.size() + j] = B.getInt64(v);
-        inner(s, j + 1, B.CreateAdd(B.CreateMul(lin, B.getInt64(ext)), B.getInt64(v)), body);
-      }
-      return;
-    }
-    Value *ext = Ex.sym(s.inner[j]);
-    emitLoop(
-        B, B.getInt64(0), ext,
-        [&](Value *v) {
-          Ex.loopVars[K.outer.size() + j] = v;
-          inner(s, j + 1, B.CreateAdd(B.CreateMul(lin, ext), v), body);
-        },
-        "s" + Twine(j));
-  }
-
-  void stage(unsigned si) {
-    const kir::Stage &s = K.stages[si];
-    Ex.emitStage(si, s,
-                 [&](function_ref<void(Value *)> body) { inner(s, 0, B.getInt64(0), body); });
-  }
+  void stage(unsigned si) { Ex.emitStage(si, K.stages[si], K.outer.size(), MaxUnrolledPoints); }
 
   Builder &B;
   const kir::LoopKernel &K;

@@ -4,13 +4,12 @@
 // and vector accesses come with the next step; the parameter convention (CudaCodegen.h) stays.
 #include "codegen/ExprEmitter.h"
 #include "codegen/cuda/CudaCodegen.h"
+#include "kernel/MemoryPlan.h"
 
 #include "fmt/format.h"
 
 #include "llvm/IR/IntrinsicsNVPTX.h"
 #include "llvm/IR/Metadata.h"
-
-#include <set>
 
 namespace aotc::cuda {
 
@@ -149,58 +148,14 @@ private:
         "l" + Twine(d));
   }
 
-  // Runs `body` at every inner point of a stage; `lin` is the row-major linear inner index.
-  void inner(const kir::Stage &s, unsigned j, Value *lin, function_ref<void(Value *)> body) {
-    if (j == s.inner.size()) {
-      Ex.clearCache();
-      body(lin);
-      Ex.clearCache();
-      return;
-    }
-    Value *ext = Ex.sym(s.inner[j]);
-    codegen::emitLoop(
-        B, B.getInt64(0), ext,
-        [&](Value *v) {
-          Ex.loopVars[K.outer.size() + j] = v;
-          inner(s, j + 1, B.CreateAdd(B.CreateMul(lin, ext), v), body);
-        },
-        "s" + Twine(j));
-  }
-
-  void stage(unsigned si) {
-    const kir::Stage &s = K.stages[si];
-    Ex.emitStage(si, s,
-                 [&](function_ref<void(Value *)> body) { inner(s, 0, B.getInt64(0), body); });
-  }
+  // No inner loop is unrolled on CUDA yet.
+  void stage(unsigned si) { Ex.emitStage(si, K.stages[si], K.outer.size(), 0); }
 
   Builder &B;
   const kir::LoopKernel &K;
   codegen::ExprEmitter &Ex;
   SmallVector<Value *, 4> Extents;
 };
-
-// The entry buffers a kernel reads or writes, ascending.
-void usedBuffers(const kir::EntryKernels &entry, const kir::LoopKernel &k,
-                 std::set<uint32_t> &out) {
-  SmallVector<kir::ExprId, 32> work;
-  for (const kir::Stage &s : k.stages) {
-    if (s.kind == kir::Stage::Kind::Store)
-      out.insert(s.buffer);
-    for (kir::ExprId id : {s.offset, s.value})
-      if (id != kir::NoExpr)
-        work.push_back(id);
-  }
-  DenseSet<kir::ExprId> seen;
-  while (!work.empty()) {
-    kir::ExprId id = work.pop_back_val();
-    if (!seen.insert(id).second)
-      continue;
-    const kir::Expr &e = entry.expr(id);
-    if (e.kind == kir::ExprKind::Load)
-      out.insert(e.index);
-    work.append(e.operands.begin(), e.operands.end());
-  }
-}
 
 void markKernel(Module &m, Function *f) {
   // LLVM 19's NVPTX backend knows kernels by this annotation (the ptx_kernel calling convention
@@ -212,11 +167,11 @@ void markKernel(Module &m, Function *f) {
 }
 
 CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry,
-                      const kir::LoopKernel &k, const StringMap<unsigned> &symIndex) {
+                      const kir::Step &step, const StringMap<unsigned> &symIndex) {
   LLVMContext &c = m.getContext();
-  std::set<uint32_t> used;
-  usedBuffers(entry, k, used);
+  const kir::LoopKernel &k = std::get<kir::LoopKernel>(step);
   CudaKernel out;
+  std::vector<uint32_t> used = kir::buffersOfStep(entry, step);
   out.buffers.assign(used.begin(), used.end());
   out.points.assign(k.outer.begin(),
                     k.outer.begin() + std::min<size_t>(k.parallelLoops, k.outer.size()));
@@ -274,8 +229,8 @@ Expected<CudaModule> emitEntryKernels(LLVMContext &c, const kir::EntryKernels &e
   kir::forEachStep(entry.steps, [&](const kir::Step &step) {
     if (err)
       return;
-    if (const auto *k = std::get_if<kir::LoopKernel>(&step))
-      out.kernels.push_back(emitKernel(m, math, entry, *k, symIndex));
+    if (std::holds_alternative<kir::LoopKernel>(step))
+      out.kernels.push_back(emitKernel(m, math, entry, step, symIndex));
     else if (const auto *g = std::get_if<kir::GemmCall>(&step))
       err = createStringError(fmt::format("{}: GEMM '{}' is not supported by the CUDA backend yet",
                                           entry.name, g->name));
