@@ -22,6 +22,8 @@ namespace aotc {
 
 namespace {
 
+// The graph pass that runs first, with the export's options (the registered one has none).
+constexpr llvm::StringLiteral DecomposePass = "decompose";
 constexpr llvm::StringLiteral FoldWeightsStep = "fold-weights", LowerStep = "lower",
                               PlanMemoryStep = "plan-memory", PackWeightsStep = "pack-weights",
                               LayoutWeightsStep = "layout-weights", CodegenStep = "codegen-cpu",
@@ -51,7 +53,7 @@ public:
         // The message lists the steps as well as the passes.
         llvm::consumeError(pass.takeError());
         // In the order they run, then registered passes an export does not run.
-        std::vector<std::string> valid = {"decompose"};
+        std::vector<std::string> valid = {DecomposePass.str()};
         for (llvm::StringRef p : defaultPipeline())
           valid.push_back(p.str());
         for (llvm::StringRef s : Steps)
@@ -67,8 +69,12 @@ public:
     return graph;
   }
 
+  bool wants(llvm::StringRef step) const {
+    return Options.printAfterAll || llvm::is_contained(Options.printAfter, step);
+  }
+
   void after(llvm::StringRef step, llvm::function_ref<void(llvm::raw_ostream &)> print) {
-    if (!Options.printAfterAll && !llvm::is_contained(Options.printAfter, step))
+    if (!wants(step))
       return;
     OS << "// -----// IR after " << step << " //----- //\n";
     print(OS);
@@ -109,7 +115,7 @@ llvm::Expected<kir::Program> runSteps(ExportedProgram &exported, const CompileOp
   PassManager pm(*graphOptions, options.printStream);
   const DecomposeOptions &decompose = options.decompose;
   pm.addPass(
-      PassInfo{"decompose", "", [&decompose](Graph &g) { return runDecompose(g, decompose); }});
+      PassInfo{DecomposePass, "", [&decompose](Graph &g) { return runDecompose(g, decompose); }});
   if (llvm::Error e = pm.addPipeline("default"))
     return e;
   if (llvm::Error e = pm.run(*exported.graph))
@@ -180,9 +186,7 @@ llvm::Error compileToSharedLibrary(ExportedProgram &program, const CompileOption
   }
 
   progress(options, "codegen");
-  bool printCode =
-      options.passes.printAfterAll || llvm::is_contained(options.passes.printAfter, CodegenStep);
-  auto code = cpu::generateCode(*kernels, options.cpu, printCode);
+  auto code = cpu::generateCode(*kernels, options.cpu, printer.wants(CodegenStep));
   if (!code)
     return code.takeError();
   printer.after(CodegenStep, [&](llvm::raw_ostream &os) {
@@ -193,12 +197,10 @@ llvm::Error compileToSharedLibrary(ExportedProgram &program, const CompileOption
   auto objects = ArtifactObjects::create();
   if (!objects)
     return objects.takeError();
-  bool printPackage =
-      options.passes.printAfterAll || llvm::is_contained(options.passes.printAfter, PackageStep);
   std::string descriptorIR;
   if (llvm::Error e = packageObjects(*kernels, program.graph->shapeEnv(), weights, *blob, *code,
                                      options.package, outPath, *objects,
-                                     printPackage ? &descriptorIR : nullptr))
+                                     printer.wants(PackageStep) ? &descriptorIR : nullptr))
     return e;
   printer.after(PackageStep, [&](llvm::raw_ostream &os) { os << descriptorIR; });
 
