@@ -19,7 +19,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -88,18 +87,16 @@ llvm::Expected<InputArg> parseInputSpec(llvm::StringRef text) {
 }
 
 /// Whether `shape` has more elements than argument `arg` of `entry` can have: the product of
-/// its dims at the top of their ranges (dims are sums and products of root dims, which grow
-/// with them).
+/// the upper bounds of its dims over their ranges.
 bool exceedsLargestInput(const Graph &g, const Entry &entry, unsigned arg,
                          llvm::ArrayRef<int64_t> shape) {
   const ShapeEnv &env = g.shapeEnv();
-  std::map<std::string, int64_t, std::less<>> top;
-  for (const SymbolDecl &s : env.symbols())
-    top[s.name] = s.hi;
+  SymbolFactsMap facts = env.facts();
   uint64_t largest = 1, requested = 1;
   for (const SymExpr &d : entry.body().argument(arg)->type().shape()) {
-    std::optional<int64_t> v = env.expand(d).evaluate(top);
-    if (!v || *v < 0 || __builtin_mul_overflow(largest, static_cast<uint64_t>(*v), &largest))
+    int64_t hi = rangeOf(env.expand(d), facts).hi;
+    if (hi == INT64_MAX || hi < 0 ||
+        __builtin_mul_overflow(largest, static_cast<uint64_t>(hi), &largest))
       return false; // no bound known
   }
   for (int64_t d : shape)
