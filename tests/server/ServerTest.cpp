@@ -372,4 +372,34 @@ TEST_F(ServerTimeoutTest, SlowRequestsAndIdleConnectionsAreCut) {
   close(idle);
 }
 
+// The connection and timeout flags are checked like the others: one line naming the flag and
+// what it expects, the usage, exit 2, before anything is loaded.
+TEST(ServerFlags, BadValuesAreOneLineErrors) {
+  struct Case {
+    std::string args, first;
+  };
+  const Case cases[] = {
+      {"--read-timeout 0", "aotc_server: --read-timeout expects an integer >= 1, got \"0\""},
+      {"--write-timeout -5", "aotc_server: --write-timeout expects an integer >= 1, got \"-5\""},
+      {"--idle-timeout soon", "aotc_server: --idle-timeout expects an integer >= 1, got \"soon\""},
+      {"--max-connections 0", "aotc_server: --max-connections expects an integer >= 1, got \"0\""},
+      {"--read-timeout", "aotc_server: --read-timeout needs a value"},
+  };
+  for (const Case &c : cases) {
+    std::string command =
+        std::string(AOTC_SERVER) + " --model mlp=" + AOTC_SERVER_MLP + " " + c.args + " 2>&1";
+    FILE *p = popen(command.c_str(), "r");
+    ASSERT_TRUE(p) << command;
+    std::string out;
+    char buf[512];
+    while (size_t n = fread(buf, 1, sizeof buf, p))
+      out.append(buf, n);
+    int status = pclose(p);
+    ASSERT_TRUE(WIFEXITED(status)) << command;
+    EXPECT_EQ(WEXITSTATUS(status), 2) << command;
+    EXPECT_EQ(out.substr(0, out.find('\n')), c.first) << command;
+    EXPECT_NE(out.find("\nusage: aotc_server --model NAME=PATH.so"), std::string::npos) << out;
+  }
+}
+
 } // namespace
