@@ -21,13 +21,15 @@ struct M : nn::Module {
 AOTC_MODEL(M, dim("batch", 1, 512), derived_dim("double", "2*batch"),
            AOTC_ENTRY(forward, input("x", {"batch", 8})));
 
-// OPEN: aotc export: error: --dyn batch=0..: expected NAME=LO..HI with integer bounds, e.g.
-// batch=1..512 EMPTY: aotc export: error: --dyn batch=5..1: the range 5..1 is empty NOEQ: aotc
-// export: error: --dyn batch: expected NAME=LO..HI, e.g. batch=1..512 NEG: aotc export: error:
-// --dyn batch=-2..4: sizes cannot be negative UNKNOWN: aotc export: error: --dyn bacth=1..8: the
-// model has no dim "bacth" (its dims: batch) DERIVED: aotc export: error: --dyn double: double is
-// derived (2*batch); set the ranges of the dims it is made of instead ENTRY: aotc export: error:
-// --entry nope: the model has no entry "nope" (its entries: forward) EMIT: --emit: exe not in
-// {so,aotp,ir} NOOUT: aotc export: error: --emit=aotp needs an output file: -o MODEL.aotp TIMEOUT:
-// Could not convert: --timeout = soon TIMEOUTNEG: Could not convert: --timeout = -1 NOFILE: aotc
-// export: error: {{.*}}missing.cpp: no such model file
+// OPEN: aotc export: error: --dyn batch=0..: expected NAME=LO..HI with integer bounds, e.g. batch=1..512
+// EMPTY: aotc export: error: --dyn batch=5..1: the range 5..1 is empty
+// NOEQ: aotc export: error: --dyn batch: expected NAME=LO..HI, e.g. batch=1..512
+// NEG: aotc export: error: --dyn batch=-2..4: sizes cannot be negative
+// UNKNOWN: aotc export: error: --dyn bacth=1..8: the model has no dim "bacth" (its dims: batch)
+// DERIVED: aotc export: error: --dyn double: double is derived (2*batch); set the ranges of the dims it is made of instead
+// ENTRY: aotc export: error: --entry nope: the model has no entry "nope" (its entries: forward)
+// EMIT: --emit: exe not in {so,aotp,ir}
+// NOOUT: aotc export: error: --emit=aotp needs an output file: -o MODEL.aotp
+// TIMEOUT: Could not convert: --timeout = soon
+// TIMEOUTNEG: Could not convert: --timeout = -1
+// NOFILE: aotc export: error: {{.*}}missing.cpp: no such model file
