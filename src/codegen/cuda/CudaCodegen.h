@@ -18,17 +18,27 @@
 
 namespace aotc::cuda {
 
-/// One CUDA kernel of a loop kernel. Its parameters, in order (the runtime and the emulator launch
-/// by this convention): the entry's root symbols as i64, in EntryKernels::symbols order; a pointer
-/// (global memory, generic address space) per buffer of `buffers`; a pointer to the run's i32
-/// index-check flag, into which the first failing CheckIndex's number is written (0 stays 0).
-/// Launch it with any 1-d grid of 1-d blocks: threads take the points of the flattened parallel
-/// outer loops (`points`) by a grid-stride loop, so the grid only has to be >= 1 block.
+/// How the host launches a kernel: grid extents over the entry's root symbols, evaluated at run
+/// time (no recompile for a new shape); a launch with any extent 0 is skipped. A grid-stride
+/// kernel loops over its points, so the host may launch fewer blocks in x than `grid` asks
+/// (MaxGridStrideBlocks of CudaTarget.h); any other kernel gets exactly `grid`.
+struct LaunchShape {
+  llvm::SmallVector<SymExpr, 3> grid; // x, y, z; missing ones are 1
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t dynamicShared = 0; // bytes of dynamic shared memory (static shared is the kernel's)
+  bool gridStride = false;
+};
+
+/// One CUDA kernel: a loop kernel or a library kernel (GEMM). Its parameters, in order (the
+/// runtime, the host launch code and the emulator launch by this convention): the entry's root
+/// symbols as i64, in EntryKernels::symbols order; a pointer (global memory, generic address
+/// space) per buffer of `buffers`; a pointer to the run's i32 index-check flag, into which the
+/// first failing CheckIndex's number is written (0 stays 0).
 struct CudaKernel {
   std::string name;                        // the kernel's function in the module
   llvm::SmallVector<uint32_t, 8> buffers;  // entry buffers the kernel touches, ascending
-  llvm::SmallVector<SymExpr, 4> points;    // extents whose product is the parallel points
-  const kir::LoopKernel *source = nullptr; // into the EntryKernels it was emitted from
+  LaunchShape launch;
+  const kir::Step *step = nullptr; // into the EntryKernels it was emitted from
 };
 
 struct CudaModule {

@@ -52,6 +52,10 @@ inline constexpr llvm::StringLiteral NvptxDataLayout = "e-i64:64-i128:128-v16:16
 /// reduction loops.
 inline constexpr unsigned LoopKernelBlock = 256;
 
+/// The most blocks in x a grid-stride kernel is launched with: 64 per SM on the largest GPUs
+/// (132 SMs), plenty to fill them, few enough that no thread idles on a big tensor.
+inline constexpr uint32_t MaxGridStrideBlocks = 8192;
+
 /// What lowering asks of the CUDA backend.
 const kir::TargetInfo &loweringTarget();
 

@@ -173,9 +173,13 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
   CudaKernel out;
   std::vector<uint32_t> used = kir::buffersOfStep(entry, step);
   out.buffers.assign(used.begin(), used.end());
-  out.points.assign(k.outer.begin(),
-                    k.outer.begin() + std::min<size_t>(k.parallelLoops, k.outer.size()));
-  out.source = &k;
+  SymExpr points = 1;
+  for (unsigned d = 0; d < std::min<size_t>(k.parallelLoops, k.outer.size()); ++d)
+    points = points * k.outer[d];
+  out.launch.grid = {SymExpr::floorDiv(points + (LoopKernelBlock - 1), LoopKernelBlock)};
+  out.launch.block[0] = LoopKernelBlock;
+  out.launch.gridStride = true;
+  out.step = &step;
   SmallVector<Type *, 16> params(entry.symbols.size(), Type::getInt64Ty(c));
   params.append(out.buffers.size() + 1, PointerType::getUnqual(c));
   Function *f = Function::Create(FunctionType::get(Type::getVoidTy(c), params, false),

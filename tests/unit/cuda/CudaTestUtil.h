@@ -73,16 +73,12 @@ runEmulated(const kir::Program &program, const CudaModule &cm, emu::EmulatedModu
           return err;
         continue;
       }
-      const auto *k = std::get_if<kir::LoopKernel>(&step);
-      if (!k)
-        return llvm::createStringError("not a loop kernel");
       const CudaKernel *ck = nullptr;
       for (const CudaKernel &x : cm.kernels)
-        if (x.source == k)
+        if (x.step == &step)
           ck = &x;
-      int64_t points = 1;
-      for (const SymExpr &s : ck->points)
-        points *= eval(s);
+      if (!ck)
+        return llvm::createStringError("a step without a kernel");
       std::vector<void *> params;
       for (int64_t &s : syms)
         params.push_back(&s);
@@ -93,8 +89,20 @@ runEmulated(const kir::Program &program, const CudaModule &cm, emu::EmulatedModu
       for (void *&p : ptrs)
         params.push_back(&p);
       params.push_back(&flag);
-      uint32_t grid = std::clamp<int64_t>((points + 63) / 64, 1, 5);
-      if (llvm::Error err = dev.launch(ck->name, {grid, 1, 1}, {64, 1, 1}, params))
+      // Grid-stride kernels on at most 5 blocks of 64 threads, so that the grid-stride loop and
+      // idle threads both happen; every other kernel on its own grid and block.
+      emu::Dim3 grid, block{ck->launch.block[0], ck->launch.block[1], ck->launch.block[2]};
+      uint32_t *g[] = {&grid.x, &grid.y, &grid.z};
+      for (auto [i, extent] : llvm::enumerate(ck->launch.grid))
+        *g[i] = static_cast<uint32_t>(eval(extent));
+      if (!grid.x || !grid.y || !grid.z)
+        continue;
+      if (ck->launch.gridStride) {
+        int64_t points = int64_t(grid.x) * block.x;
+        block.x = 64;
+        grid.x = static_cast<uint32_t>(std::clamp<int64_t>((points + 63) / 64, 1, 5));
+      }
+      if (llvm::Error err = dev.launch(ck->name, grid, block, params))
         return err;
     }
     return llvm::Error::success();
