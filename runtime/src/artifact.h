@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 #define AOTC_ARTIFACT_MAGIC 0x43544f41u /* "AOTC" little-endian */
-#define AOTC_ARTIFACT_FORMAT 3u
+#define AOTC_ARTIFACT_FORMAT 4u
 /* CPU code variants carried by every artifact; run[] below is indexed by these. */
 #define AOTC_VARIANT_X86_64_V3 0 /* AVX2 + FMA: the portable baseline */
 #define AOTC_VARIANT_X86_64_V4 1 /* AVX-512 F/BW/DQ/VL */
@@ -73,6 +73,35 @@ typedef int32_t (*aotc_shapes_fn)(const int64_t *syms, int64_t *out);
 typedef int32_t (*aotc_run_fn)(aotc_exec *exec, const void *const *inputs, void *const *outputs,
                                const int64_t *syms);
 
+/* The CUDA side of an entry, run by the runtime's CUDA device (cuda.c). Device addresses are
+ * CUdeviceptr values; the host code never dereferences them. */
+typedef struct aotc_cuda_exec aotc_cuda_exec;
+/* Launches kernel `kernel` (an index into aotc_cuda_desc.kernels) on the run's stream, as
+ * cuLaunchKernel: grid[3], block[3], dynamic shared bytes, params = one pointer per parameter to
+ * its value (read during the call). Returns 0, or nonzero when the launch failed (the runtime has
+ * recorded the error; the run stops). */
+typedef int32_t (*aotc_cuda_launch_fn)(aotc_cuda_exec *exec, int32_t kernel, const uint32_t *grid,
+                                       const uint32_t *block, uint32_t shared, void **params);
+/* Copies one byte of device memory (a cond's predicate) to *out, waiting for the run's stream.
+ * Returns 0 or nonzero as launch does. */
+typedef int32_t (*aotc_cuda_read_fn)(aotc_cuda_exec *exec, uint64_t address, uint8_t *out);
+struct aotc_cuda_exec {
+  uint64_t weights;    /* the device copy of aotc_cuda_desc's uploads */
+  uint64_t state;      /* this model's device copy of the mutable buffers */
+  uint64_t arena;      /* this run's device scratch, cuda_arena() bytes, 256-byte aligned */
+  uint64_t check_flag; /* a device int32, zero at the start of the run: the failed index check */
+  aotc_cuda_launch_fn launch;
+  aotc_cuda_read_fn read_byte;
+  void *runtime; /* the runtime's, opaque to generated code */
+};
+/* cuda_run(exec, inputs, outputs, syms): as run, with device addresses for inputs and outputs;
+ * every kernel is enqueued on the run's stream. Returns 0, or -1 when exec->launch or
+ * exec->read_byte failed. The failed index check is in *check_flag once the stream is done. */
+typedef int32_t (*aotc_cuda_run_fn)(aotc_cuda_exec *exec, const uint64_t *inputs,
+                                    const uint64_t *outputs, const int64_t *syms);
+/* The device arena's size in bytes for these root symbols. */
+typedef int64_t (*aotc_cuda_arena_fn)(const int64_t *syms);
+
 typedef struct aotc_entry_desc {
   const char *name;
   int32_t num_inputs, num_outputs, num_syms, num_guards;
@@ -86,6 +115,9 @@ typedef struct aotc_entry_desc {
   int32_t num_index_checks;
   /* "aten.embedding (model.cpp:12:5): indices into dim 0 of weight must be in 0..50256" */
   const char *const *index_checks;
+  /* The CUDA code, or null when the artifact has none. */
+  aotc_cuda_run_fn cuda_run;
+  aotc_cuda_arena_fn cuda_arena;
 } aotc_entry_desc;
 
 typedef struct aotc_weight_desc {
@@ -94,6 +126,36 @@ typedef struct aotc_weight_desc {
   const int64_t *shape;
   uint64_t offset, nbytes; /* within the weight blob */
 } aotc_weight_desc;
+
+/* The images of the CUDA kernels. A cubin runs on a device of the same major compute capability
+ * and a minor one at least its own (an arch-specific one, sm_90a, only on exactly its own); PTX
+ * is JIT-compiled by the driver for any newer device; the LLVM bitcode is the NVPTX module before
+ * libdevice, which only the emulated device of `aotc --device cuda-emu` loads. */
+#define AOTC_CUDA_IMAGE_CUBIN 1
+#define AOTC_CUDA_IMAGE_PTX 2
+#define AOTC_CUDA_IMAGE_LLVM_BC 3
+typedef struct aotc_cuda_image {
+  int32_t kind;          /* AOTC_CUDA_IMAGE_* */
+  int32_t arch;          /* compute capability x 10: 80, 86, 89, 90 */
+  int32_t arch_specific; /* 1: sm_90a and the like, for exactly `arch` */
+  int32_t reserved;
+  const uint8_t *data; /* NUL-terminated text for PTX */
+  uint64_t size;
+} aotc_cuda_image;
+
+/* A range of the weight blob the CUDA code reads, and where it goes in the device's copy. */
+typedef struct aotc_cuda_upload {
+  uint64_t src_offset, dst_offset, nbytes;
+} aotc_cuda_upload;
+
+typedef struct aotc_cuda_desc {
+  int32_t num_images, num_kernels;
+  const aotc_cuda_image *images;
+  const char *const *kernels; /* the kernels' names in every image, looked up at create */
+  const aotc_cuda_upload *uploads;
+  int32_t num_uploads, reserved;
+  uint64_t weights_size; /* bytes of the device's copy of the weights */
+} aotc_cuda_desc;
 
 typedef struct aotc_artifact_desc {
   uint32_t magic, format;
@@ -117,6 +179,9 @@ typedef struct aotc_artifact_desc {
   uint64_t weights_hash;
   uint32_t weights_hash_kind;
   uint32_t reserved;
+  /* The CUDA kernels, or null for a CPU-only artifact. An artifact exported for CUDA only has
+   * null run[] functions. */
+  const aotc_cuda_desc *cuda;
 } aotc_artifact_desc;
 
 /* Defined by the generated code, hidden in the .so. */

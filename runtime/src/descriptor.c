@@ -140,8 +140,36 @@ static int entry_ok(checker *c, const aotc_entry_desc *e, int32_t index) {
   for (int32_t v = 0; v < AOTC_NUM_VARIANTS; ++v)
     if (e->run[v] && !code_ok(c, (const void *)e->run[v], aotc_cpu_variant_name(v), index))
       return 0;
+  if ((e->cuda_run && !code_ok(c, (const void *)e->cuda_run, "CUDA run", index)) ||
+      (e->cuda_arena && !code_ok(c, (const void *)e->cuda_arena, "CUDA arena", index)))
+    return 0;
   return tensors_ok(c, index, e->inputs, e->num_inputs) &&
          tensors_ok(c, index, e->outputs, e->num_outputs);
+}
+
+/* The CUDA images, kernel names and uploads; each upload inside the weights and the device's
+ * copy of them. */
+static int cuda_ok(checker *c, const aotc_artifact_desc *desc) {
+  const aotc_cuda_desc *cuda = desc->cuda;
+  if (!array_ok(c, cuda, 1, sizeof *cuda, "the CUDA code", -1) ||
+      !array_ok(c, cuda->images, cuda->num_images, sizeof *cuda->images, "the CUDA images", -1) ||
+      !array_ok(c, cuda->kernels, cuda->num_kernels, sizeof *cuda->kernels, "the CUDA kernels",
+                -1) ||
+      !array_ok(c, cuda->uploads, cuda->num_uploads, sizeof *cuda->uploads, "the CUDA uploads", -1))
+    return 0;
+  for (int32_t i = 0; i < cuda->num_images; ++i)
+    if (!array_ok(c, cuda->images[i].data, (int64_t)cuda->images[i].size, 1, "CUDA image", i))
+      return 0;
+  for (int32_t i = 0; i < cuda->num_kernels; ++i)
+    if (!string_ok(c, cuda->kernels[i], "name of CUDA kernel", i))
+      return 0;
+  for (int32_t i = 0; i < cuda->num_uploads; ++i) {
+    const aotc_cuda_upload *u = &cuda->uploads[i];
+    if (u->src_offset > desc->weights_size || u->nbytes > desc->weights_size - u->src_offset ||
+        u->dst_offset > cuda->weights_size || u->nbytes > cuda->weights_size - u->dst_offset)
+      return fail_at(c, "CUDA upload %d lies outside the weights", (int)i);
+  }
+  return 1;
 }
 
 static int descriptor_ok(checker *c, const aotc_artifact_desc *desc) {
@@ -167,6 +195,8 @@ static int descriptor_ok(checker *c, const aotc_artifact_desc *desc) {
   for (int32_t e = 0; e < desc->num_entries; ++e)
     if (!entry_ok(c, &desc->entries[e], e))
       return 0;
+  if (desc->cuda && !cuda_ok(c, desc))
+    return 0;
   for (int32_t i = 0; i < desc->num_weights; ++i) {
     const aotc_weight_desc *w = &desc->weights[i];
     if (!string_ok(c, w->name, "name of weight", i))

@@ -27,8 +27,12 @@ typedef struct aotc_arena {
   uint64_t size;
 } aotc_arena;
 
+typedef struct aotc_cuda_model aotc_cuda_model;
+
 struct aotc_model {
   const aotc_artifact_desc *desc;
+  int32_t device_type;   /* AOTC_DEVICE_* */
+  aotc_cuda_model *cuda; /* the CUDA device's state, null on the cpu */
   int32_t variant;
   int32_t num_threads;
   const uint8_t *weights;
@@ -62,6 +66,26 @@ aotc_status aotc_pool_create(int32_t num_threads, aotc_pool **out_pool);
 void aotc_pool_destroy(aotc_pool *pool);
 /* aotc_exec.parallel_for: exec->pool may be null (runs inline). */
 void aotc_parallel_for(aotc_exec *exec, int64_t n, int64_t grain, aotc_task_fn fn, void *closure);
+
+/* The CUDA device (cuda.c). create loads the driver, the device's image and uploads the weights
+ * (model->weights and model->state are loaded already); on failure model->cuda may be partly
+ * made, for aotc_cuda_destroy. */
+aotc_status aotc_cuda_create(aotc_model *model, const aotc_model_options *options);
+void aotc_cuda_destroy(aotc_cuda_model *cuda);
+const char *aotc_cuda_description(const aotc_cuda_model *cuda);
+int32_t aotc_cuda_ordinal(const aotc_cuda_model *cuda);
+/* Runs entry e with validated arguments: inputs and caller outputs are device addresses;
+ * outputs[o] of a null caller output is allocated here (freed again on failure). stream: the
+ * caller's CUstream or null. */
+aotc_status aotc_cuda_run(aotc_model *model, const aotc_entry_desc *e, const int64_t *syms,
+                          const void *const *inputs, void **outputs, const uint64_t *out_bytes,
+                          const aotc_tensor *caller_outputs, void *stream);
+void aotc_cuda_mark_owned(const aotc_model *model, aotc_tensor *t);
+void aotc_cuda_release(aotc_tensor *t);
+aotc_status aotc_cuda_alloc(aotc_model *model, uint64_t bytes, void **out);
+aotc_status aotc_cuda_free(aotc_model *model, void *ptr);
+aotc_status aotc_cuda_copy(aotc_model *model, void *dst, const void *src, uint64_t bytes,
+                           int32_t direction);
 
 void *aotc_aligned_alloc(uint64_t size);
 /* A run's arena: aotc_aligned_alloc's, but an arena of several MiB is 2 MiB aligned and asks for

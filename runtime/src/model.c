@@ -178,7 +178,7 @@ static aotc_status check_options(const aotc_model_options *o) {
   if (o->reserved0 != 0)
     return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
                      "aotc_model_create: options->reserved0 is not zero");
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < 2; ++i)
     if (o->reserved[i] != 0)
       return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
                        "aotc_model_create: options->reserved[%d] is not zero", i);
@@ -186,15 +186,21 @@ static aotc_status check_options(const aotc_model_options *o) {
     return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
                      "aotc_model_create: num_threads %d is outside 0..%d", (int)o->num_threads,
                      AOTC_MAX_THREADS);
-  if (o->device_type != AOTC_DEVICE_CPU)
+  if (o->device_type != AOTC_DEVICE_CPU && o->device_type != AOTC_DEVICE_CUDA)
     return aotc_fail(AOTC_ERROR_UNSUPPORTED,
-                     "aotc_model_create: device type %d is not supported by this artifact "
-                     "(cpu is %d)",
-                     (int)o->device_type, AOTC_DEVICE_CPU);
-  if (o->device_index != 0)
+                     "aotc_model_create: device type %d is not one this runtime knows (cpu is %d, "
+                     "cuda %d)",
+                     (int)o->device_type, AOTC_DEVICE_CPU, AOTC_DEVICE_CUDA);
+  if (o->device_type == AOTC_DEVICE_CPU && o->device_index != 0)
     return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
                      "aotc_model_create: device index %d of the cpu is not 0",
                      (int)o->device_index);
+  if (o->device_type == AOTC_DEVICE_CUDA && o->device_index < 0)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "aotc_model_create: CUDA device index %d is negative", (int)o->device_index);
+  if (o->device_type == AOTC_DEVICE_CPU && o->cuda_driver)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "aotc_model_create: options->cuda_driver is set for a cpu model");
   return AOTC_OK;
 }
 
@@ -219,13 +225,23 @@ static aotc_status check_descriptor(const aotc_artifact_desc *desc) {
   return aotc_check_descriptor(desc);
 }
 
+/* variant < 0: a CUDA model, which needs the CUDA functions instead of CPU code. */
 static aotc_status check_artifact(const aotc_artifact_desc *desc, int32_t variant) {
   for (int32_t e = 0; e < desc->num_entries; ++e) {
     const aotc_entry_desc *entry = &desc->entries[e];
-    if (!entry->run[variant] || !entry->shapes)
+    if (variant >= 0 && !desc->entries[e].run[0] && !desc->entries[e].run[1])
+      return aotc_fail(AOTC_ERROR_UNSUPPORTED,
+                       "aotc_model_create: the artifact has no CPU code (it was exported with "
+                       "--target cuda): create the model on a CUDA device, or re-export with "
+                       "--target cpu,cuda");
+    if (variant >= 0 && (!entry->run[variant] || !entry->shapes))
       return aotc_fail(AOTC_ERROR_UNSUPPORTED,
                        "aotc_model_create: entry \"%s\" has no %s code in this artifact",
                        entry->name, aotc_cpu_variant_name(variant));
+    if (variant < 0 && (!entry->cuda_run || !entry->cuda_arena || !entry->shapes))
+      return aotc_fail(AOTC_ERROR_UNSUPPORTED,
+                       "aotc_model_create: the artifact has no CUDA code; re-export it with "
+                       "--target cpu,cuda");
     for (int32_t i = 0; i < entry->num_inputs + entry->num_outputs; ++i) {
       const aotc_tensor_desc *t =
           i < entry->num_inputs ? &entry->inputs[i] : &entry->outputs[i - entry->num_inputs];
@@ -261,16 +277,19 @@ AOTC_API aotc_status aotc_model_create(const aotc_model_options *options, aotc_m
   status = check_descriptor(desc);
   if (status != AOTC_OK)
     return status;
-  int32_t variant;
-  status = aotc_cpu_choose_variant(options->cpu_variant, &variant);
-  if (status != AOTC_OK)
-    return status;
-  /* Chosen automatically, the best variant the CPU runs may be absent (an artifact built with
-   * --cpu x86-64-v3): older code runs on newer CPUs, so step down to what the artifact has. */
-  if (options->cpu_variant == AOTC_CPU_VARIANT_AUTO && !getenv("AOTC_CPU_VARIANT"))
-    while (variant > 0 && desc->num_entries > 0 && !has_variant(desc, variant))
-      --variant;
-  status = check_artifact(desc, variant);
+  const int cuda = options->device_type == AOTC_DEVICE_CUDA;
+  int32_t variant = 0;
+  if (!cuda) {
+    status = aotc_cpu_choose_variant(options->cpu_variant, &variant);
+    if (status != AOTC_OK)
+      return status;
+    /* Chosen automatically, the best variant the CPU runs may be absent (an artifact built with
+     * --cpu x86-64-v3): older code runs on newer CPUs, so step down to what the artifact has. */
+    if (options->cpu_variant == AOTC_CPU_VARIANT_AUTO && !getenv("AOTC_CPU_VARIANT"))
+      while (variant > 0 && desc->num_entries > 0 && !has_variant(desc, variant))
+        --variant;
+  }
+  status = check_artifact(desc, cuda ? -1 : variant);
   if (status != AOTC_OK)
     return status;
 
@@ -279,8 +298,10 @@ AOTC_API aotc_status aotc_model_create(const aotc_model_options *options, aotc_m
     return aotc_fail(AOTC_ERROR_RESOURCE, "aotc_model_create: out of memory");
   model->desc = desc;
   model->variant = variant;
+  model->device_type = options->device_type;
   pthread_mutex_init(&model->arena_lock, NULL);
-  int32_t threads = options->num_threads;
+  /* A CUDA model's host work is enqueuing kernels: the calling thread's. */
+  int32_t threads = cuda ? 1 : options->num_threads;
   if (threads == 0) {
     const long online = sysconf(_SC_NPROCESSORS_ONLN);
     threads = online < 1 ? 1 : online > AOTC_MAX_THREADS ? AOTC_MAX_THREADS : (int32_t)online;
@@ -309,6 +330,8 @@ AOTC_API aotc_status aotc_model_create(const aotc_model_options *options, aotc_m
   }
   if (status == AOTC_OK && threads > 1)
     status = aotc_pool_create(threads, &model->pool);
+  if (status == AOTC_OK && cuda)
+    status = aotc_cuda_create(model, options);
   if (status != AOTC_OK) {
     aotc_model_destroy(model);
     return status;
@@ -320,6 +343,7 @@ AOTC_API aotc_status aotc_model_create(const aotc_model_options *options, aotc_m
 AOTC_API void aotc_model_destroy(aotc_model *model) {
   if (!model)
     return;
+  aotc_cuda_destroy(model->cuda);
   aotc_pool_destroy(model->pool);
   for (int32_t i = 0; i < model->num_arenas; ++i)
     free(model->arenas[i].data);
@@ -570,5 +594,65 @@ AOTC_API aotc_status aotc_model_entry_kernels(const aotc_model *model, int32_t e
   if (status != AOTC_OK)
     return status;
   *out_count = model->desc->entries[entry].num_kernels;
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_device(const aotc_model *model, int32_t *out_type,
+                                       int32_t *out_index) {
+  CHECK_MODEL("aotc_model_device", model, out_type);
+  if (!out_index)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT, "aotc_model_device: out_index is null");
+  *out_type = model->device_type;
+  *out_index = model->cuda ? aotc_cuda_ordinal(model->cuda) : 0;
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_device_name(const aotc_model *model, const char **out_name) {
+  CHECK_MODEL("aotc_model_device_name", model, out_name);
+  *out_name = model->cuda ? aotc_cuda_description(model->cuda) : "cpu";
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_device_alloc(aotc_model *model, uint64_t size_bytes,
+                                             void **out_ptr) {
+  CHECK_MODEL("aotc_model_device_alloc", model, out_ptr);
+  *out_ptr = NULL;
+  if (model->cuda)
+    return aotc_cuda_alloc(model, size_bytes, out_ptr);
+  *out_ptr = aotc_aligned_alloc(size_bytes ? size_bytes : 1);
+  if (!*out_ptr)
+    return aotc_fail(AOTC_ERROR_RESOURCE, "aotc_model_device_alloc: cannot allocate %llu bytes",
+                     (unsigned long long)size_bytes);
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_device_free(aotc_model *model, void *ptr) {
+  if (!model)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT, "aotc_model_device_free: model is null");
+  if (!ptr)
+    return AOTC_OK;
+  if (model->cuda)
+    return aotc_cuda_free(model, ptr);
+  free(ptr);
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_copy(aotc_model *model, void *dst, const void *src,
+                                     uint64_t size_bytes, int32_t direction) {
+  if (!model)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT, "aotc_model_copy: model is null");
+  if (direction != AOTC_COPY_HOST_TO_DEVICE && direction != AOTC_COPY_DEVICE_TO_HOST)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "aotc_model_copy: direction %d is neither AOTC_COPY_HOST_TO_DEVICE (%d) nor "
+                     "AOTC_COPY_DEVICE_TO_HOST (%d)",
+                     (int)direction, AOTC_COPY_HOST_TO_DEVICE, AOTC_COPY_DEVICE_TO_HOST);
+  if (size_bytes == 0)
+    return AOTC_OK;
+  if (!dst || !src)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT, "aotc_model_copy: %s is null",
+                     dst ? "src" : "dst");
+  if (model->cuda)
+    return aotc_cuda_copy(model, dst, src, size_bytes, direction);
+  memcpy(dst, src, (size_t)size_bytes);
   return AOTC_OK;
 }

@@ -18,6 +18,7 @@ typedef struct run_scratch {
   void **out_ptrs;
   uint64_t *out_bytes;
   void *heap;
+  int32_t device_type, device_index; /* the model's: every tensor must be there */
 } run_scratch;
 
 static const char *plural(int64_t n) { return n == 1 ? "" : "s"; }
@@ -83,18 +84,34 @@ static aotc_status check_layout(const char *entry, const char *kind, const char 
                    entry, kind, name, got, want);
 }
 
+/* "cpu", "cpu:2", "cuda:1", "device type 7": where a tensor says it is. */
+static void device_label(int32_t type, int32_t index, char *out, size_t size) {
+  if (type == AOTC_DEVICE_CPU)
+    snprintf(out, size, index == 0 ? "cpu" : "cpu:%d", (int)index);
+  else if (type == AOTC_DEVICE_CUDA)
+    snprintf(out, size, "cuda:%d", (int)index);
+  else
+    snprintf(out, size, "device type %d", (int)type);
+}
+
+/* The tensor must be on the model's device: a host buffer given to a CUDA model (or a device
+ * pointer to a CPU model) would be read as the wrong kind of memory. */
 static aotc_status check_device(const char *entry, const char *kind, const char *name,
-                                const aotc_tensor *t) {
-  if (t->device_type != AOTC_DEVICE_CPU)
-    return aotc_fail(AOTC_ERROR_UNSUPPORTED,
-                     "entry \"%s\": %s \"%s\" is on device type %d, but this model runs on the "
-                     "cpu (%d)",
-                     entry, kind, name, (int)t->device_type, AOTC_DEVICE_CPU);
-  if (t->device_index != 0)
+                                const aotc_tensor *t, const run_scratch *s) {
+  if (t->device_type == s->device_type && t->device_index == s->device_index)
+    return AOTC_OK;
+  char got[48], want[48];
+  device_label(t->device_type, t->device_index, got, sizeof got);
+  device_label(s->device_type, s->device_index, want, sizeof want);
+  if (s->device_type == AOTC_DEVICE_CPU)
     return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
-                     "entry \"%s\": %s \"%s\" has cpu device index %d, expected 0", entry, kind,
-                     name, (int)t->device_index);
-  return AOTC_OK;
+                     "entry \"%s\": %s \"%s\" is on %s, but the model runs on the cpu: pass "
+                     "host memory with device_type 0 (AOTC_DEVICE_CPU) and device_index 0",
+                     entry, kind, name, got);
+  return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                   "entry \"%s\": %s \"%s\" is on %s, but the model runs on %s: pass memory of "
+                   "%s with device_type 1 (AOTC_DEVICE_CUDA) and device_index %d",
+                   entry, kind, name, got, want, want, (int)s->device_index);
 }
 
 /* An input dim `scale * sym + offset` (not a plain symbol): checks it against the symbol's value
@@ -164,7 +181,7 @@ static aotc_status check_input(const aotc_entry_desc *e, int32_t index, const ao
                      "entry \"%s\": input \"%s\" has rank %d, "
                      "expected %d",
                      en, in, (int)t->rank, (int)d->rank);
-  aotc_status status = check_device(en, "input", in, t);
+  aotc_status status = check_device(en, "input", in, t, s);
   if (status != AOTC_OK)
     return status;
   char label[128];
@@ -238,7 +255,7 @@ static aotc_status check_input(const aotc_entry_desc *e, int32_t index, const ao
 
 /* Checks a caller's output tensor against the shape shapes() computed; *out_bytes = its size. */
 static aotc_status check_output(const aotc_entry_desc *e, int32_t index, const aotc_tensor *t,
-                                const int64_t *shape, uint64_t *out_bytes) {
+                                const int64_t *shape, const run_scratch *s, uint64_t *out_bytes) {
   const aotc_tensor_desc *d = &e->outputs[index];
   const char *en = e->name, *on = d->name;
   uint64_t numel, bytes;
@@ -252,7 +269,7 @@ static aotc_status check_output(const aotc_entry_desc *e, int32_t index, const a
                      "entry \"%s\": output \"%s\" would have more bytes than fit in 63 bits", en,
                      on);
   *out_bytes = bytes;
-  aotc_status status = check_device(en, "output", on, t);
+  aotc_status status = check_device(en, "output", on, t, s);
   if (status != AOTC_OK)
     return status;
   if (t->strides) {
@@ -314,8 +331,30 @@ static void arena_release(aotc_model *model, uint8_t *data, uint64_t capacity) {
   free(data);
 }
 
+/* Fills in each output's dtype, rank and shape, and the buffer the runtime allocated. */
+static void finish_outputs(const aotc_model *model, const aotc_entry_desc *e,
+                           const int64_t *out_dims, aotc_tensor *outputs, const run_scratch *s) {
+  for (int32_t o = 0; o < e->num_outputs; ++o) {
+    aotc_tensor *t = &outputs[o];
+    const int32_t rank = e->outputs[o].rank;
+    t->dtype = e->outputs[o].dtype;
+    t->rank = rank;
+    memset(t->shape, 0, sizeof t->shape);
+    memcpy(t->shape, out_dims, sizeof(int64_t) * (size_t)rank);
+    out_dims += rank;
+    if (!t->data) {
+      t->data = s->out_ptrs[o];
+      t->size_bytes = s->out_bytes[o];
+      t->flags |= AOTC_TENSOR_RUNTIME_OWNED;
+      if (model->cuda)
+        aotc_cuda_mark_owned(model, t);
+    }
+  }
+}
+
 static aotc_status run_checked(aotc_model *model, const aotc_entry_desc *e,
-                               const aotc_tensor *inputs, aotc_tensor *outputs, run_scratch *s) {
+                               const aotc_tensor *inputs, aotc_tensor *outputs, run_scratch *s,
+                               void *stream) {
   const char *en = e->name;
   for (int32_t s_i = 0; s_i < e->num_syms; ++s_i)
     s->bound_input[s_i] = -1;
@@ -351,7 +390,7 @@ static aotc_status run_checked(aotc_model *model, const aotc_entry_desc *e,
   }
   const int64_t *out_dims = dims;
   for (int32_t o = 0; o < e->num_outputs; ++o) {
-    aotc_status status = check_output(e, o, &outputs[o], dims, &s->out_bytes[o]);
+    aotc_status status = check_output(e, o, &outputs[o], dims, s, &s->out_bytes[o]);
     if (status != AOTC_OK)
       return status;
     dims += e->outputs[o].rank;
@@ -364,6 +403,15 @@ static aotc_status run_checked(aotc_model *model, const aotc_entry_desc *e,
   /* Everything is valid: allocate, then run. */
   for (int32_t i = 0; i < e->num_inputs; ++i)
     s->in_ptrs[i] = inputs[i].data;
+  if (model->cuda) {
+    for (int32_t o = 0; o < e->num_outputs; ++o)
+      s->out_ptrs[o] = outputs[o].data;
+    aotc_status status =
+        aotc_cuda_run(model, e, s->syms, s->in_ptrs, s->out_ptrs, s->out_bytes, outputs, stream);
+    if (status == AOTC_OK)
+      finish_outputs(model, e, out_dims, outputs, s);
+    return status;
+  }
   for (int32_t o = 0; o < e->num_outputs; ++o) {
     s->out_ptrs[o] = outputs[o].data ? outputs[o].data : aotc_aligned_alloc(s->out_bytes[o]);
     if (!s->out_ptrs[o]) {
@@ -405,27 +453,51 @@ static aotc_status run_checked(aotc_model *model, const aotc_entry_desc *e,
     return aotc_fail(AOTC_ERROR_INTERNAL, "entry \"%s\": the generated code failed (%d)", en,
                      (int)rc);
   }
-  for (int32_t o = 0; o < e->num_outputs; ++o) {
-    aotc_tensor *t = &outputs[o];
-    const int32_t rank = e->outputs[o].rank;
-    t->dtype = e->outputs[o].dtype;
-    t->rank = rank;
-    memset(t->shape, 0, sizeof t->shape);
-    memcpy(t->shape, out_dims, sizeof(int64_t) * (size_t)rank);
-    out_dims += rank;
-    if (!t->data) {
-      t->data = s->out_ptrs[o];
-      t->size_bytes = s->out_bytes[o];
-      t->flags |= AOTC_TENSOR_RUNTIME_OWNED;
-    }
-  }
+  finish_outputs(model, e, out_dims, outputs, s);
+  return AOTC_OK;
+}
+
+AOTC_API void aotc_run_options_init(aotc_run_options *options) {
+  if (!options)
+    return;
+  memset(options, 0, sizeof *options);
+  options->struct_size = sizeof *options;
+}
+
+static aotc_status check_run_options(const aotc_model *model, const aotc_run_options *o) {
+  if (o->struct_size != sizeof(aotc_run_options))
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "aotc_model_run_v2: options->struct_size is %zu, expected %zu (call "
+                     "aotc_run_options_init)",
+                     o->struct_size, sizeof(aotc_run_options));
+  if (o->flags != 0 || o->reserved0 != 0)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "aotc_model_run_v2: options->flags and reserved0 must be zero");
+  for (int i = 0; i < 4; ++i)
+    if (o->reserved[i] != 0)
+      return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                       "aotc_model_run_v2: options->reserved[%d] is not zero", i);
+  if (o->stream && !model->cuda)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "aotc_model_run_v2: options->stream is set for a model on the cpu");
   return AOTC_OK;
 }
 
 AOTC_API aotc_status aotc_model_run(aotc_model *model, int32_t entry, const aotc_tensor *inputs,
                                     size_t num_inputs, aotc_tensor *outputs, size_t num_outputs) {
+  return aotc_model_run_v2(model, entry, inputs, num_inputs, outputs, num_outputs, NULL);
+}
+
+AOTC_API aotc_status aotc_model_run_v2(aotc_model *model, int32_t entry, const aotc_tensor *inputs,
+                                       size_t num_inputs, aotc_tensor *outputs, size_t num_outputs,
+                                       const aotc_run_options *options) {
   if (!model)
     return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT, "aotc_model_run: model is null");
+  if (options) {
+    aotc_status status = check_run_options(model, options);
+    if (status != AOTC_OK)
+      return status;
+  }
   if (entry < 0 || entry >= model->desc->num_entries)
     return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
                      "aotc_model_run: entry %d is out of range (the model has %d entr%s)",
@@ -455,9 +527,11 @@ AOTC_API aotc_status aotc_model_run(aotc_model *model, int32_t entry, const aotc
   const void *stack_in[STACK_PTRS];
   void *stack_out[STACK_PTRS];
   uint64_t stack_bytes[STACK_PTRS];
-  run_scratch s = {stack_syms,  stack_bound, stack_bound + STACK_SYMS,
-                   stack_dims,  stack_in,    stack_out,
-                   stack_bytes, NULL};
+  run_scratch s = {
+      stack_syms,  stack_bound, stack_bound + STACK_SYMS, stack_dims, stack_in, stack_out,
+      stack_bytes, NULL,        model->device_type,       0};
+  if (model->cuda)
+    aotc_model_device(model, &s.device_type, &s.device_index);
   if (num_syms > STACK_SYMS || num_dims > STACK_DIMS || num_ptrs > STACK_PTRS) {
     /* int64 arrays first keep every array aligned. */
     const size_t bytes = sizeof(int64_t) * (num_syms + num_dims + num_outputs) +
@@ -474,7 +548,8 @@ AOTC_API aotc_status aotc_model_run(aotc_model *model, int32_t entry, const aotc
     s.bound_input = (int32_t *)(s.out_ptrs + num_outputs);
     s.bound_dim = s.bound_input + num_syms;
   }
-  const aotc_status status = run_checked(model, e, inputs, outputs, &s);
+  const aotc_status status =
+      run_checked(model, e, inputs, outputs, &s, options ? options->stream : NULL);
   free(s.heap);
   return status;
 }
@@ -482,7 +557,10 @@ AOTC_API aotc_status aotc_model_run(aotc_model *model, int32_t entry, const aotc
 AOTC_API void aotc_tensor_release(aotc_tensor *tensor) {
   if (!tensor || !(tensor->flags & AOTC_TENSOR_RUNTIME_OWNED))
     return;
-  free(tensor->data);
+  if (tensor->device_type == AOTC_DEVICE_CUDA)
+    aotc_cuda_release(tensor);
+  else
+    free(tensor->data);
   tensor->data = NULL;
   tensor->size_bytes = 0;
   tensor->flags &= ~AOTC_TENSOR_RUNTIME_OWNED;

@@ -50,7 +50,9 @@ public:
          AOTC_CFIELD(aotc_entry_desc, shapes, Ptr), AOTC_CFIELD(aotc_entry_desc, run, RunsTy),
          AOTC_CFIELD(aotc_entry_desc, num_kernels, I32),
          AOTC_CFIELD(aotc_entry_desc, num_index_checks, I32),
-         AOTC_CFIELD(aotc_entry_desc, index_checks, Ptr)},
+         AOTC_CFIELD(aotc_entry_desc, index_checks, Ptr),
+         AOTC_CFIELD(aotc_entry_desc, cuda_run, Ptr),
+         AOTC_CFIELD(aotc_entry_desc, cuda_arena, Ptr)},
         sizeof(aotc_entry_desc));
     WeightTy = mirrorCStruct(
         Ctx, dl, "aotc_weight_desc",
@@ -76,8 +78,29 @@ public:
                                 AOTC_CFIELD(aotc_artifact_desc, program_size, I64),
                                 AOTC_CFIELD(aotc_artifact_desc, weights_hash, I64),
                                 AOTC_CFIELD(aotc_artifact_desc, weights_hash_kind, I32),
-                                AOTC_CFIELD(aotc_artifact_desc, reserved, I32)},
+                                AOTC_CFIELD(aotc_artifact_desc, reserved, I32),
+                                AOTC_CFIELD(aotc_artifact_desc, cuda, Ptr)},
                                sizeof(aotc_artifact_desc));
+    ImageTy = mirrorCStruct(
+        Ctx, dl, "aotc_cuda_image",
+        {AOTC_CFIELD(aotc_cuda_image, kind, I32), AOTC_CFIELD(aotc_cuda_image, arch, I32),
+         AOTC_CFIELD(aotc_cuda_image, arch_specific, I32),
+         AOTC_CFIELD(aotc_cuda_image, reserved, I32), AOTC_CFIELD(aotc_cuda_image, data, Ptr),
+         AOTC_CFIELD(aotc_cuda_image, size, I64)},
+        sizeof(aotc_cuda_image));
+    UploadTy = mirrorCStruct(Ctx, dl, "aotc_cuda_upload",
+                             {AOTC_CFIELD(aotc_cuda_upload, src_offset, I64),
+                              AOTC_CFIELD(aotc_cuda_upload, dst_offset, I64),
+                              AOTC_CFIELD(aotc_cuda_upload, nbytes, I64)},
+                             sizeof(aotc_cuda_upload));
+    CudaTy = mirrorCStruct(
+        Ctx, dl, "aotc_cuda_desc",
+        {AOTC_CFIELD(aotc_cuda_desc, num_images, I32),
+         AOTC_CFIELD(aotc_cuda_desc, num_kernels, I32), AOTC_CFIELD(aotc_cuda_desc, images, Ptr),
+         AOTC_CFIELD(aotc_cuda_desc, kernels, Ptr), AOTC_CFIELD(aotc_cuda_desc, uploads, Ptr),
+         AOTC_CFIELD(aotc_cuda_desc, num_uploads, I32), AOTC_CFIELD(aotc_cuda_desc, reserved, I32),
+         AOTC_CFIELD(aotc_cuda_desc, weights_size, I64)},
+        sizeof(aotc_cuda_desc));
   }
 
   llvm::Error emit(const DescriptorContents &c) {
@@ -107,7 +130,8 @@ public:
          array(EntryTy, entries, "aotc_entries"), array(WeightTy, weights, "aotc_weight_descs"),
          blob, i64(p.weightBytes), c.weightsFile.empty() ? null() : str(c.weightsFile),
          i64(p.stateOffset), i64(p.stateBytes), program, i64(c.programBlob.size()),
-         i64(static_cast<int64_t>(c.weightsHash)), i32(AOTC_HASH_XXH64), i32(0)});
+         i64(static_cast<int64_t>(c.weightsHash)), i32(AOTC_HASH_XXH64), i32(0),
+         c.cuda ? emitCuda(*c.cuda) : null()});
     llvm::GlobalVariable *g = global(artifact, "aotc_artifact");
     g->setLinkage(llvm::GlobalValue::ExternalLinkage);
     g->setVisibility(llvm::GlobalValue::HiddenVisibility);
@@ -178,7 +202,38 @@ private:
          i32(guards.size()), array(TensorTy, inputs, "aotc_inputs"),
          array(TensorTy, outputs, "aotc_outputs"), array(SymTy, syms, "aotc_syms"),
          array(Ptr, guards, "aotc_guards"), shapes, llvm::ConstantArray::get(RunsTy, runs),
-         i32(countKernels(e.steps)), i32(checks.size()), array(Ptr, checks, "aotc_index_checks")});
+         i32(countKernels(e.steps)), i32(checks.size()), array(Ptr, checks, "aotc_index_checks"),
+         c.cuda ? function(fmt::format("aotc_e{}_cuda_run", index), runTy) : null(),
+         c.cuda ? function(fmt::format("aotc_e{}_cuda_arena", index),
+                           llvm::FunctionType::get(I64, {Ptr}, false))
+                : null()});
+  }
+
+  llvm::Constant *emitCuda(const cuda::CudaCode &code) {
+    std::vector<llvm::Constant *> images, kernels, uploads;
+    for (const cuda::CudaImage &image : code.images) {
+      const cuda::ArchInfo &arch = cuda::archInfo(image.arch);
+      int32_t kind = image.kind == cuda::ImageKind::Cubin ? AOTC_CUDA_IMAGE_CUBIN
+                     : image.kind == cuda::ImageKind::Ptx ? AOTC_CUDA_IMAGE_PTX
+                                                          : AOTC_CUDA_IMAGE_LLVM_BC;
+      llvm::ArrayRef<uint8_t> data(reinterpret_cast<const uint8_t *>(image.bytes.data()),
+                                   image.bytes.size());
+      images.push_back(llvm::ConstantStruct::get(
+          ImageTy, {i32(kind), i32(arch.computeCapability), i32(arch.arch == cuda::CudaArch::SM90a),
+                    i32(0), bytes(data, "aotc_cuda_image"), i64(data.size())}));
+    }
+    for (const std::string &k : code.kernels)
+      kernels.push_back(str(k));
+    for (const cuda::WeightUpload &u : code.uploads)
+      uploads.push_back(
+          llvm::ConstantStruct::get(UploadTy, {i64(u.srcOffset), i64(u.dstOffset), i64(u.nbytes)}));
+    return global(llvm::ConstantStruct::get(CudaTy, {i32(images.size()), i32(kernels.size()),
+                                                     array(ImageTy, images, "aotc_cuda_images"),
+                                                     array(Ptr, kernels, "aotc_cuda_kernels"),
+                                                     array(UploadTy, uploads, "aotc_cuda_uploads"),
+                                                     i32(uploads.size()), i32(0),
+                                                     i64(code.deviceWeightBytes)}),
+                  "aotc_cuda");
   }
 
   static int32_t countKernels(const std::vector<kir::Step> &steps) {
@@ -257,7 +312,8 @@ private:
   llvm::PointerType *Ptr;
   llvm::IntegerType *I32, *I64;
   llvm::ArrayType *RunsTy;
-  llvm::StructType *SymTy, *DimTy, *TensorTy, *EntryTy, *WeightTy, *ArtifactTy;
+  llvm::StructType *SymTy, *DimTy, *TensorTy, *EntryTy, *WeightTy, *ArtifactTy, *ImageTy, *UploadTy,
+      *CudaTy;
   llvm::StringMap<llvm::Constant *> Strings;
   unsigned Count = 0;
 };

@@ -5,6 +5,7 @@
 #define AOTC_PACKAGE_DESCRIPTOR_H
 
 #include "aotc/ir/ShapeEnv.h"
+#include "codegen/cuda/CudaCodegen.h"
 #include "kernel/Kernel.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -29,6 +30,8 @@ struct DescriptorContents {
   llvm::ArrayRef<uint8_t> programBlob;
   /// Which AOTC_VARIANT_* run functions the artifact's code defines.
   std::array<bool, 2> variants = {true, true};
+  /// The CUDA images, kernels and uploads, or null: the entries then have no CUDA code.
+  const cuda::CudaCode *cuda = nullptr;
 };
 
 /// Defines `aotc_artifact` (hidden) and the data it points to in `module`, declaring the run and

@@ -97,9 +97,9 @@ int32_t runtimeDType(DType dtype) {
 llvm::Error packageObjects(const kir::Program &program, const ShapeEnv &shapes,
                            llvm::ArrayRef<llvm::ArrayRef<uint8_t>> weightData,
                            llvm::ArrayRef<uint8_t> programBlob,
-                           llvm::ArrayRef<cpu::CodeObject> code, const PackageOptions &options,
-                           llvm::StringRef outPath, ArtifactObjects &objects,
-                           std::string *printIR) {
+                           llvm::ArrayRef<cpu::CodeObject> code, const cuda::CudaCode *cuda,
+                           const PackageOptions &options, llvm::StringRef outPath,
+                           ArtifactObjects &objects, std::string *printIR) {
   if (weightData.size() != program.weights.size())
     return error(fmt::format("{} weights given for a program with {}", weightData.size(),
                              program.weights.size()));
@@ -135,6 +135,10 @@ llvm::Error packageObjects(const kir::Program &program, const ShapeEnv &shapes,
             objects.add(fmt::format("aotc_code_v{}.o", unsigned(c.variant) + 3), c.object))
       return e;
   }
+  contents.cuda = cuda;
+  if (cuda)
+    if (llvm::Error e = objects.add("aotc_cuda_host.o", cuda->hostObject))
+      return e;
   std::string weightsPath;
   if (options.externalWeights) {
     llvm::SmallString<128> p(outPath);

@@ -6,6 +6,7 @@
 
 #include "aotc/ir/ShapeEnv.h"
 #include "codegen/cpu/CpuCodegen.h"
+#include "codegen/cuda/CudaCodegen.h"
 #include "kernel/Kernel.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -49,14 +50,15 @@ private:
 /// object and the embedded weights' (or, with options.externalWeights, writes the weights file
 /// beside `outPath` through a temporary file renamed into place). `weightData[i]` holds the bytes
 /// of program.weights[i] (layoutWeights must have run); `programBlob` is the exported program
-/// (graph without weights) that `aotc verify` and `aotc inspect` read back. With `printIR`, the
+/// (graph without weights) that `aotc verify` and `aotc inspect` read back; `cuda`, when not null,
+/// the CUDA images and host code (its host object is linked too). With `printIR`, the
 /// descriptor's LLVM IR is appended to it. Equal inputs give byte-identical objects.
 llvm::Error packageObjects(const kir::Program &program, const ShapeEnv &shapes,
                            llvm::ArrayRef<llvm::ArrayRef<uint8_t>> weightData,
                            llvm::ArrayRef<uint8_t> programBlob,
-                           llvm::ArrayRef<cpu::CodeObject> code, const PackageOptions &options,
-                           llvm::StringRef outPath, ArtifactObjects &objects,
-                           std::string *printIR = nullptr);
+                           llvm::ArrayRef<cpu::CodeObject> code, const cuda::CudaCode *cuda,
+                           const PackageOptions &options, llvm::StringRef outPath,
+                           ArtifactObjects &objects, std::string *printIR = nullptr);
 
 /// The link step: links `objects` and the C runtime with lld into `outPath`, through a
 /// temporary file renamed into place, so that nothing is left behind on failure.

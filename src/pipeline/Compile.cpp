@@ -6,6 +6,7 @@
 #include "aotc/serialize/Archive.h"
 #include "codegen/cpu/CpuTarget.h"
 #include "codegen/cpu/PackWeights.h"
+#include "codegen/cuda/CudaCodegen.h"
 #include "kernel/Lower.h"
 #include "kernel/MemoryPlan.h"
 #include "passes/FoldWeights.h"
@@ -26,11 +27,12 @@ namespace {
 constexpr llvm::StringLiteral DecomposePass = "decompose";
 constexpr llvm::StringLiteral FoldWeightsStep = "fold-weights", LowerStep = "lower",
                               PlanMemoryStep = "plan-memory", PackWeightsStep = "pack-weights",
-                              LayoutWeightsStep = "layout-weights", CodegenStep = "codegen-cpu",
+                              LowerCudaStep = "lower-cuda", LayoutWeightsStep = "layout-weights",
+                              CodegenStep = "codegen-cpu", CodegenCudaStep = "codegen-cuda",
                               PackageStep = "package", LinkStep = "link";
-constexpr llvm::StringLiteral Steps[] = {FoldWeightsStep, LowerStep,         PlanMemoryStep,
-                                         PackWeightsStep, LayoutWeightsStep, CodegenStep,
-                                         PackageStep,     LinkStep};
+constexpr llvm::StringLiteral Steps[] = {
+    FoldWeightsStep,   LowerStep,   PlanMemoryStep,  PackWeightsStep, LowerCudaStep,
+    LayoutWeightsStep, CodegenStep, CodegenCudaStep, PackageStep,     LinkStep};
 
 llvm::Error error(std::string message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -106,8 +108,52 @@ llvm::Expected<std::vector<uint8_t>> programBlob(const Graph &graph) {
   return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
 
-llvm::Expected<kir::Program> runSteps(ExportedProgram &exported, const CompileOptions &options,
-                                      StepPrinter &printer) {
+/// The kernel IR of each device the export targets. `blob` is the program whose weights the
+/// artifact's blob holds: the CPU's (its packed panels and the weights CUDA reads), or the CUDA
+/// one's in a CUDA-only export.
+struct Lowered {
+  std::optional<kir::Program> cpu, cuda;
+  kir::Program &blob() { return cpu ? *cpu : *cuda; }
+};
+
+llvm::Expected<kir::Program> lowerFor(const kir::TargetInfo &target, ExportedProgram &exported,
+                                      const CompileOptions &options) {
+  LowerOptions lower;
+  lower.fuse = options.fuse;
+  lower.winograd = options.winograd;
+  return lowerToKernels(*exported.graph, target, lower);
+}
+
+/// Gives the CUDA program the blob's weights: each of its weights is found in the CPU program by
+/// name (appended where the CPU's lowering does not read it), and its buffers renumbered. The
+/// descriptor describes both programs' entries once: their signatures must be the same.
+llvm::Error shareWeights(kir::Program &cpu, kir::Program &cuda) {
+  for (auto [a, b] : llvm::zip_equal(cpu.entries, cuda.entries))
+    if (a.symbols != b.symbols || a.indexChecks != b.indexChecks ||
+        a.inputs.size() != b.inputs.size() || a.outputs.size() != b.outputs.size() ||
+        a.guards.size() != b.guards.size())
+      return error(fmt::format("entry \"{}\": its CPU and CUDA lowerings disagree on the entry's "
+                               "signature (a bug of aotc)",
+                               a.name));
+  std::vector<uint32_t> to;
+  for (const kir::Weight &w : cuda.weights) {
+    auto it = llvm::find_if(cpu.weights, [&](const kir::Weight &x) { return x.name == w.name; });
+    if (it == cpu.weights.end()) {
+      cpu.weights.push_back(w);
+      it = std::prev(cpu.weights.end());
+    }
+    to.push_back(static_cast<uint32_t>(it - cpu.weights.begin()));
+  }
+  for (kir::EntryKernels &e : cuda.entries)
+    for (kir::Buffer &b : e.buffers)
+      if (b.kind == kir::Buffer::Kind::Weight || b.kind == kir::Buffer::Kind::State)
+        b.index = to[b.index];
+  cuda.weights = cpu.weights;
+  return llvm::Error::success();
+}
+
+llvm::Expected<Lowered> runSteps(ExportedProgram &exported, const CompileOptions &options,
+                                 StepPrinter &printer) {
   // Graph passes. Decompose first, so that the cleanup passes see the core ops it produces.
   auto graphOptions = printer.graphPassOptions();
   if (!graphOptions)
@@ -126,25 +172,42 @@ llvm::Expected<kir::Program> runSteps(ExportedProgram &exported, const CompileOp
     return e;
   printer.after(FoldWeightsStep, [&](llvm::raw_ostream &os) { printGraph(*exported.graph, os); });
 
-  // The kernel IR: fusion decides, node by node, what lowering realizes in buffers.
-  const kir::TargetInfo &target = cpu::loweringTarget();
-  LowerOptions lower;
-  lower.fuse = options.fuse;
-  lower.winograd = options.winograd;
-  auto program = lowerToKernels(*exported.graph, target, lower);
-  if (!program)
-    return program.takeError();
-  printer.after(LowerStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
-  kir::planMemory(*program, exported.graph->shapeEnv().facts());
-  printer.after(PlanMemoryStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
-
-  // The CPU backend's layout passes.
-  if (llvm::Error e = cpu::packGemmWeights(*program, exported, options.weightData))
-    return e;
-  printer.after(PackWeightsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
-  kir::layoutWeights(*program);
-  printer.after(LayoutWeightsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
-  return program;
+  Lowered out;
+  const SymbolFactsMap &facts = exported.graph->shapeEnv().facts();
+  if (options.targetCpu) {
+    // The kernel IR: fusion decides, node by node, what lowering realizes in buffers.
+    auto program = lowerFor(cpu::loweringTarget(), exported, options);
+    if (!program)
+      return program.takeError();
+    printer.after(LowerStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
+    kir::planMemory(*program, facts);
+    printer.after(PlanMemoryStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
+    // The CPU backend's layout pass.
+    if (llvm::Error e = cpu::packGemmWeights(*program, exported, options.weightData))
+      return e;
+    printer.after(PackWeightsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
+    out.cpu = std::move(*program);
+  }
+  if (options.targetCuda) {
+    auto program = lowerFor(cuda::loweringTarget(), exported, options);
+    if (!program)
+      return program.takeError();
+    kir::planMemory(*program, facts);
+    printer.after(LowerCudaStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
+    out.cuda = std::move(*program);
+  }
+  if (out.cpu && out.cuda)
+    if (llvm::Error e = shareWeights(*out.cpu, *out.cuda))
+      return e;
+  kir::layoutWeights(out.blob());
+  if (out.cpu && out.cuda) {
+    out.cuda->weights = out.cpu->weights;
+    out.cuda->weightBytes = out.cpu->weightBytes;
+    out.cuda->stateOffset = out.cpu->stateOffset;
+    out.cuda->stateBytes = out.cpu->stateBytes;
+  }
+  printer.after(LayoutWeightsStep, [&](llvm::raw_ostream &os) { kir::print(out.blob(), os); });
+  return out;
 }
 
 } // namespace
@@ -153,7 +216,13 @@ llvm::ArrayRef<llvm::StringLiteral> compileSteps() { return Steps; }
 
 llvm::Expected<kir::Program> lowerGraph(ExportedProgram &exported, const CompileOptions &options) {
   StepPrinter printer(options);
-  return runSteps(exported, options, printer);
+  CompileOptions cpuOnly = options;
+  cpuOnly.targetCpu = true;
+  cpuOnly.targetCuda = false;
+  auto lowered = runSteps(exported, cpuOnly, printer);
+  if (!lowered)
+    return lowered.takeError();
+  return std::move(*lowered->cpu);
 }
 
 llvm::Error compileToSharedLibrary(ExportedProgram &program, const CompileOptions &options,
@@ -165,10 +234,13 @@ llvm::Error compileToSharedLibrary(ExportedProgram &program, const CompileOption
   std::vector<std::string> exportedWeights;
   for (const Weight &w : program.weights)
     exportedWeights.push_back(w.name());
+  if (!options.targetCpu && !options.targetCuda)
+    return error("no target to generate code for");
   progress(options, "lower");
-  auto kernels = runSteps(program, options, printer);
-  if (!kernels)
-    return kernels.takeError();
+  auto lowered = runSteps(program, options, printer);
+  if (!lowered)
+    return lowered.takeError();
+  kir::Program *kernels = &lowered->blob();
   // `aotc verify` looks the embedded graph's weights up by name in the artifact: once folding
   // removed one of them, only the folded graph names what the artifact holds.
   if (llvm::any_of(exportedWeights,
@@ -185,22 +257,47 @@ llvm::Error compileToSharedLibrary(ExportedProgram &program, const CompileOption
     weights.push_back(data->bytes());
   }
 
-  progress(options, "codegen");
-  auto code = cpu::generateCode(*kernels, options.cpu, printer.wants(CodegenStep));
-  if (!code)
-    return code.takeError();
-  printer.after(CodegenStep, [&](llvm::raw_ostream &os) {
-    for (const cpu::CodeObject &c : *code)
-      os << c.ir;
-  });
+  std::vector<cpu::CodeObject> code;
+  if (lowered->cpu) {
+    progress(options, "codegen");
+    auto objects = cpu::generateCode(*lowered->cpu, options.cpu, printer.wants(CodegenStep));
+    if (!objects)
+      return objects.takeError();
+    code = std::move(*objects);
+    printer.after(CodegenStep, [&](llvm::raw_ostream &os) {
+      for (const cpu::CodeObject &c : code)
+        os << c.ir;
+    });
+  }
+  std::optional<cuda::CudaCode> cudaCode;
+  if (lowered->cuda) {
+    progress(options, "codegen-cuda");
+    llvm::SmallVector<cuda::CudaArch, 5> archs =
+        options.cudaArchs.empty() ? cuda::defaultCudaArchs() : options.cudaArchs;
+    auto generated = cuda::generateCode(*lowered->cuda, archs, /*withShapes=*/!lowered->cpu,
+                                        printer.wants(CodegenCudaStep));
+    if (!generated)
+      return generated.takeError();
+    cudaCode = std::move(*generated);
+    printer.after(CodegenCudaStep, [&](llvm::raw_ostream &os) {
+      os << cudaCode->ir;
+      for (const cuda::CudaImage &image : cudaCode->images)
+        os << fmt::format("; image {} {}: {} bytes\n",
+                          image.kind == cuda::ImageKind::Cubin ? "cubin"
+                          : image.kind == cuda::ImageKind::Ptx ? "ptx"
+                                                               : "llvm-bitcode",
+                          cuda::archInfo(image.arch).name.str(), image.bytes.size());
+    });
+  }
 
   auto objects = ArtifactObjects::create();
   if (!objects)
     return objects.takeError();
   std::string descriptorIR;
-  if (llvm::Error e = packageObjects(*kernels, program.graph->shapeEnv(), weights, *blob, *code,
-                                     options.package, outPath, *objects,
-                                     printer.wants(PackageStep) ? &descriptorIR : nullptr))
+  if (llvm::Error e =
+          packageObjects(*kernels, program.graph->shapeEnv(), weights, *blob, code,
+                         cudaCode ? &*cudaCode : nullptr, options.package, outPath, *objects,
+                         printer.wants(PackageStep) ? &descriptorIR : nullptr))
     return e;
   printer.after(PackageStep, [&](llvm::raw_ostream &os) { os << descriptorIR; });
 

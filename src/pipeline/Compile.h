@@ -23,7 +23,11 @@ struct CompileOptions {
   /// the LLVM IR or the objects (whichever the step makes) are printed after each one named.
   PassManagerOptions passes;
   DecomposeOptions decompose;
+  /// The devices the artifact carries code for (at least one): --target cpu,cuda.
+  bool targetCpu = true, targetCuda = false;
   cpu::CpuTarget cpu = cpu::CpuTarget::Portable;
+  /// The archs of the CUDA cubins (--cuda-arch); cuda::defaultCudaArchs() when empty.
+  llvm::SmallVector<cuda::CudaArch, 5> cudaArchs;
   PackageOptions package;
   /// Fuse pointwise chains, reductions and GEMM epilogues (off: one kernel per op, for debugging).
   bool fuse = true;
@@ -38,8 +42,10 @@ struct CompileOptions {
 };
 
 /// The steps of an export after the graph passes, in the order they run: fold-weights, lower
-/// (fuse and lower to the kernel IR), plan-memory, the CPU backend's layout passes
-/// (pack-weights, layout-weights), codegen-cpu, package, link.
+/// (fuse and lower to the kernel IR for the CPU), plan-memory, the CPU backend's layout pass
+/// (pack-weights), lower-cuda (fuse, lower and plan memory for CUDA), layout-weights (the blob
+/// of both), codegen-cpu, codegen-cuda, package, link. The steps of a target the export does not
+/// ask for are skipped.
 llvm::ArrayRef<llvm::StringLiteral> compileSteps();
 
 /// The graph steps (decompose, the default pipeline, fold-weights, which may replace

@@ -153,13 +153,14 @@ static void test_input_checks(void) {
                   "entry \"forward\": input \"x\" buffer has 40 bytes, needs 48");
   in = x_tensor(3, 4);
   in.device_type = 1;
-  CHECK_RUN_ERROR(0, &in, 1, &out, 1, AOTC_ERROR_UNSUPPORTED,
-                  "entry \"forward\": input \"x\" is on device type 1, but this model runs on "
-                  "the cpu (0)");
+  CHECK_RUN_ERROR(0, &in, 1, &out, 1, AOTC_ERROR_INVALID_ARGUMENT,
+                  "entry \"forward\": input \"x\" is on cuda:0, but the model runs on the cpu: "
+                  "pass host memory with device_type 0 (AOTC_DEVICE_CPU) and device_index 0");
   in = x_tensor(3, 4);
   in.device_index = 2;
   CHECK_RUN_ERROR(0, &in, 1, &out, 1, AOTC_ERROR_INVALID_ARGUMENT,
-                  "entry \"forward\": input \"x\" has cpu device index 2, expected 0");
+                  "entry \"forward\": input \"x\" is on cpu:2, but the model runs on the cpu: "
+                  "pass host memory with device_type 0 (AOTC_DEVICE_CPU) and device_index 0");
 }
 
 static void test_symbols_and_guards(void) {
@@ -265,9 +266,10 @@ static void test_output_checks(void) {
                   "strides [4, 1] are supported");
   out = out_tensor();
   out.device_type = 3;
-  CHECK_RUN_ERROR(0, &in, 1, &out, 1, AOTC_ERROR_UNSUPPORTED,
-                  "entry \"forward\": output \"y\" is on device type 3, but this model runs on "
-                  "the cpu (0)");
+  CHECK_RUN_ERROR(0, &in, 1, &out, 1, AOTC_ERROR_INVALID_ARGUMENT,
+                  "entry \"forward\": output \"y\" is on device type 3, but the model runs on "
+                  "the cpu: pass host memory with device_type 0 (AOTC_DEVICE_CPU) and "
+                  "device_index 0");
 }
 
 static void test_options(void) {
@@ -280,9 +282,9 @@ static void test_options(void) {
               "aotc_model_options_init)");
   CHECK(m == NULL);
   aotc_model_options_init(&o);
-  o.reserved[2] = 1;
+  o.reserved[1] = 1;
   CHECK_ERROR(aotc_model_create(&o, &m), AOTC_ERROR_INVALID_ARGUMENT,
-              "aotc_model_create: options->reserved[2] is not zero");
+              "aotc_model_create: options->reserved[1] is not zero");
   aotc_model_options_init(&o);
   o.reserved0 = 1;
   CHECK_ERROR(aotc_model_create(&o, &m), AOTC_ERROR_INVALID_ARGUMENT,
@@ -298,7 +300,21 @@ static void test_options(void) {
   aotc_model_options_init(&o);
   o.device_type = 1;
   CHECK_ERROR(aotc_model_create(&o, &m), AOTC_ERROR_UNSUPPORTED,
-              "aotc_model_create: device type 1 is not supported by this artifact (cpu is 0)");
+              "aotc_model_create: the artifact has no CUDA code; re-export it with --target "
+              "cpu,cuda");
+  aotc_model_options_init(&o);
+  o.device_type = 2;
+  CHECK_ERROR(aotc_model_create(&o, &m), AOTC_ERROR_UNSUPPORTED,
+              "aotc_model_create: device type 2 is not one this runtime knows (cpu is 0, cuda 1)");
+  aotc_model_options_init(&o);
+  o.device_type = AOTC_DEVICE_CUDA;
+  o.device_index = -1;
+  CHECK_ERROR(aotc_model_create(&o, &m), AOTC_ERROR_INVALID_ARGUMENT,
+              "aotc_model_create: CUDA device index -1 is negative");
+  aotc_model_options_init(&o);
+  o.cuda_driver = &o;
+  CHECK_ERROR(aotc_model_create(&o, &m), AOTC_ERROR_INVALID_ARGUMENT,
+              "aotc_model_create: options->cuda_driver is set for a cpu model");
   aotc_model_options_init(&o);
   o.device_index = 1;
   CHECK_ERROR(aotc_model_create(&o, &m), AOTC_ERROR_INVALID_ARGUMENT,
@@ -352,6 +368,55 @@ typedef aotc_status (*create_fn)(const aotc_model_options *, aotc_model **);
 typedef void (*destroy_fn)(aotc_model *);
 typedef const char *(*last_error_fn)(void);
 
+/* aotc_model_run_v2's options, and the device memory calls on a CPU model. */
+static void test_run_options(void) {
+  aotc_tensor in = x_tensor(2, 4), out = out_tensor();
+  aotc_run_options o;
+  aotc_run_options_init(&o);
+  CHECK(o.struct_size == sizeof o && o.stream == NULL && o.flags == 0 && o.reserved[3] == 0);
+  CHECK_OK(aotc_model_run_v2(model, 0, &in, 1, &out, 1, &o));
+  aotc_tensor_release(&out);
+  out = out_tensor();
+  CHECK_OK(aotc_model_run_v2(model, 0, &in, 1, &out, 1, NULL));
+  aotc_tensor_release(&out);
+  out = out_tensor();
+  o.struct_size = 8;
+  CHECK_ERROR(aotc_model_run_v2(model, 0, &in, 1, &out, 1, &o), AOTC_ERROR_INVALID_ARGUMENT,
+              "aotc_model_run_v2: options->struct_size is 8, expected 56 (call "
+              "aotc_run_options_init)");
+  aotc_run_options_init(&o);
+  o.stream = &o;
+  CHECK_ERROR(aotc_model_run_v2(model, 0, &in, 1, &out, 1, &o), AOTC_ERROR_INVALID_ARGUMENT,
+              "aotc_model_run_v2: options->stream is set for a model on the cpu");
+  aotc_run_options_init(&o);
+  o.reserved[2] = 1;
+  CHECK_ERROR(aotc_model_run_v2(model, 0, &in, 1, &out, 1, &o), AOTC_ERROR_INVALID_ARGUMENT,
+              "aotc_model_run_v2: options->reserved[2] is not zero");
+  CHECK(out.data == NULL);
+
+  int32_t type = -1, index = -1;
+  const char *name = NULL;
+  CHECK_OK(aotc_model_device(model, &type, &index));
+  CHECK(type == AOTC_DEVICE_CPU && index == 0);
+  CHECK_OK(aotc_model_device_name(model, &name));
+  CHECK(name && strcmp(name, "cpu") == 0);
+  float host[4] = {1, 2, 3, 4}, back[4] = {0};
+  void *dev = NULL;
+  CHECK_OK(aotc_model_device_alloc(model, sizeof host, &dev));
+  CHECK_OK(aotc_model_copy(model, dev, host, sizeof host, AOTC_COPY_HOST_TO_DEVICE));
+  CHECK_OK(aotc_model_copy(model, back, dev, sizeof back, AOTC_COPY_DEVICE_TO_HOST));
+  CHECK(memcmp(host, back, sizeof host) == 0);
+  CHECK_ERROR(aotc_model_copy(model, back, dev, sizeof back, 7), AOTC_ERROR_INVALID_ARGUMENT,
+              "aotc_model_copy: direction 7 is neither AOTC_COPY_HOST_TO_DEVICE (1) nor "
+              "AOTC_COPY_DEVICE_TO_HOST (2)");
+  CHECK_ERROR(aotc_model_copy(model, NULL, dev, 4, AOTC_COPY_DEVICE_TO_HOST),
+              AOTC_ERROR_INVALID_ARGUMENT, "aotc_model_copy: dst is null");
+  CHECK_ERROR(aotc_model_device_alloc(model, 4, NULL), AOTC_ERROR_INVALID_ARGUMENT,
+              "aotc_model_device_alloc: out_ptr is null");
+  CHECK_OK(aotc_model_device_free(model, dev));
+  CHECK_OK(aotc_model_device_free(model, NULL));
+}
+
 /* Artifacts built otherwise: a newer format, and weights in a file beside the .so. */
 static void test_other_artifacts(void) {
   void *lib = dlopen(AOTC_FAKE_MODEL_BADFORMAT, RTLD_NOW | RTLD_LOCAL);
@@ -361,8 +426,8 @@ static void test_other_artifacts(void) {
     last_error_fn last_error = (last_error_fn)dlsym(lib, "aotc_last_error");
     aotc_model *m = NULL;
     CHECK(create(NULL, &m) == AOTC_ERROR_UNSUPPORTED);
-    CHECK(strcmp(last_error(), "aotc_model_create: artifact format 4, this runtime reads format "
-                               "3 (re-export the model with a matching aotc)") == 0);
+    CHECK(strcmp(last_error(), "aotc_model_create: artifact format 5, this runtime reads format "
+                               "4 (re-export the model with a matching aotc)") == 0);
     dlclose(lib);
   }
 
@@ -431,6 +496,7 @@ int main(void) {
   test_index_checks();
   test_output_checks();
   test_options();
+  test_run_options();
   test_other_artifacts();
   /* The model still works after all of that. */
   aotc_tensor in = x_tensor(2, 4), out = out_tensor();

@@ -23,7 +23,16 @@ config.substitutions.append(("%npy_allclose", config.npy_allclose))
 config.substitutions.append(("%run_captioner", config.run_captioner))
 config.substitutions.append(("%generate", config.generate))
 config.substitutions.append(("%print_nvptx", config.print_nvptx))
+config.substitutions.append(("%cuda_runtime_check", config.cuda_runtime_check))
 config.substitutions.append((r"\bFileCheck\b", config.filecheck))
+# The CUDA toolkit (ptxas, libdevice, the stub libcuda) that CUDA exports need: tests that export
+# for CUDA say REQUIRES: cuda-toolkit. setup.sh installs it; CUDA_PATH overrides where it is.
+cuda_path = os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+if os.access(os.path.join(cuda_path, "bin", "ptxas"), os.X_OK):
+    config.available_features.add("cuda-toolkit")
+config.substitutions.append(
+    ("%cuda_stub", os.path.join(cuda_path, "lib64", "stubs", "libcuda.so"))
+)
 # `not` and `count` come from LLVM's tool directory too.
 config.environment["PATH"] = os.pathsep.join(
     [os.path.dirname(config.filecheck), config.environment.get("PATH", "")]

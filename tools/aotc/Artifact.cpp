@@ -2,10 +2,12 @@
 // between the CLI's HostTensors and the ABI's tensors.
 #include "Artifact.h"
 
+#include "codegen/cuda/emu/Driver.h"
 #include "package/Package.h"
 
 #include "aotc/runtime.hpp"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -37,13 +39,34 @@ std::optional<DType> fromRuntime(int32_t dtype) {
 
 } // namespace
 
+llvm::Expected<Device> parseDevice(llvm::StringRef text) {
+  Device d;
+  if (text == "cpu")
+    return d;
+  d.cuda = true;
+  if (text == "cuda-emu") {
+    d.emulated = true;
+    return d;
+  }
+  if (text == "cuda")
+    return d;
+  llvm::StringRef index = text;
+  if (index.consume_front("cuda:") && !index.getAsInteger(10, d.index) && d.index >= 0)
+    return d;
+  return error(fmt::format("--device {}: expected cpu, cuda, cuda:N (N = 0, 1, ...) or cuda-emu "
+                           "(the emulated CUDA device)",
+                           text.str()));
+}
+
 bool isArtifactPath(llvm::StringRef path) { return llvm::sys::path::extension(path) == ".so"; }
 
 Artifact::~Artifact() = default;
 
-llvm::Expected<std::unique_ptr<Artifact>> Artifact::open(llvm::StringRef path, int threads) {
+llvm::Expected<std::unique_ptr<Artifact>> Artifact::open(llvm::StringRef path, int threads,
+                                                         Device device) {
   std::unique_ptr<Artifact> a(new Artifact());
   a->Path = path.str();
+  a->Dev = device;
   try {
     // dlopen searches the library path for a name without a slash; a file name means a file.
     std::string file = path.contains('/') ? path.str() : "./" + path.str();
@@ -51,9 +74,24 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::open(llvm::StringRef path, i
     aotc_model_options options;
     a->H->library.api().model_options_init(&options);
     options.num_threads = threads;
+    const rt::Api &lib = a->H->library.api();
+    if (device.cuda) {
+      if (!lib.model_run_v2)
+        return error(fmt::format("{}: the artifact's runtime has no CUDA device (built by an older "
+                                 "aotc; re-export it)",
+                                 path.str()));
+      options.device_type = AOTC_DEVICE_CUDA;
+      options.device_index = device.index;
+      if (device.emulated)
+        options.cuda_driver = cuda::emu::emulatedDriver();
+    }
     a->H->model.emplace(a->H->library, &options);
     rt::Model &m = *a->H->model;
     const rt::Api &api = m.api();
+    const char *deviceName = "cpu";
+    if (api.model_device_name)
+      api.check(api.model_device_name(m.get(), &deviceName));
+    a->Info.device = deviceName;
 
     const void *blob = nullptr;
     uint64_t size = 0;
@@ -121,10 +159,66 @@ llvm::Error Artifact::checkWeights() const {
   return llvm::Error::success();
 }
 
+llvm::Expected<std::vector<HostTensor>> Artifact::runOnDevice(int32_t entry,
+                                                              llvm::ArrayRef<HostTensor> inputs) {
+  rt::Model &m = *H->model;
+  const rt::Api &api = m.api();
+  // Everything allocated on the device goes when this scope ends, whatever happened.
+  std::vector<void *> deviceInputs;
+  std::vector<aotc_tensor> outs;
+  auto cleanup = llvm::make_scope_exit([&] {
+    for (void *p : deviceInputs)
+      api.model_device_free(m.get(), p);
+    for (aotc_tensor &t : outs)
+      api.tensor_release(&t);
+  });
+  std::vector<aotc_tensor> raw;
+  for (const HostTensor &t : inputs) {
+    std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
+    void *d = nullptr;
+    api.check(api.model_device_alloc(m.get(), t.nbytes(), &d));
+    deviceInputs.push_back(d);
+    api.check(api.model_copy(m.get(), d, t.data(), t.nbytes(), AOTC_COPY_HOST_TO_DEVICE));
+    aotc_tensor in = rt::tensor(d, runtimeDType(t.dtype()), shape);
+    in.size_bytes = t.nbytes();
+    in.device_type = AOTC_DEVICE_CUDA;
+    in.device_index = Dev.index;
+    raw.push_back(in);
+  }
+  int32_t numOutputs = 0;
+  api.check(api.model_num_outputs(m.get(), entry, &numOutputs));
+  outs.resize(static_cast<size_t>(numOutputs));
+  for (aotc_tensor &o : outs) {
+    std::memset(&o, 0, sizeof o);
+    o.device_type = AOTC_DEVICE_CUDA;
+    o.device_index = Dev.index;
+  }
+  api.check(
+      api.model_run_v2(m.get(), entry, raw.data(), raw.size(), outs.data(), outs.size(), nullptr));
+  std::vector<HostTensor> result;
+  for (const aotc_tensor &o : outs) {
+    auto dtype = fromRuntime(o.dtype);
+    if (!dtype)
+      return error(fmt::format("an output has an unknown dtype {}", o.dtype));
+    HostTensor t(*dtype, llvm::ArrayRef<int64_t>(o.shape, o.rank));
+    if (t.nbytes())
+      api.check(
+          api.model_copy(m.get(), t.mutableData(), o.data, t.nbytes(), AOTC_COPY_DEVICE_TO_HOST));
+    result.push_back(std::move(t));
+  }
+  return result;
+}
+
 llvm::Expected<std::vector<HostTensor>> Artifact::run(llvm::StringRef entry,
                                                       llvm::ArrayRef<HostTensor> inputs) {
   rt::Model &m = *H->model;
   try {
+    for (const HostTensor &t : inputs)
+      if (t.shape().size() > AOTC_MAX_RANK)
+        return error(fmt::format("an input has rank {}, more than the ABI's {}", t.shape().size(),
+                                 AOTC_MAX_RANK));
+    if (Dev.cuda)
+      return runOnDevice(m.entry(entry.str()), inputs);
     std::vector<aotc_tensor> raw;
     for (const HostTensor &t : inputs) {
       if (t.shape().size() > AOTC_MAX_RANK)

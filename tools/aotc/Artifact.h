@@ -15,10 +15,20 @@
 
 namespace aotc::cli {
 
+/// Where the CLI runs an artifact: --device cpu|cuda[:N]|cuda-emu.
+struct Device {
+  bool cuda = false;
+  int index = 0;
+  bool emulated = false; // cuda-emu: the emulated CUDA device
+};
+/// "cpu", "cuda", "cuda:3", "cuda-emu"; anything else is one line listing them.
+llvm::Expected<Device> parseDevice(llvm::StringRef text);
+
 struct ArtifactInfo {
   std::vector<std::string> variants; // the code variants the artifact carries
   std::string cpuVariant;            // the one the runtime chose on this machine
   int threads = 0;
+  std::string device; // "cpu", or the GPU and the image loaded
   int numWeights = 0;
   uint64_t weightBytes = 0;
   std::vector<int> kernelsPerEntry; // -1 where unknown
@@ -28,7 +38,8 @@ class Artifact {
 public:
   /// Loads `path` (dlopen, its own namespace) and creates a model with `threads` threads (0: one
   /// per CPU).
-  static llvm::Expected<std::unique_ptr<Artifact>> open(llvm::StringRef path, int threads = 0);
+  static llvm::Expected<std::unique_ptr<Artifact>> open(llvm::StringRef path, int threads = 0,
+                                                        Device device = {});
   ~Artifact();
 
   /// The exported program the artifact was compiled from; its weights are not in it (see
@@ -41,6 +52,7 @@ public:
   /// with the one recorded at export; create already checked a weights file.
   llvm::Error checkWeights() const;
   /// Runs entry `name` on `inputs` (the entry's user inputs in order); the runtime checks them.
+  /// On a CUDA device the inputs are copied to device memory and the outputs back.
   llvm::Expected<std::vector<HostTensor>> run(llvm::StringRef entry,
                                               llvm::ArrayRef<HostTensor> inputs);
 
@@ -51,7 +63,10 @@ private:
   Artifact() = default;
   struct Handles;
   std::unique_ptr<Handles> H;
+  llvm::Expected<std::vector<HostTensor>> runOnDevice(int32_t entry,
+                                                      llvm::ArrayRef<HostTensor> inputs);
   std::string Path;
+  Device Dev;
   ExportedProgram Program;
   llvm::StringMap<HostTensor> Weights;
   ArtifactInfo Info;

@@ -2,6 +2,7 @@
 #include "CompileFlags.h"
 
 #include "aotc/serialize/Archive.h"
+#include "codegen/cuda/CudaCodegen.h"
 
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
@@ -19,7 +20,10 @@ llvm::Error error(std::string message) {
 } // namespace
 
 void CompileFlags::addTo(CLI::App &app) {
-  app.add_option("--target", target, "Devices to generate code for (cpu)");
+  app.add_option("--target", target,
+                 "Devices to generate code for: cpu, cuda or cpu,cuda (docs/cuda.md)");
+  app.add_option("--cuda-arch", cudaArch,
+                 "GPU archs of the cubins, e.g. sm_80,sm_90 (default sm_80,sm_86,sm_89,sm_90)");
   app.add_option("--cpu", cpu,
                  "x86-64 code: portable (x86-64-v3 and x86-64-v4, chosen at load), x86-64-v3, "
                  "x86-64-v4 or native");
@@ -38,8 +42,32 @@ void CompileFlags::addTo(CLI::App &app) {
 
 llvm::Expected<CompileOptions> CompileFlags::options() const {
   CompileOptions o;
-  if (target != "cpu")
-    return error(fmt::format("--target {}: only cpu is supported by this build", target));
+  o.targetCpu = o.targetCuda = false;
+  llvm::SmallVector<llvm::StringRef, 2> targets;
+  llvm::StringRef(target).split(targets, ',');
+  for (llvm::StringRef t : targets) {
+    if (t == "cpu")
+      o.targetCpu = true;
+    else if (t == "cuda")
+      o.targetCuda = true;
+    else
+      return error(fmt::format("--target {}: unknown device \"{}\"; expected cpu, cuda or cpu,cuda",
+                               target, t.str()));
+  }
+  if (!cudaArch.empty()) {
+    if (!o.targetCuda)
+      return error(fmt::format("--cuda-arch {}: the export has no cuda target (add --target "
+                               "cpu,cuda)",
+                               cudaArch));
+    auto archs = cuda::parseCudaArchs(cudaArch);
+    if (!archs)
+      return archs.takeError();
+    o.cudaArchs = *archs;
+  }
+  // Asking for CUDA where the toolkit is missing fails before any work.
+  if (o.targetCuda)
+    if (auto dir = cuda::cudaToolkitDir(); !dir)
+      return error(fmt::format("--target {}: {}", target, llvm::toString(dir.takeError())));
   auto cpuTarget = cpu::parseCpuTarget(cpu);
   if (!cpuTarget)
     return error(fmt::format("--cpu: {}", llvm::toString(cpuTarget.takeError())));

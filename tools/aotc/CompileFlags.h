@@ -13,6 +13,7 @@ namespace aotc::cli {
 
 struct CompileFlags {
   std::string target = "cpu";
+  std::string cudaArch;
   std::string cpu = "portable";
   std::string weightsFile = "embedded";
   std::vector<std::string> keep;

@@ -36,6 +36,7 @@ struct RunOptions {
   std::string outputDir;
   int bench = 0;
   int threads = 0;
+  std::string device = "cpu";
 };
 
 llvm::Error makeError(std::string message) {
@@ -311,15 +312,19 @@ llvm::Error benchmark(Artifact &artifact, llvm::StringRef entry, llvm::ArrayRef<
   }
   std::sort(ms.begin(), ms.end());
   auto at = [&](double q) { return ms[static_cast<size_t>(q * (ms.size() - 1) + 0.5)]; };
-  llvm::outs() << fmt::format("latency over {} runs: median {:.4f} ms, p10 {:.4f}, p90 {:.4f}, "
-                              "min {:.4f}, max {:.4f} ({} threads, {})\n",
-                              runs, at(0.5), at(0.1), at(0.9), ms.front(), ms.back(),
-                              artifact.info().threads, artifact.info().cpuVariant);
+  llvm::outs() << fmt::format(
+      "latency over {} runs: median {:.4f} ms, p10 {:.4f}, p90 {:.4f}, "
+      "min {:.4f}, max {:.4f} ({} threads, {})\n",
+      runs, at(0.5), at(0.1), at(0.9), ms.front(), ms.back(), artifact.info().threads,
+      artifact.info().device == "cpu" ? artifact.info().cpuVariant : artifact.info().device);
   return llvm::Error::success();
 }
 
 llvm::Error runArtifact(const RunOptions &opts) {
-  auto artifact = Artifact::open(opts.model, opts.threads);
+  auto device = parseDevice(opts.device);
+  if (!device)
+    return device.takeError();
+  auto artifact = Artifact::open(opts.model, opts.threads, *device);
   if (!artifact)
     return artifact.takeError();
   const Graph &g = (*artifact)->graph();
@@ -348,6 +353,10 @@ llvm::Error runModel(const RunOptions &opts) {
   if (opts.bench > 0)
     return makeError("--bench needs a compiled artifact (.so); the reference interpreter is not "
                      "meant to be timed");
+  if (opts.device != "cpu")
+    return makeError(fmt::format("--device {}: an exported program (.aotp) runs on the reference "
+                                 "interpreter; --device needs a compiled artifact (.so)",
+                                 opts.device));
   auto program = readArchive(opts.model);
   if (!program)
     return program.takeError();
@@ -402,6 +411,8 @@ Subcommand addRunCommand(CLI::App &parent) {
       ->check(CLI::Range(0, 1000000));
   app->add_option("--threads", opts->threads, "Threads of the artifact (default: one per CPU)")
       ->check(CLI::NonNegativeNumber);
+  app->add_option("--device", opts->device,
+                  "cpu, cuda, cuda:N or cuda-emu (the emulated CUDA device; docs/cuda.md)");
   return {app, [opts] {
             if (llvm::Error err = runModel(*opts))
               return reportError("run", std::move(err));

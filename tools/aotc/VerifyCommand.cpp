@@ -24,6 +24,7 @@ struct VerifyArgs {
   double tolerance = 1e-4;
   uint64_t seed = 0;
   int threads = 0;
+  std::string device = "cpu";
 };
 
 llvm::Error error(std::string message) {
@@ -89,7 +90,10 @@ Comparison compare(const HostTensor &got, const HostTensor &want) {
 }
 
 llvm::Error verify(const VerifyArgs &a, bool &allPassed, bool &nonFiniteReference) {
-  auto artifact = Artifact::open(a.model, a.threads);
+  auto device = parseDevice(a.device);
+  if (!device)
+    return device.takeError();
+  auto artifact = Artifact::open(a.model, a.threads, *device);
   if (!artifact)
     return artifact.takeError();
   // Creating the model checked a weights file; embedded weights are checked here only, since
@@ -196,6 +200,8 @@ Subcommand addVerifyCommand(CLI::App &parent) {
   app->add_option("--seed", args->seed, "Seed of the random inputs (default 0)");
   app->add_option("--threads", args->threads, "Threads of the artifact (default: one per CPU)")
       ->check(CLI::NonNegativeNumber);
+  app->add_option("--device", args->device,
+                  "cpu, cuda, cuda:N or cuda-emu (the emulated CUDA device; docs/cuda.md)");
   return {app, [args] {
             bool passed = false, nonFiniteReference = false;
             if (llvm::Error e = verify(*args, passed, nonFiniteReference))

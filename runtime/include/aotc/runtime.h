@@ -56,6 +56,9 @@ typedef int32_t aotc_status;
 #define AOTC_DTYPE_BOOL 10
 
 #define AOTC_DEVICE_CPU 0
+/* An NVIDIA GPU through the CUDA driver (libcuda.so.1, loaded when the first CUDA model is
+ * created), or the emulated CUDA device of aotc's tools (options.cuda_driver). */
+#define AOTC_DEVICE_CUDA 1
 
 /* CPU code variants: AUTO picks the best one the CPU supports. The numbers of the others are
  * those of the artifact format (x86-64-v3 = 0, x86-64-v4 = 1). */
@@ -90,7 +93,11 @@ typedef struct aotc_model_options {
   const char *weights_path;
   uint32_t flags;     /* AOTC_MODEL_* below, or 0 */
   uint32_t reserved0; /* zero */
-  uint64_t reserved[3]; /* zero */
+  /* For tools: the CUDA driver's functions for device_type AOTC_DEVICE_CUDA, null = libcuda.so.1.
+   * `aotc run|verify --device cuda-emu` passes its emulated device here. Read during create; the
+   * table must outlive the model and the tensors it allocates. */
+  const void *cuda_driver;
+  uint64_t reserved[2]; /* zero */
 } aotc_model_options;
 
 /* aotc_model_options.flags. By default a weights file is read into the model's own memory at
@@ -151,6 +158,25 @@ AOTC_API aotc_status aotc_model_input_info(const aotc_model *model, int32_t entr
                                            aotc_tensor_info *out_info);
 AOTC_API aotc_status aotc_model_output_info(const aotc_model *model, int32_t entry, int32_t index,
                                             aotc_tensor_info *out_info);
+
+/* The device the model runs on: AOTC_DEVICE_* and its index. */
+AOTC_API aotc_status aotc_model_device(const aotc_model *model, int32_t *out_type,
+                                       int32_t *out_index);
+/* For tools, a description of the model's device: "cpu", or the GPU's name, compute capability
+ * and the image loaded ("NVIDIA H100 80GB HBM3 (sm_90), cubin sm_90"). Owned by the model. */
+AOTC_API aotc_status aotc_model_device_name(const aotc_model *model, const char **out_name);
+
+/* Memory on the model's device, for programs without a CUDA runtime of their own (aotc's tools,
+ * tests): on the CPU, 64-byte aligned host memory. Synchronous; any thread. */
+AOTC_API aotc_status aotc_model_device_alloc(aotc_model *model, uint64_t size_bytes,
+                                             void **out_ptr);
+/* Frees what aotc_model_device_alloc returned; null is a no-op. */
+AOTC_API aotc_status aotc_model_device_free(aotc_model *model, void *ptr);
+#define AOTC_COPY_HOST_TO_DEVICE 1
+#define AOTC_COPY_DEVICE_TO_HOST 2
+/* Copies size_bytes between host memory and the model's device (waits for the copy). */
+AOTC_API aotc_status aotc_model_copy(aotc_model *model, void *dst, const void *src,
+                                     uint64_t size_bytes, int32_t direction);
 
 /* The CPU variant chosen at create: "x86-64-v3" or "x86-64-v4" (static storage). */
 AOTC_API aotc_status aotc_model_cpu_variant(const aotc_model *model, const char **out_name);
@@ -222,6 +248,31 @@ AOTC_STATIC_ASSERT(sizeof(aotc_tensor) == 128, "aotc_tensor layout");
  * Mutable buffers of the model, if it has any, are shared by those runs and their updates race. */
 AOTC_API aotc_status aotc_model_run(aotc_model *model, int32_t entry, const aotc_tensor *inputs,
                                     size_t num_inputs, aotc_tensor *outputs, size_t num_outputs);
+
+/* Options of aotc_model_run_v2. */
+typedef struct aotc_run_options {
+  size_t struct_size; /* sizeof(aotc_run_options) */
+  /* CUDA models: the CUstream the run is enqueued on; the call returns once every kernel is
+   * enqueued (entries with index checks wait for the stream, to report a bad index), and the
+   * caller synchronizes the stream before reading the outputs. Null: the model's own stream for
+   * this run, and the call returns when the outputs are ready. Must be null for CPU models. */
+  void *stream;
+  uint32_t flags;       /* zero */
+  uint32_t reserved0;   /* zero */
+  uint64_t reserved[4]; /* zero */
+} aotc_run_options;
+AOTC_STATIC_ASSERT(sizeof(aotc_run_options) == 56, "aotc_run_options layout");
+
+/* Fills *options with the defaults, struct_size included. Any thread. */
+AOTC_API void aotc_run_options_init(aotc_run_options *options);
+
+/* aotc_model_run with options (null: the defaults). On a CUDA model, inputs and caller outputs
+ * are device pointers on the model's device (device_type AOTC_DEVICE_CUDA and its index; a host
+ * tensor is an INVALID_ARGUMENT error naming it), and outputs the runtime allocates are device
+ * memory, released with aotc_tensor_release. */
+AOTC_API aotc_status aotc_model_run_v2(aotc_model *model, int32_t entry, const aotc_tensor *inputs,
+                                       size_t num_inputs, aotc_tensor *outputs, size_t num_outputs,
+                                       const aotc_run_options *options);
 
 /* Frees the data of a runtime-owned tensor and clears its data and flags; a no-op for null and
  * for tensors the runtime does not own. Any thread, once per buffer. */

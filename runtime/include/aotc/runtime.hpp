@@ -63,6 +63,15 @@ struct Api {
   aotc_status (*model_run)(aotc_model *, int32_t, const aotc_tensor *, size_t, aotc_tensor *,
                            size_t) = nullptr;
   void (*tensor_release)(aotc_tensor *) = nullptr;
+  /// The functions below are null for an artifact built by an aotc before they existed.
+  aotc_status (*model_device)(const aotc_model *, int32_t *, int32_t *) = nullptr;
+  aotc_status (*model_device_name)(const aotc_model *, const char **) = nullptr;
+  aotc_status (*model_device_alloc)(aotc_model *, uint64_t, void **) = nullptr;
+  aotc_status (*model_device_free)(aotc_model *, void *) = nullptr;
+  aotc_status (*model_copy)(aotc_model *, void *, const void *, uint64_t, int32_t) = nullptr;
+  void (*run_options_init)(aotc_run_options *) = nullptr;
+  aotc_status (*model_run_v2)(aotc_model *, int32_t, const aotc_tensor *, size_t, aotc_tensor *,
+                              size_t, const aotc_run_options *) = nullptr;
 
   /// The symbols of the artifact this program links directly (only usable when it does).
   static Api linked() {
@@ -90,6 +99,13 @@ struct Api {
     api.model_entry_kernels = aotc_model_entry_kernels;
     api.model_run = aotc_model_run;
     api.tensor_release = aotc_tensor_release;
+    api.model_device = aotc_model_device;
+    api.model_device_name = aotc_model_device_name;
+    api.model_device_alloc = aotc_model_device_alloc;
+    api.model_device_free = aotc_model_device_free;
+    api.model_copy = aotc_model_copy;
+    api.run_options_init = aotc_run_options_init;
+    api.model_run_v2 = aotc_model_run_v2;
     return api;
   }
 
@@ -188,6 +204,13 @@ public:
     bind(path, api_.model_entry_kernels, "aotc_model_entry_kernels");
     bind(path, api_.model_run, "aotc_model_run");
     bind(path, api_.tensor_release, "aotc_tensor_release");
+    bindOptional(api_.model_device, "aotc_model_device");
+    bindOptional(api_.model_device_name, "aotc_model_device_name");
+    bindOptional(api_.model_device_alloc, "aotc_model_device_alloc");
+    bindOptional(api_.model_device_free, "aotc_model_device_free");
+    bindOptional(api_.model_copy, "aotc_model_copy");
+    bindOptional(api_.run_options_init, "aotc_run_options_init");
+    bindOptional(api_.model_run_v2, "aotc_model_run_v2");
     if (api_.abi_version() != AOTC_ABI_VERSION)
       throw Error(AOTC_ERROR_UNSUPPORTED,
                   "artifact " + path + " has C ABI version " + std::to_string(api_.abi_version()) +
@@ -198,6 +221,10 @@ public:
   const std::shared_ptr<void> &handle() const noexcept { return handle_; }
 
 private:
+  // Functions added after ABI 1's first release: null in artifacts of an older aotc.
+  template <typename Fn> void bindOptional(Fn &fn, const char *name) {
+    fn = reinterpret_cast<Fn>(::dlsym(handle_.get(), name));
+  }
   template <typename Fn> void bind(const std::string &path, Fn &fn, const char *name) {
     void *symbol = ::dlsym(handle_.get(), name);
     if (!symbol)

@@ -1,5 +1,6 @@
 // The external functions of each entry: run (buffer addresses, then every step in order) and
 // shapes (dims, arena size and guards).
+#include "codegen/EntryShapes.h"
 #include "codegen/cpu/Emitter.h"
 
 #include "llvm/IR/Verifier.h"
@@ -162,58 +163,6 @@ static void emitRun(ModuleEmitter &me, const kir::Program &program, unsigned ind
   b.CreateRet(failed);
 }
 
-static void emitShapes(ModuleEmitter &me, unsigned index, const kir::EntryKernels &entry,
-                       const StringMap<unsigned> &symIndex) {
-  LLVMContext &c = me.ctx();
-  Type *ptr = PointerType::getUnqual(c);
-  Type *i64 = Type::getInt64Ty(c);
-  FunctionType *ft = FunctionType::get(Type::getInt32Ty(c), {ptr, ptr}, false);
-  Function *f = me.createFunction(ft, "aotc_e" + Twine(index) + "_shapes", /*external=*/true);
-  Builder b(BasicBlock::Create(c, "entry", f));
-  SmallVector<Value *, 8> syms;
-  for (unsigned i = 0; i < entry.symbols.size(); ++i)
-    syms.push_back(
-        b.CreateLoad(i64, b.CreateConstInBoundsGEP1_32(i64, f->getArg(0), i), entry.symbols[i]));
-  unsigned slot = 0;
-  auto put = [&](const SymExpr &e) {
-    b.CreateStore(emitSym(b, e, symIndex, syms),
-                  b.CreateConstInBoundsGEP1_32(i64, f->getArg(1), slot++));
-  };
-  for (const kir::TensorSig &t : entry.inputs)
-    for (const SymExpr &d : t.shape)
-      put(d);
-  for (const kir::TensorSig &t : entry.outputs)
-    for (const SymExpr &d : t.shape)
-      put(d);
-  put(entry.arenaBytes);
-  for (unsigned k = 0; k < entry.guards.size(); ++k) {
-    const Guard &g = entry.guards[k];
-    Value *l = emitSym(b, g.lhs, symIndex, syms), *r = emitSym(b, g.rhs, symIndex, syms);
-    Value *holds = nullptr;
-    switch (g.kind) {
-    case GuardKind::EQ:
-      holds = b.CreateICmpEQ(l, r);
-      break;
-    case GuardKind::NE:
-      holds = b.CreateICmpNE(l, r);
-      break;
-    case GuardKind::LE:
-      holds = b.CreateICmpSLE(l, r);
-      break;
-    case GuardKind::LT:
-      holds = b.CreateICmpSLT(l, r);
-      break;
-    }
-    BasicBlock *fail = BasicBlock::Create(c, "guard.fail", f);
-    BasicBlock *next = BasicBlock::Create(c, "guard.ok", f);
-    b.CreateCondBr(holds, next, fail);
-    b.SetInsertPoint(fail);
-    b.CreateRet(b.getInt32(k + 1));
-    b.SetInsertPoint(next);
-  }
-  b.CreateRet(b.getInt32(0));
-}
-
 Error emitProgram(const kir::Program &program, Variant v, bool withShapes, TargetMachine &tm,
                   Module &module) {
   module.setDataLayout(tm.createDataLayout());
@@ -227,8 +176,13 @@ Error emitProgram(const kir::Program &program, Variant v, bool withShapes, Targe
     for (unsigned s = 0; s < entry.symbols.size(); ++s)
       symIndex[entry.symbols[s]] = s;
     emitRun(me, program, i, entry, symIndex);
-    if (withShapes)
-      emitShapes(me, i, entry, symIndex);
+    if (withShapes) {
+      FunctionType *ft = FunctionType::get(
+          Type::getInt32Ty(me.ctx()),
+          {PointerType::getUnqual(me.ctx()), PointerType::getUnqual(me.ctx())}, false);
+      codegen::emitShapes(me.createFunction(ft, "aotc_e" + Twine(i) + "_shapes", /*external=*/true),
+                          entry);
+    }
   }
   std::string msg;
   raw_string_ostream os(msg);

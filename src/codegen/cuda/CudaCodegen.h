@@ -51,6 +51,43 @@ struct CudaModule {
 llvm::Expected<CudaModule> emitEntryKernels(llvm::LLVMContext &c, const kir::EntryKernels &entry,
                                             llvm::StringRef moduleName);
 
+/// The images an artifact carries for its CUDA kernels (AOTC_CUDA_IMAGE_* of the runtime).
+enum class ImageKind { Cubin, Ptx, LlvmBitcode };
+struct CudaImage {
+  ImageKind kind;
+  CudaArch arch;
+  std::vector<char> bytes; // PTX: the text and a NUL
+};
+
+/// A weight the CUDA code reads: its range of the artifact's weight blob and its place in the
+/// device's copy, which holds only what the CUDA code reads (not the CPU's packed panels).
+struct WeightUpload {
+  uint64_t srcOffset, dstOffset, nbytes;
+};
+
+/// What the codegen-cuda step makes for the package step.
+struct CudaCode {
+  /// One cubin per arch asked for (ascending), the PTX of the newest arch that is not
+  /// arch-specific (for GPUs newer than every cubin), and the NVPTX module as LLVM bitcode before
+  /// libdevice, which the emulated device runs.
+  std::vector<CudaImage> images;
+  std::vector<std::string> kernels; // function names; the host code launches them by index
+  std::vector<WeightUpload> uploads;
+  uint64_t deviceWeightBytes = 0;
+  /// x86-64 host code: per entry i, aotc_e<i>_cuda_run and aotc_e<i>_cuda_arena (and
+  /// aotc_e<i>_shapes when asked for), with the contracts of runtime/src/artifact.h.
+  llvm::SmallVector<char, 0> hostObject;
+  std::string ir; // the NVPTX module and the host code's LLVM IR, when asked for
+};
+
+/// The codegen-cuda step: every entry's kernels into one NVPTX module (kernels renamed
+/// aotc_e<i>_<name>), its PTX and cubins for `archs`, and the host code that launches them.
+/// `program`'s weights carry their offsets in the artifact's weight blob (layoutWeights of the
+/// program the blob is laid out for). `withShapes`: the artifact has no CPU code, whose object
+/// defines the shapes functions otherwise.
+llvm::Expected<CudaCode> generateCode(const kir::Program &program, llvm::ArrayRef<CudaArch> archs,
+                                      bool withShapes, bool printIR = false);
+
 /// The CUDA toolkit's directory: $CUDA_PATH, else /usr/local/cuda; an error saying what to
 /// install when it holds no ptxas.
 llvm::Expected<std::string> cudaToolkitDir();

@@ -146,6 +146,9 @@ Expected<std::unique_ptr<EmulatedModule>> EmulatedModule::load(const Module &nvp
   SmallVector<std::string, 8> kernels;
   if (Error err = retarget(**m, *layout, jtmb->getTargetTriple().str(), kernels))
     return err;
+  StringMap<unsigned> params;
+  for (const std::string &k : kernels)
+    params[k] = (*m)->getFunction(k)->arg_size();
   auto jit = orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
   if (!jit)
     return jit.takeError();
@@ -170,6 +173,7 @@ Expected<std::unique_ptr<EmulatedModule>> EmulatedModule::load(const Module &nvp
     out->Kernels[k] = addr->toPtr<Trampoline>();
   }
   out->Jit = std::move(*jit);
+  out->Params = std::move(params);
   return out;
 }
 

@@ -42,10 +42,15 @@ public:
   /// the block (or warp) has reached it; shared memory is then one allocation per block.
   llvm::Error launch(llvm::StringRef kernel, Dim3 grid, Dim3 block, llvm::ArrayRef<void *> params);
 
+  bool hasKernel(llvm::StringRef kernel) const { return Params.count(kernel); }
+  /// The number of parameters of `kernel` (0 for an unknown one).
+  unsigned numParams(llvm::StringRef kernel) const { return Params.lookup(kernel); }
+
 private:
   using Trampoline = void (*)(void *const *params);
   std::unique_ptr<llvm::orc::LLJIT> Jit;
   llvm::StringMap<Trampoline> Kernels;
+  llvm::StringMap<unsigned> Params;
 };
 
 } // namespace aotc::cuda::emu

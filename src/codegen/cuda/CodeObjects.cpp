@@ -1,0 +1,165 @@
+// The codegen-cuda step of an export: the entries' kernels in one NVPTX module, its images (a
+// cubin per arch, PTX, the emulator's bitcode), the device's weight layout and the host code.
+#include "codegen/cpu/CpuCodegen.h"
+#include "codegen/cuda/CudaCodegen.h"
+#include "codegen/cuda/HostCode.h"
+
+#include "fmt/format.h"
+
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/Linker/Linker.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace aotc::cuda {
+
+using namespace llvm;
+
+namespace {
+
+/// Device weights are 256-byte aligned, as cudaMalloc's are: every vector access stays aligned.
+constexpr uint64_t DeviceWeightAlign = 256;
+
+/// The weights the CUDA code reads (not the mutable ones, which live in the model's state), laid
+/// out back to back in the order of the blob.
+void layoutDeviceWeights(const kir::Program &program, CudaCode &code,
+                         DenseMap<uint32_t, uint64_t> &deviceOffset) {
+  std::set<uint32_t> used;
+  for (const kir::EntryKernels &e : program.entries)
+    for (const kir::Buffer &b : e.buffers)
+      if (b.kind == kir::Buffer::Kind::Weight)
+        used.insert(b.index);
+  std::vector<uint32_t> order(used.begin(), used.end());
+  llvm::sort(order, [&](uint32_t x, uint32_t y) {
+    return program.weights[x].offset < program.weights[y].offset;
+  });
+  uint64_t at = 0;
+  for (uint32_t w : order) {
+    const kir::Weight &weight = program.weights[w];
+    deviceOffset[w] = at;
+    code.uploads.push_back({weight.offset, at, weight.nbytes});
+    at = alignTo(at + weight.nbytes, DeviceWeightAlign);
+  }
+  code.deviceWeightBytes = at;
+}
+
+/// Every entry's kernels, renamed aotc_e<i>_<name>, linked into one module.
+Expected<std::unique_ptr<Module>> emitKernels(LLVMContext &c, const kir::Program &program,
+                                              CudaCode &code, std::vector<CudaModule> &modules,
+                                              std::vector<EntryLaunches> &launches) {
+  auto all = std::make_unique<Module>("aotc_cuda", c);
+  all->setTargetTriple(NvptxTriple);
+  all->setDataLayout(NvptxDataLayout);
+  for (auto [i, entry] : enumerate(program.entries)) {
+    Expected<CudaModule> cm = emitEntryKernels(c, entry, fmt::format("aotc_e{}", i));
+    if (!cm)
+      return cm.takeError();
+    EntryLaunches &l = launches.emplace_back();
+    for (CudaKernel &k : cm->kernels) {
+      Function *f = cm->module->getFunction(k.name);
+      f->setName(fmt::format("aotc_e{}_{}", i, k.name));
+      k.name = f->getName().str();
+      l.byStep[k.step] = {&k, static_cast<int32_t>(code.kernels.size())};
+      code.kernels.push_back(k.name);
+    }
+    if (Linker::linkModules(*all, std::move(cm->module)))
+      return createStringError("linking the entries' CUDA kernels failed");
+    modules.push_back(std::move(*cm));
+  }
+  return all;
+}
+
+/// The arch whose PTX the artifact carries: the newest that is not arch-specific (sm_90a's PTX
+/// JITs only on sm_90).
+CudaArch ptxArch(ArrayRef<CudaArch> archs) {
+  CudaArch best = archs.front();
+  for (CudaArch a : archs)
+    if (a != CudaArch::SM90a)
+      best = a;
+  return best;
+}
+
+Error emitImages(const Module &kernels, ArrayRef<CudaArch> archs, CudaCode &code) {
+  for (CudaArch arch : archs) {
+    Expected<std::string> ptx = compileToPtx(kernels, arch);
+    if (!ptx)
+      return ptx.takeError();
+    Expected<std::vector<char>> cubin = assemblePtx(*ptx, arch);
+    if (!cubin)
+      return cubin.takeError();
+    code.images.push_back({ImageKind::Cubin, arch, std::move(*cubin)});
+    if (arch == ptxArch(archs)) {
+      std::vector<char> text(ptx->begin(), ptx->end());
+      text.push_back('\0');
+      code.images.push_back({ImageKind::Ptx, arch, std::move(text)});
+    }
+  }
+  SmallVector<char, 0> bitcode;
+  raw_svector_ostream os(bitcode);
+  WriteBitcodeToFile(kernels, os);
+  code.images.push_back(
+      {ImageKind::LlvmBitcode, archs.front(), std::vector<char>(bitcode.begin(), bitcode.end())});
+  return Error::success();
+}
+
+Error emitHostObject(const kir::Program &program, ArrayRef<EntryLaunches> launches,
+                     const DenseMap<uint32_t, uint64_t> &deviceOffset, bool withShapes,
+                     bool printIR, CudaCode &code) {
+  // The baseline variant: the host code only computes addresses and calls the runtime.
+  auto tm = cpu::createTargetMachine(cpu::Variant::X86_64_V3);
+  if (!tm)
+    return tm.takeError();
+  LLVMContext c;
+  Module m("aotc_cuda_host", c);
+  m.setSourceFileName(m.getModuleIdentifier());
+  m.setDataLayout((*tm)->createDataLayout());
+  m.setTargetTriple((*tm)->getTargetTriple().str());
+  TargetMachine &machine = **tm;
+  auto attributes = [&](Function *f) {
+    f->addFnAttr("target-cpu", machine.getTargetCPU());
+    if (!machine.getTargetFeatureString().empty())
+      f->addFnAttr("target-features", machine.getTargetFeatureString());
+  };
+  if (Error e = emitHostCode(m, program, launches, deviceOffset, withShapes, attributes))
+    return e;
+  auto object = cpu::optimizeAndEmitObject(m, machine);
+  if (!object)
+    return object.takeError();
+  code.hostObject = std::move(*object);
+  if (printIR) {
+    raw_string_ostream os(code.ir);
+    m.print(os, nullptr);
+  }
+  return Error::success();
+}
+
+} // namespace
+
+Expected<CudaCode> generateCode(const kir::Program &program, ArrayRef<CudaArch> archs,
+                                bool withShapes, bool printIR) {
+  if (archs.empty())
+    return createStringError("no CUDA arch to generate code for");
+  CudaCode code;
+  DenseMap<uint32_t, uint64_t> deviceOffset;
+  layoutDeviceWeights(program, code, deviceOffset);
+  LLVMContext c;
+  std::vector<CudaModule> modules;
+  std::vector<EntryLaunches> launches;
+  modules.reserve(program.entries.size());
+  auto kernels = emitKernels(c, program, code, modules, launches);
+  if (!kernels)
+    return kernels.takeError();
+  if (Error e = emitImages(**kernels, archs, code))
+    return e;
+  std::string kernelIR;
+  if (printIR) {
+    raw_string_ostream os(kernelIR);
+    (*kernels)->print(os, nullptr);
+  }
+  if (Error e = emitHostObject(program, launches, deviceOffset, withShapes, printIR, code))
+    return e;
+  code.ir = kernelIR + code.ir;
+  return code;
+}
+
+} // namespace aotc::cuda

@@ -1,0 +1,220 @@
+// Checks of the runtime's CUDA device through the C ABI, on the emulated device (CI) or a GPU (the
+// GPU suite): aotc_cuda_runtime_check MODEL.so cuda-emu|cuda:N. The artifact's entry 0 must take
+// f32 inputs (and i64 ones, filled with 0) over one dynamic dim. Prints one line per check and
+// exits 1 when one fails.
+#include "aotc/runtime.hpp"
+#include "codegen/cuda/emu/Driver.h"
+#include "runtime/src/cuda_driver.h"
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+int Failures = 0;
+
+void report(bool ok, const std::string &what) {
+  std::printf("%s: %s\n", ok ? "ok" : "FAILED", what.c_str());
+  Failures += !ok;
+}
+
+struct Setup {
+  aotc::rt::Library lib;
+  const aotc::rt::Api &api;
+  const void *driver;
+  int index;
+  Setup(const std::string &path, const void *driver, int index)
+      : lib(path), api(lib.api()), driver(driver), index(index) {}
+
+  aotc_status create(aotc_model **out, int deviceIndex) const {
+    aotc_model_options o;
+    api.model_options_init(&o);
+    o.device_type = AOTC_DEVICE_CUDA;
+    o.device_index = deviceIndex;
+    o.cuda_driver = driver;
+    return api.model_create(&o, out);
+  }
+};
+
+/// Host data for entry 0's inputs at `batch` (the first dynamic dim), on the device.
+struct Inputs {
+  std::vector<std::vector<uint8_t>> host;
+  std::vector<void *> device;
+  std::vector<aotc_tensor> tensors;
+};
+
+Inputs makeInputs(const Setup &s, aotc_model *m, int64_t batch, int deviceIndex) {
+  Inputs in;
+  int32_t n = 0;
+  s.api.check(s.api.model_num_inputs(m, 0, &n));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (int32_t i = 0; i < n; ++i) {
+    aotc_tensor_info info;
+    s.api.check(s.api.model_input_info(m, 0, i, &info));
+    aotc_tensor t;
+    std::memset(&t, 0, sizeof t);
+    t.dtype = info.dtype;
+    t.rank = info.rank;
+    int64_t numel = 1;
+    for (int32_t d = 0; d < info.rank; ++d) {
+      t.shape[d] = info.dims[d].value >= 0 ? info.dims[d].value : batch;
+      numel *= t.shape[d];
+    }
+    size_t elem = info.dtype == AOTC_DTYPE_I64 ? 8 : 4;
+    std::vector<uint8_t> bytes(static_cast<size_t>(numel) * elem, 0);
+    if (info.dtype == AOTC_DTYPE_F32)
+      for (int64_t k = 0; k < numel; ++k) {
+        float v = dist(rng);
+        std::memcpy(bytes.data() + k * 4, &v, 4);
+      }
+    void *d = nullptr;
+    s.api.check(s.api.model_device_alloc(m, bytes.size(), &d));
+    s.api.check(s.api.model_copy(m, d, bytes.data(), bytes.size(), AOTC_COPY_HOST_TO_DEVICE));
+    t.data = d;
+    t.size_bytes = bytes.size();
+    t.device_type = AOTC_DEVICE_CUDA;
+    t.device_index = deviceIndex;
+    in.host.push_back(std::move(bytes));
+    in.device.push_back(d);
+    in.tensors.push_back(t);
+  }
+  return in;
+}
+
+/// Runs entry 0 with runtime-allocated outputs; returns output 0's bytes on the host.
+std::vector<uint8_t> run(const Setup &s, aotc_model *m, const Inputs &in, void *stream,
+                         bool releaseAfterDestroy = false) {
+  aotc_tensor out;
+  std::memset(&out, 0, sizeof out);
+  out.device_type = AOTC_DEVICE_CUDA;
+  out.device_index = s.index;
+  int32_t numOutputs = 0;
+  s.api.check(s.api.model_num_outputs(m, 0, &numOutputs));
+  std::vector<aotc_tensor> outs(static_cast<size_t>(numOutputs), out);
+  aotc_run_options o;
+  s.api.run_options_init(&o);
+  o.stream = stream;
+  s.api.check(
+      s.api.model_run_v2(m, 0, in.tensors.data(), in.tensors.size(), outs.data(), outs.size(), &o));
+  if (stream) {
+    auto *drv = static_cast<const aotc_cuda_driver *>(s.driver);
+    if (drv)
+      drv->cuStreamSynchronize(static_cast<CUstream>(stream));
+  }
+  std::vector<uint8_t> bytes(outs[0].size_bytes);
+  s.api.check(
+      s.api.model_copy(m, bytes.data(), outs[0].data, bytes.size(), AOTC_COPY_DEVICE_TO_HOST));
+  if (!releaseAfterDestroy)
+    for (aotc_tensor &t : outs)
+      s.api.tensor_release(&t);
+  return bytes;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: aotc_cuda_runtime_check MODEL.so cuda-emu|cuda:N\n");
+    return 2;
+  }
+  std::string device = argv[2];
+  const void *driver = nullptr;
+  int index = 0;
+  if (device == "cuda-emu")
+    driver = aotc::cuda::emu::emulatedDriver();
+  else if (device.rfind("cuda:", 0) == 0)
+    index = std::stoi(device.substr(5));
+  try {
+    Setup s(argv[1], driver, index);
+    aotc_model *m = nullptr;
+    s.api.check(s.create(&m, index));
+    const char *name = nullptr;
+    s.api.check(s.api.model_device_name(m, &name));
+    std::printf("device: %s\n", name);
+
+    // A device index past the last one names the devices there are.
+    aotc_model *bad = nullptr;
+    aotc_status st = s.create(&bad, 64);
+    report(st == AOTC_ERROR_INVALID_ARGUMENT && !bad &&
+               std::strstr(s.api.last_error(), "device index 64 is past the last CUDA device"),
+           std::string("device index 64: ") + s.api.last_error());
+
+    Inputs in = makeInputs(s, m, 5, index);
+    std::vector<uint8_t> serial = run(s, m, in, nullptr);
+
+    // A host tensor given to a CUDA model is an error naming it; nothing runs.
+    Inputs host = in;
+    host.tensors[0].device_type = AOTC_DEVICE_CPU;
+    host.tensors[0].device_index = 0;
+    aotc_tensor out;
+    std::memset(&out, 0, sizeof out);
+    out.device_type = AOTC_DEVICE_CUDA;
+    out.device_index = index;
+    std::vector<aotc_tensor> outs(8, out);
+    int32_t numOutputs = 0;
+    s.api.check(s.api.model_num_outputs(m, 0, &numOutputs));
+    st = s.api.model_run_v2(m, 0, host.tensors.data(), host.tensors.size(), outs.data(),
+                            static_cast<size_t>(numOutputs), nullptr);
+    report(st == AOTC_ERROR_INVALID_ARGUMENT && std::strstr(s.api.last_error(), "is on cpu") &&
+               outs[0].data == nullptr,
+           std::string("host input: ") + s.api.last_error());
+
+    // Runs on a caller stream give the same bytes.
+    if (driver) {
+      auto *drv = static_cast<const aotc_cuda_driver *>(driver);
+      CUstream stream = nullptr;
+      drv->cuStreamCreate(&stream, 0);
+      report(run(s, m, in, stream) == serial, "a caller stream gives the serial run's bytes");
+      drv->cuStreamDestroy(stream);
+    }
+
+    // 8 threads on one handle, 4 runs each: every result bitwise equal to the serial one.
+    std::vector<int> same(8, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+      threads.emplace_back([&, t] {
+        for (int r = 0; r < 4; ++r)
+          same[t] += run(s, m, in, nullptr) == serial;
+      });
+    for (std::thread &t : threads)
+      t.join();
+    int total = 0;
+    for (int v : same)
+      total += v;
+    report(total == 32, "8 threads x 4 runs on one handle equal the serial run bitwise (" +
+                            std::to_string(total) + "/32)");
+
+    // A runtime-owned output stays valid after its model is destroyed, and is released then.
+    aotc_model *second = nullptr;
+    s.api.check(s.create(&second, index));
+    aotc_tensor kept;
+    std::memset(&kept, 0, sizeof kept);
+    kept.device_type = AOTC_DEVICE_CUDA;
+    kept.device_index = index;
+    std::vector<aotc_tensor> keptOuts(static_cast<size_t>(numOutputs), kept);
+    Inputs in2 = makeInputs(s, second, 5, index);
+    s.api.check(s.api.model_run_v2(second, 0, in2.tensors.data(), in2.tensors.size(),
+                                   keptOuts.data(), keptOuts.size(), nullptr));
+    for (void *p : in2.device)
+      s.api.model_device_free(second, p);
+    s.api.model_destroy(second);
+    bool owned = keptOuts[0].flags & AOTC_TENSOR_RUNTIME_OWNED;
+    for (aotc_tensor &t : keptOuts)
+      s.api.tensor_release(&t);
+    report(owned && keptOuts[0].data == nullptr,
+           "a runtime-owned output is released after its model is destroyed");
+
+    for (void *p : in.device)
+      s.api.model_device_free(m, p);
+    s.api.model_destroy(m);
+  } catch (const aotc::rt::Error &e) {
+    std::printf("FAILED: %s\n", e.what());
+    return 1;
+  }
+  return Failures ? 1 : 0;
+}
