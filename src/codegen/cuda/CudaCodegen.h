@@ -46,8 +46,9 @@ struct CudaModule {
   std::vector<CudaKernel> kernels;      // in step order, cond branches after their cond
 };
 
-/// Emits every loop kernel of `entry` (those inside conds too) into one NVPTX module in `c`.
-/// A GEMM step is an error for now: the GEMM library kernel is the next step of the backend.
+/// Emits every step of `entry` (those inside conds too) into one NVPTX module in `c`: loop
+/// kernels (LoopKernel.cpp) and GEMMs (the library kernel of Gemm.cpp, with the tiles of
+/// gemmTiles()).
 llvm::Expected<CudaModule> emitEntryKernels(llvm::LLVMContext &c, const kir::EntryKernels &entry,
                                             llvm::StringRef moduleName);
 
@@ -98,7 +99,10 @@ llvm::Expected<std::string> compileToPtx(const llvm::Module &m, CudaArch arch);
 
 /// Assembles PTX into a cubin for `arch` with the toolkit's ptxas (a subprocess, in a temporary
 /// directory that is removed afterwards); ptxas's messages are the error when it rejects it.
-llvm::Expected<std::vector<char>> assemblePtx(llvm::StringRef ptx, CudaArch arch);
+/// With `usage`, ptxas runs with -v and its report (registers, spills, shared memory per
+/// kernel) is stored there.
+llvm::Expected<std::vector<char>> assemblePtx(llvm::StringRef ptx, CudaArch arch,
+                                              std::string *usage = nullptr);
 
 } // namespace aotc::cuda
 

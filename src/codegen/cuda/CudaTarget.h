@@ -52,6 +52,22 @@ inline constexpr llvm::StringLiteral NvptxDataLayout = "e-i64:64-i128:128-v16:16
 /// reduction loops.
 inline constexpr unsigned LoopKernelBlock = 256;
 
+/// The tiles of the GEMM library kernel (Gemm.cpp), CUDA-core FMA through shared memory: a block
+/// of threads() threads computes a blockM x blockN tile of one output matrix, stepping through k
+/// blockK at a time (an A tile and a B tile in shared memory); each thread keeps a threadM x
+/// threadN tile of accumulators in registers. A tensor-core path will add its own (mma shapes,
+/// pipeline stages).
+struct GemmTiles {
+  unsigned blockM, blockN, blockK;
+  unsigned threadM, threadN;
+  constexpr unsigned threads() const { return blockM / threadM * (blockN / threadN); }
+};
+
+/// 64 x 64 x 8 with 4 x 4 per thread: 256 threads, 16 accumulators and 8 operands a thread (well
+/// under sm_80's 255 registers with no spills), 4 KiB of shared memory a block, so that several
+/// blocks share an SM; each A and B element loaded from shared memory feeds 4 FMAs.
+inline constexpr GemmTiles CudaCoreGemmTiles = {64, 64, 8, 4, 4};
+
 /// The most blocks in x a grid-stride kernel is launched with: 64 per SM on the largest GPUs
 /// (132 SMs), plenty to fill them, few enough that no thread idles on a big tensor.
 inline constexpr uint32_t MaxGridStrideBlocks = 8192;

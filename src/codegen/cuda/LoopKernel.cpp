@@ -4,77 +4,20 @@
 // and vector accesses come with the next step; the parameter convention (CudaCodegen.h) stays.
 #include "codegen/ExprEmitter.h"
 #include "codegen/cuda/CudaCodegen.h"
+#include "codegen/cuda/Gemm.h"
+#include "codegen/cuda/KernelBuilder.h"
 #include "kernel/MemoryPlan.h"
 
 #include "fmt/format.h"
 
 #include "llvm/IR/IntrinsicsNVPTX.h"
-#include "llvm/IR/Metadata.h"
 
 namespace aotc::cuda {
 
 using namespace llvm;
 using codegen::Builder;
-using codegen::MathFn;
 
 namespace {
-
-/// libdevice's functions (`__nv_*`, CUDA's libm): NVPTX has no instruction for these and LLVM's
-/// intrinsics of them would become calls to symbols nothing defines. The emulator maps each name
-/// to the host's libm.
-class LibdeviceMath final : public codegen::MathLibrary {
-public:
-  explicit LibdeviceMath(Module &m) : M(m) {}
-
-  Value *emit(Builder &b, MathFn fn, ArrayRef<Value *> args) override {
-    Type *ty = args[0]->getType();
-    bool f32 = ty->isFloatTy();
-    auto call = [&](StringRef name) -> Value * {
-      std::string full = ("__nv_" + name + (f32 ? "f" : "")).str();
-      SmallVector<Type *, 2> params(args.size(), ty);
-      FunctionCallee f = M.getOrInsertFunction(full, FunctionType::get(ty, params, false));
-      if (auto *fn = dyn_cast<Function>(f.getCallee())) {
-        fn->addFnAttr(Attribute::NoUnwind);
-        fn->addFnAttr(Attribute::WillReturn);
-        fn->setMemoryEffects(MemoryEffects::none());
-      }
-      return b.CreateCall(f, args);
-    };
-    switch (fn) {
-    case MathFn::Exp:
-      return call("exp");
-    case MathFn::Log:
-      return call("log");
-    case MathFn::Log1p:
-      return call("log1p");
-    case MathFn::Sin:
-      return call("sin");
-    case MathFn::Cos:
-      return call("cos");
-    case MathFn::Tanh:
-      return call("tanh");
-    case MathFn::Erf:
-      return call("erf");
-    case MathFn::Sigmoid: {
-      Value *one = ConstantFP::get(ty, 1.0);
-      Value *e = emit(b, MathFn::Exp, {b.CreateFNeg(args[0])});
-      return b.CreateFDiv(one, b.CreateFAdd(one, e));
-    }
-    case MathFn::Pow:
-      return call("pow");
-    case MathFn::Fmod:
-      return call("fmod");
-    }
-    llvm_unreachable("unknown math function");
-  }
-
-private:
-  Module &M;
-};
-
-Value *specialRegister(Builder &b, Intrinsic::ID id) {
-  return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), b.getInt64Ty());
-}
 
 class KernelBody {
 public:
@@ -157,15 +100,6 @@ private:
   SmallVector<Value *, 4> Extents;
 };
 
-void markKernel(Module &m, Function *f) {
-  // LLVM 19's NVPTX backend knows kernels by this annotation (the ptx_kernel calling convention
-  // replaces it from LLVM 20 on).
-  LLVMContext &c = m.getContext();
-  Metadata *ops[] = {ValueAsMetadata::get(f), MDString::get(c, "kernel"),
-                     ConstantAsMetadata::get(ConstantInt::get(Type::getInt32Ty(c), 1))};
-  m.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(MDNode::get(c, ops));
-}
-
 CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry,
                       const kir::Step &step, const StringMap<unsigned> &symIndex) {
   LLVMContext &c = m.getContext();
@@ -180,39 +114,14 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
   out.launch.block[0] = LoopKernelBlock;
   out.launch.gridStride = true;
   out.step = &step;
-  SmallVector<Type *, 16> params(entry.symbols.size(), Type::getInt64Ty(c));
-  params.append(out.buffers.size() + 1, PointerType::getUnqual(c));
-  Function *f = Function::Create(FunctionType::get(Type::getVoidTy(c), params, false),
-                                 GlobalValue::ExternalLinkage, k.name, m);
-  out.name = f->getName().str();
-  f->addFnAttr(Attribute::NoUnwind);
-  // Distinct buffers of one step never overlap (the memory plan), as on the CPU.
-  for (unsigned i = 0; i < out.buffers.size(); ++i)
-    f->addParamAttr(entry.symbols.size() + i, Attribute::NoAlias);
-  markKernel(m, f);
-
-  Builder b(BasicBlock::Create(c, "entry", f));
-  SmallVector<Value *, 8> syms;
-  for (unsigned i = 0; i < entry.symbols.size(); ++i)
-    syms.push_back(f->getArg(i));
-  SmallVector<Value *, 16> buffers(entry.buffers.size(), nullptr);
-  for (auto [i, id] : enumerate(out.buffers))
-    buffers[id] = f->getArg(entry.symbols.size() + i);
-  codegen::ExprEmitter ex(math, b, entry, symIndex, syms, buffers);
+  Builder b(c);
+  KernelFunction kf = beginKernel(m, entry, k.name, out, b);
+  out.name = kf.fn->getName().str();
+  codegen::ExprEmitter ex(math, b, entry, symIndex, kf.syms, kf.buffers);
   ex.failedCheck = codegen::entryAlloca(b, b.getInt32Ty(), "failed.check");
   b.CreateStore(b.getInt32(0), ex.failedCheck);
   KernelBody(b, k, ex).emit();
-  // The first failing check of the whole run wins: one compare-and-swap per thread that saw one.
-  Value *failed = b.CreateLoad(b.getInt32Ty(), ex.failedCheck);
-  BasicBlock *flush = BasicBlock::Create(c, "check.flush", f);
-  BasicBlock *done = BasicBlock::Create(c, "check.done", f);
-  b.CreateCondBr(b.CreateICmpNE(failed, b.getInt32(0)), flush, done);
-  b.SetInsertPoint(flush);
-  b.CreateAtomicCmpXchg(f->getArg(f->arg_size() - 1), b.getInt32(0), failed, Align(4),
-                        AtomicOrdering::Monotonic, AtomicOrdering::Monotonic);
-  b.CreateBr(done);
-  b.SetInsertPoint(done);
-  b.CreateRetVoid();
+  endKernel(b, kf, ex.failedCheck);
   return out;
 }
 
@@ -235,9 +144,13 @@ Expected<CudaModule> emitEntryKernels(LLVMContext &c, const kir::EntryKernels &e
       return;
     if (std::holds_alternative<kir::LoopKernel>(step))
       out.kernels.push_back(emitKernel(m, math, entry, step, symIndex));
-    else if (const auto *g = std::get_if<kir::GemmCall>(&step))
-      err = createStringError(fmt::format("{}: GEMM '{}' is not supported by the CUDA backend yet",
-                                          entry.name, g->name));
+    else if (std::holds_alternative<kir::GemmCall>(step)) {
+      Expected<CudaKernel> k = emitGemmKernel(m, math, entry, step, symIndex, CudaCoreGemmTiles);
+      if (!k)
+        err = k.takeError();
+      else
+        out.kernels.push_back(std::move(*k));
+    }
   });
   if (err)
     return err;

@@ -144,7 +144,7 @@ struct TempDir {
 };
 } // namespace
 
-Expected<std::vector<char>> assemblePtx(StringRef ptx, CudaArch arch) {
+Expected<std::vector<char>> assemblePtx(StringRef ptx, CudaArch arch, std::string *usage) {
   Expected<std::string> dir = cudaToolkitDir();
   if (!dir)
     return dir.takeError();
@@ -166,6 +166,8 @@ Expected<std::vector<char>> assemblePtx(StringRef ptx, CudaArch arch) {
   }
   std::string gpu = archInfo(arch).name.str();
   SmallVector<StringRef, 8> args = {ptxas, "--gpu-name", gpu, "-O3", "--output-file", out, in};
+  if (usage)
+    args.push_back("-v");
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log), StringRef(log)};
   std::string execError;
   int rc = sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects, 0, 0, &execError);
@@ -175,6 +177,10 @@ Expected<std::vector<char>> assemblePtx(StringRef ptx, CudaArch arch) {
       messages = (*b)->getBuffer().trim().str();
     return createStringError(fmt::format("ptxas ({}) rejected the PTX: {}", gpu,
                                          messages.empty() ? execError : messages));
+  }
+  if (usage) {
+    ErrorOr<std::unique_ptr<MemoryBuffer>> b = MemoryBuffer::getFile(log);
+    *usage = b ? (*b)->getBuffer().str() : std::string();
   }
   ErrorOr<std::unique_ptr<MemoryBuffer>> cubin = MemoryBuffer::getFile(out);
   if (!cubin)

@@ -34,5 +34,20 @@ TEST(CudaTarget, ParseArchs) {
   }
 }
 
+// The GEMM tiles fit every arch's block (threads, static shared memory) and the block's threads
+// load whole tiles: the kernel assumes both.
+TEST(CudaTarget, GemmTilesFitEveryArch) {
+  const GemmTiles &t = CudaCoreGemmTiles;
+  EXPECT_EQ(t.blockM % t.threadM, 0u);
+  EXPECT_EQ(t.blockN % t.threadN, 0u);
+  EXPECT_EQ(t.blockM * t.blockK % t.threads(), 0u);
+  EXPECT_EQ(t.blockK * t.blockN % t.threads(), 0u);
+  EXPECT_EQ(t.threads() % 32, 0u);
+  for (const ArchInfo &a : cudaArchs()) {
+    EXPECT_LE(t.threads(), a.maxThreadsPerBlock) << a.name.str();
+    EXPECT_LE(4 * t.blockK * (t.blockM + t.blockN), a.sharedPerBlock) << a.name.str();
+  }
+}
+
 } // namespace
 } // namespace aotc::cuda

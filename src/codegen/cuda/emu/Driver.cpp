@@ -171,12 +171,13 @@ CUresult eventRecord(CUevent, CUstream) { return AOTC_CUDA_SUCCESS; }
 CUresult eventSync(CUevent) { return AOTC_CUDA_SUCCESS; }
 
 CUresult launchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                      unsigned bz, unsigned, CUstream, void **params, void **) {
+                      unsigned bz, unsigned shared, CUstream, void **params, void **) {
   auto *fn = reinterpret_cast<Function *>(f);
   // The parameter count is the kernel's: the emulator's trampoline reads exactly that many.
   size_t n = fn->module->kernels->numParams(fn->name);
   llvm::ArrayRef<void *> args(params, n);
-  if (llvm::Error e = fn->module->kernels->launch(fn->name, {gx, gy, gz}, {bx, by, bz}, args))
+  if (llvm::Error e =
+          fn->module->kernels->launch(fn->name, {gx, gy, gz}, {bx, by, bz}, args, shared))
     return fail(AOTC_CUDA_ERROR_LAUNCH_FAILED, llvm::toString(std::move(e)));
   return AOTC_CUDA_SUCCESS;
 }

@@ -1,8 +1,8 @@
-// The emulated CUDA device, first version: runs the NVPTX-bound LLVM IR the CUDA backend emits
-// (before libdevice) on the host. The module is retargeted (special registers read from the
-// emulated thread's context, libdevice's `__nv_*` functions mapped to the host's libm, NVPTX
-// metadata and attributes dropped, the host's triple and data layout), JIT-compiled with ORC,
-// and a launch runs every (block, thread) of the grid.
+// The emulated CUDA device: runs the NVPTX-bound LLVM IR the CUDA backend emits (before
+// libdevice) on the host. The module is retargeted (Retarget.cpp: special registers, barriers,
+// warp collectives and shared memory become calls into the emulator's runtime, libdevice's
+// `__nv_*` functions the host's libm), JIT-compiled with ORC, and a launch runs every block of
+// the grid, the threads of a block as fibers (BlockRunner.cpp) where the kernel synchronizes.
 #ifndef AOTC_CODEGEN_CUDA_EMU_EMULATOR_H
 #define AOTC_CODEGEN_CUDA_EMU_EMULATOR_H
 
@@ -21,9 +21,13 @@ struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;
 };
 
-/// What the special registers of one emulated thread read (%tid, %ntid, %ctaid, %nctaid).
+/// One emulated thread: what its special registers read (%tid, %ntid, %ctaid, %nctaid; %laneid
+/// is the linear thread index mod 32), its block's shared memory, and the fiber it runs on (null
+/// when the block's threads run one after another).
 struct ThreadContext {
   Dim3 tid, ntid, ctaid, nctaid;
+  uint8_t *shared = nullptr;
+  void *fiber = nullptr;
 };
 
 /// A module of CUDA kernels loaded on the emulated device.
@@ -34,13 +38,15 @@ public:
   static llvm::Expected<std::unique_ptr<EmulatedModule>> load(const llvm::Module &nvptx);
 
   /// Runs `kernel` on grid x block threads, as cuLaunchKernel: `params` holds one pointer per
-  /// kernel parameter, to its value. Threads run one after another, blocks in order, each to its
-  /// end: right for kernels without barriers or warp collectives, which is all the backend emits
-  /// so far. Those will run each thread of a block as a fiber (ucontext): the launch makes
-  /// block.x*y*z fibers per block, switches the thread-local current context with each fiber
-  /// switch, and a barrier or shuffle swaps back to the block's scheduler until every fiber of
-  /// the block (or warp) has reached it; shared memory is then one allocation per block.
-  llvm::Error launch(llvm::StringRef kernel, Dim3 grid, Dim3 block, llvm::ArrayRef<void *> params);
+  /// kernel parameter, to its value; `dynamicShared` bytes of dynamic shared memory per block.
+  /// Blocks run in order on the calling thread, each with its own shared memory (filled with
+  /// 0xff bytes, NaN as floats, so that a read before a write shows). A kernel that reaches no
+  /// barrier or warp collective runs its threads one after another, each to its end; any other
+  /// runs each thread of a block as a fiber that yields at barriers and warp collectives
+  /// (BlockRunner.h). A deadlock there (a barrier some threads exit without reaching) is an
+  /// error naming the kernel, the block and the threads, as is an invalid launch.
+  llvm::Error launch(llvm::StringRef kernel, Dim3 grid, Dim3 block, llvm::ArrayRef<void *> params,
+                     uint32_t dynamicShared = 0);
 
   bool hasKernel(llvm::StringRef kernel) const { return Params.count(kernel); }
   /// The number of parameters of `kernel` (0 for an unknown one).
@@ -48,8 +54,13 @@ public:
 
 private:
   using Trampoline = void (*)(void *const *params);
+  struct Kernel {
+    Trampoline entry = nullptr;
+    bool usesFibers = false; // reaches a barrier or a warp collective
+  };
   std::unique_ptr<llvm::orc::LLJIT> Jit;
-  llvm::StringMap<Trampoline> Kernels;
+  llvm::StringMap<Kernel> Kernels;
+  uint64_t StaticShared = 0; // bytes of every addrspace(3) global of the module, laid out
   llvm::StringMap<unsigned> Params;
 };
 

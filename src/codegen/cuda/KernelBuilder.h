@@ -1,0 +1,53 @@
+// What every CUDA kernel the backend emits shares: libdevice for float functions, special
+// registers, and the kernel function of CudaCodegen.h's parameter convention with the flush of
+// its index checks into the run's flag.
+#ifndef AOTC_CODEGEN_CUDA_KERNELBUILDER_H
+#define AOTC_CODEGEN_CUDA_KERNELBUILDER_H
+
+#include "codegen/ExprEmitter.h"
+#include "codegen/cuda/CudaCodegen.h"
+
+#include "llvm/IR/Intrinsics.h"
+
+namespace aotc::cuda {
+
+/// libdevice's functions (`__nv_*`, CUDA's libm): NVPTX has no instruction for these and LLVM's
+/// intrinsics of them would become calls to symbols nothing defines. The emulator maps each name
+/// to the host's libm.
+class LibdeviceMath final : public codegen::MathLibrary {
+public:
+  explicit LibdeviceMath(llvm::Module &m) : M(m) {}
+  llvm::Value *emit(codegen::Builder &b, codegen::MathFn fn,
+                    llvm::ArrayRef<llvm::Value *> args) override;
+
+private:
+  llvm::Module &M;
+};
+
+/// A special register (%tid.x, ...) zero-extended to i64.
+llvm::Value *specialRegister(codegen::Builder &b, llvm::Intrinsic::ID id);
+
+/// A kernel function being emitted, with its parameters by role.
+struct KernelFunction {
+  llvm::Function *fn = nullptr;
+  llvm::SmallVector<llvm::Value *, 8> syms;     // the entry's root symbols, i64
+  llvm::SmallVector<llvm::Value *, 16> buffers; // by entry buffer; null where the kernel has none
+  llvm::Value *flag = nullptr;                  // the run's i32 index-check flag
+};
+
+/// Declares kernel `name` for `out` (whose buffers are set) by the parameter convention, marks
+/// it a kernel, and leaves `b` at the start of its body.
+KernelFunction beginKernel(llvm::Module &m, const kir::EntryKernels &entry, llvm::StringRef name,
+                           const CudaKernel &out, codegen::Builder &b);
+
+/// Ends the kernel: the first failing check of the run wins, one compare-and-swap per thread that
+/// saw one (`failedCheck`, an i32 local, 0 when none); then returns.
+void endKernel(codegen::Builder &b, const KernelFunction &k, llvm::Value *failedCheck);
+
+/// A static shared memory array of `count` floats private to the module (addrspace(3)).
+llvm::GlobalVariable *sharedArray(llvm::Module &m, llvm::Type *elem, uint64_t count,
+                                  const llvm::Twine &name);
+
+} // namespace aotc::cuda
+
+#endif

@@ -1,0 +1,432 @@
+// The emulated device's threads: runtime functions, sequential blocks, and fibers with their
+// scheduler (barriers, warp shuffles and votes).
+#include "codegen/cuda/emu/BlockRunner.h"
+
+#include "fmt/format.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <bit>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define AOTC_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AOTC_EMU_ASAN 1
+#endif
+#endif
+#ifdef AOTC_EMU_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+namespace aotc::cuda::emu {
+
+using namespace llvm;
+
+namespace {
+
+// The emulated thread running on this OS thread: the scheduler sets it before each switch into
+// a fiber, the sequential path before each thread.
+thread_local ThreadContext *Current = nullptr;
+
+constexpr unsigned WarpSize = 32;
+
+uint32_t linearTid(const ThreadContext &t) {
+  return t.tid.x + t.ntid.x * (t.tid.y + t.ntid.y * t.tid.z);
+}
+
+uint32_t aotcEmuSreg(uint32_t which) {
+  if (which == SregLaneId)
+    return linearTid(*Current) % WarpSize;
+  if (which == SregWarpSize)
+    return WarpSize;
+  const Dim3 *d[] = {&Current->tid, &Current->ntid, &Current->ctaid, &Current->nctaid};
+  const Dim3 &v = *d[which / 3];
+  return which % 3 == 0 ? v.x : which % 3 == 1 ? v.y : v.z;
+}
+
+uint8_t *aotcEmuShared() { return Current->shared; }
+
+// ASan must know which stack runs (its fake stacks and stack bounds); without it these are no-ops.
+void startSwitch(void **fakeStackSave, const void *bottom, size_t size) {
+#ifdef AOTC_EMU_ASAN
+  __sanitizer_start_switch_fiber(fakeStackSave, bottom, size);
+#else
+  (void)fakeStackSave, (void)bottom, (void)size;
+#endif
+}
+void finishSwitch(void *fakeStack, const void **bottomOld, size_t *sizeOld) {
+#ifdef AOTC_EMU_ASAN
+  __sanitizer_finish_switch_fiber(fakeStack, bottomOld, sizeOld);
+#else
+  (void)fakeStack, (void)bottomOld, (void)sizeOld;
+#endif
+}
+
+} // namespace
+
+struct BlockRunner::Fiber {
+  enum class State : uint8_t { Ready, Barrier, Warp, Done };
+  ucontext_t ctx;
+  ThreadContext thread;
+  State state = State::Ready;
+  // The warp collective it waits in, and its result once released.
+  WarpOp op = WarpOp::All;
+  uint32_t mask = 0, value = 0, b = 0, c = 0, result = 0;
+  char *stack = nullptr;
+  void *fakeStack = nullptr; // ASan's, while switched out
+};
+
+// What a fiber's runtime calls and entry need of the runner that schedules it.
+struct FiberAccess {
+  struct Scheduler {
+    ucontext_t ctx;
+    const void *bottom = nullptr; // the scheduler's stack, for ASan
+    size_t size = 0;
+    void *fakeStack = nullptr;
+    Trampoline entry = nullptr;
+    void *const *params = nullptr;
+  };
+  static thread_local Scheduler Sched;
+
+  static BlockRunner::Fiber &current() {
+    return *static_cast<BlockRunner::Fiber *>(Current->fiber);
+  }
+
+  // Back to the scheduler until the fiber is released.
+  static void yield(BlockRunner::Fiber &f) {
+    startSwitch(&f.fakeStack, Sched.bottom, Sched.size);
+    swapcontext(&f.ctx, &Sched.ctx);
+    finishSwitch(f.fakeStack, &Sched.bottom, &Sched.size);
+  }
+
+  static void start() {
+    BlockRunner::Fiber &f = current();
+    finishSwitch(nullptr, &Sched.bottom, &Sched.size);
+    Sched.entry(Sched.params);
+    f.state = BlockRunner::Fiber::State::Done;
+    // No fake stack to keep: this fiber never runs again.
+    startSwitch(nullptr, Sched.bottom, Sched.size);
+    setcontext(&Sched.ctx);
+  }
+};
+thread_local FiberAccess::Scheduler FiberAccess::Sched;
+
+namespace {
+
+void aotcEmuBarrier() {
+  BlockRunner::Fiber &f = FiberAccess::current();
+  f.state = BlockRunner::Fiber::State::Barrier;
+  FiberAccess::yield(f);
+}
+
+uint32_t warpCollective(WarpOp op, uint32_t mask, uint32_t value, uint32_t b, uint32_t c) {
+  BlockRunner::Fiber &f = FiberAccess::current();
+  f.state = BlockRunner::Fiber::State::Warp;
+  f.op = op;
+  f.mask = mask;
+  f.value = value;
+  f.b = b;
+  f.c = c;
+  FiberAccess::yield(f);
+  return f.result;
+}
+
+uint32_t aotcEmuShfl(uint32_t mode, uint32_t mask, uint32_t value, uint32_t b, uint32_t c) {
+  return warpCollective(WarpOp(mode), mask, value, b, c);
+}
+
+uint32_t aotcEmuVote(uint32_t mode, uint32_t mask, uint32_t pred) {
+  return warpCollective(WarpOp(mode), mask, pred != 0, 0, 0);
+}
+
+const RuntimeSymbol Symbols[] = {
+    {"aotc_emu_sreg", reinterpret_cast<void *>(&aotcEmuSreg)},
+    {"aotc_emu_shared", reinterpret_cast<void *>(&aotcEmuShared)},
+    {"aotc_emu_barrier", reinterpret_cast<void *>(&aotcEmuBarrier)},
+    {"aotc_emu_shfl", reinterpret_cast<void *>(&aotcEmuShfl)},
+    {"aotc_emu_vote", reinterpret_cast<void *>(&aotcEmuVote)},
+};
+
+// PTX's shfl.sync: the source lane of `lane`, or `lane` itself when out of range.
+unsigned shuffleSource(WarpOp op, unsigned lane, uint32_t b, uint32_t c) {
+  int bval = int(b & 31), cval = int(c & 31), segmask = int((c >> 8) & 31);
+  int l = int(lane);
+  int maxLane = (l & segmask) | (cval & ~segmask), minLane = l & segmask;
+  int j = l;
+  bool ok = false;
+  switch (op) {
+  case WarpOp::ShflUp:
+    j = l - bval;
+    ok = j >= maxLane;
+    break;
+  case WarpOp::ShflDown:
+    j = l + bval;
+    ok = j <= maxLane;
+    break;
+  case WarpOp::ShflBfly:
+    j = l ^ bval;
+    ok = j <= maxLane;
+    break;
+  case WarpOp::ShflIdx:
+    j = minLane | (bval & ~segmask);
+    ok = j <= maxLane;
+    break;
+  default:
+    break;
+  }
+  return ok ? unsigned(j) : lane;
+}
+
+const char *opName(WarpOp op) {
+  static const char *names[] = {"shfl.sync.up",  "shfl.sync.down",  "shfl.sync.bfly",
+                                "shfl.sync.idx", "vote.sync.all",   "vote.sync.any",
+                                "vote.sync.uni", "vote.sync.ballot"};
+  return names[unsigned(op)];
+}
+
+// "0..31, 40, 42..43"
+std::string ranges(ArrayRef<unsigned> threads) {
+  std::string out;
+  for (size_t i = 0; i < threads.size();) {
+    size_t j = i;
+    while (j + 1 < threads.size() && threads[j + 1] == threads[j] + 1)
+      ++j;
+    out += (out.empty() ? "" : ", ") +
+           (i == j ? fmt::format("{}", threads[i]) : fmt::format("{}..{}", threads[i], threads[j]));
+    i = j + 1;
+  }
+  return out;
+}
+
+} // namespace
+
+ArrayRef<RuntimeSymbol> runtimeSymbols() { return Symbols; }
+
+void runSequential(Trampoline entry, void *const *params, const ThreadContext &block) {
+  ThreadContext t = block;
+  ThreadContext *saved = Current;
+  Current = &t;
+  for (t.tid.z = 0; t.tid.z < block.ntid.z; ++t.tid.z)
+    for (t.tid.y = 0; t.tid.y < block.ntid.y; ++t.tid.y)
+      for (t.tid.x = 0; t.tid.x < block.ntid.x; ++t.tid.x)
+        entry(params);
+  Current = saved;
+}
+
+Expected<std::unique_ptr<BlockRunner>> BlockRunner::create(unsigned threads) {
+  auto r = std::unique_ptr<BlockRunner>(new BlockRunner);
+  size_t page = size_t(sysconf(_SC_PAGESIZE));
+  // Kernels need little stack, libm and the runtime calls a little more; ASan's frames are
+  // several times larger.
+#ifdef AOTC_EMU_ASAN
+  r->StackBytes = 512 * 1024;
+#else
+  r->StackBytes = 128 * 1024;
+#endif
+  size_t slot = r->StackBytes + page; // a guard page below each stack
+  r->MappedBytes = slot * threads;
+  void *p = mmap(nullptr, r->MappedBytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return createStringError(fmt::format(
+        "the emulated CUDA device cannot map {} bytes of fiber stacks", r->MappedBytes));
+  r->Stacks = static_cast<char *>(p);
+  r->Threads = threads;
+  r->Fibers = std::make_unique<Fiber[]>(threads);
+  for (unsigned i = 0; i < threads; ++i) {
+    char *guard = r->Stacks + i * slot;
+    mprotect(guard, page, PROT_NONE);
+    r->Fibers[i].stack = guard + page;
+  }
+  return r;
+}
+
+BlockRunner::~BlockRunner() {
+#ifdef AOTC_EMU_ASAN
+  // Frames of fibers a deadlock abandoned keep their redzones poisoned.
+  if (Abandoned)
+    for (unsigned i = 0; i < Threads; ++i)
+      ASAN_UNPOISON_MEMORY_REGION(Fibers[i].stack, StackBytes);
+#endif
+  if (Stacks)
+    munmap(Stacks, MappedBytes);
+}
+
+void BlockRunner::enter(Fiber &f) {
+  ThreadContext *saved = Current;
+  Current = &f.thread;
+  FiberAccess::Scheduler &s = FiberAccess::Sched;
+  startSwitch(&s.fakeStack, f.stack, StackBytes);
+  swapcontext(&s.ctx, &f.ctx);
+  finishSwitch(s.fakeStack, nullptr, nullptr);
+  Current = saved;
+}
+
+Error BlockRunner::run(StringRef kernel, Trampoline entry, void *const *params,
+                       const ThreadContext &block) {
+  assert(uint64_t(block.ntid.x) * block.ntid.y * block.ntid.z == Threads && "a block's threads");
+#ifdef AOTC_EMU_ASAN
+  if (Abandoned)
+    for (unsigned i = 0; i < Threads; ++i)
+      ASAN_UNPOISON_MEMORY_REGION(Fibers[i].stack, StackBytes);
+  Abandoned = false;
+#endif
+  FiberAccess::Scheduler &s = FiberAccess::Sched;
+  s.entry = entry;
+  s.params = params;
+  for (unsigned i = 0; i < Threads; ++i) {
+    Fiber &f = Fibers[i];
+    f.thread = block;
+    f.thread.tid = {i % block.ntid.x, i / block.ntid.x % block.ntid.y,
+                    i / (block.ntid.x * block.ntid.y)};
+    f.thread.fiber = &f;
+    f.state = Fiber::State::Ready;
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = f.stack;
+    f.ctx.uc_stack.ss_size = StackBytes;
+    f.ctx.uc_link = nullptr;
+    makecontext(&f.ctx, &FiberAccess::start, 0);
+  }
+  for (;;) {
+    for (unsigned i = 0; i < Threads; ++i)
+      if (Fibers[i].state == Fiber::State::Ready)
+        enter(Fibers[i]);
+    if (llvm::all_of(ArrayRef(Fibers.get(), Threads),
+                     [](const Fiber &f) { return f.state == Fiber::State::Done; }))
+      return Error::success();
+    Expected<bool> warps = releaseWarps(kernel);
+    if (!warps) {
+      Abandoned = true;
+      return warps.takeError();
+    }
+    if (!*warps && !releaseBarrier()) {
+      Abandoned = true;
+      return deadlock(kernel);
+    }
+  }
+}
+
+bool BlockRunner::releaseBarrier() {
+  for (unsigned i = 0; i < Threads; ++i)
+    if (Fibers[i].state != Fiber::State::Barrier)
+      return false;
+  for (unsigned i = 0; i < Threads; ++i)
+    Fibers[i].state = Fiber::State::Ready;
+  return true;
+}
+
+Expected<bool> BlockRunner::releaseWarps(StringRef kernel) {
+  bool released = false;
+  for (unsigned w = 0; w * WarpSize < Threads; ++w) {
+    unsigned base = w * WarpSize, lanes = std::min(WarpSize, Threads - base);
+    auto fiber = [&](unsigned lane) -> Fiber & { return Fibers[base + lane]; };
+    // Lanes that can take part in a collective: present and not exited.
+    uint32_t live = 0;
+    for (unsigned l = 0; l < lanes; ++l)
+      if (fiber(l).state != Fiber::State::Done)
+        live |= 1u << l;
+    for (unsigned l = 0; l < lanes; ++l) {
+      Fiber &f = fiber(l);
+      if (f.state != Fiber::State::Warp)
+        continue;
+      const ThreadContext &t = f.thread;
+      auto where = [&] {
+        return fmt::format("kernel {}, block ({}, {}, {}), warp {}", kernel.str(), t.ctaid.x,
+                           t.ctaid.y, t.ctaid.z, w);
+      };
+      if (!(f.mask >> l & 1))
+        return createStringError(fmt::format("{}: lane {} calls {} with mask {:#010x}, which "
+                                             "leaves it out",
+                                             where(), l, opName(f.op), f.mask));
+      uint32_t group = f.mask & live;
+      bool waiting = true;
+      for (unsigned o = 0; o < lanes; ++o) {
+        if (!(group >> o & 1))
+          continue;
+        Fiber &g = fiber(o);
+        if (g.state != Fiber::State::Warp) {
+          waiting = false;
+          continue;
+        }
+        if (g.op != f.op || g.mask != f.mask)
+          return createStringError(fmt::format(
+              "{}: lanes {} and {} meet in different warp collectives ({} mask {:#010x}, {} mask "
+              "{:#010x})",
+              where(), l, o, opName(f.op), f.mask, opName(g.op), g.mask));
+      }
+      if (!waiting)
+        continue; // some lane of the mask waits at a barrier: a deadlock unless it is released
+      uint32_t votes = 0;
+      for (unsigned o = 0; o < lanes; ++o)
+        if (group >> o & 1 && fiber(o).value)
+          votes |= 1u << o;
+      for (unsigned o = 0; o < lanes; ++o) {
+        if (!(group >> o & 1))
+          continue;
+        Fiber &g = fiber(o);
+        switch (f.op) {
+        case WarpOp::All:
+          g.result = votes == group;
+          break;
+        case WarpOp::Any:
+          g.result = votes != 0;
+          break;
+        case WarpOp::Uni:
+          g.result = votes == 0 || votes == group;
+          break;
+        case WarpOp::Ballot:
+          g.result = votes;
+          break;
+        default: {
+          unsigned src = shuffleSource(f.op, o, g.b, g.c);
+          g.result = src < lanes && (group >> src & 1) ? fiber(src).value : g.value;
+        }
+        }
+      }
+      for (unsigned o = 0; o < lanes; ++o)
+        if (group >> o & 1)
+          fiber(o).state = Fiber::State::Ready;
+      released = true;
+    }
+  }
+  return released;
+}
+
+Error BlockRunner::deadlock(StringRef kernel) const {
+  SmallVector<unsigned, 64> barrier, warp, done;
+  for (unsigned i = 0; i < Threads; ++i) {
+    switch (Fibers[i].state) {
+    case Fiber::State::Barrier:
+      barrier.push_back(i);
+      break;
+    case Fiber::State::Warp:
+      warp.push_back(i);
+      break;
+    case Fiber::State::Done:
+      done.push_back(i);
+      break;
+    case Fiber::State::Ready:
+      break;
+    }
+  }
+  const ThreadContext &t = Fibers[0].thread;
+  std::string where =
+      fmt::format("kernel {}, block ({}, {}, {})", kernel.str(), t.ctaid.x, t.ctaid.y, t.ctaid.z);
+  if (warp.empty())
+    return createStringError(
+        fmt::format("{}: threads {} wait at a barrier that threads {} exited without reaching",
+                    where, ranges(barrier), ranges(done)));
+  return createStringError(fmt::format(
+      "{}: deadlock: threads {} wait in a warp collective whose mask names threads {} waiting at "
+      "a barrier",
+      where, ranges(warp), ranges(barrier)));
+}
+
+} // namespace aotc::cuda::emu

@@ -1,0 +1,193 @@
+// The CUDA GEMM library kernel on the emulated device against the reference interpreter, and
+// through ptxas for sm_80 and sm_90 without register spills: matmuls at odd sizes (m, n, k not
+// multiples of the tiles, k = 1), batched and transposed operands, linear layers with their bias
+// and relu / gelu fused into the epilogue, convolutions as implicit GEMMs (stride, padding,
+// dilation, 1x1, a residual), and grouped convolutions, which stay loop kernels.
+#include "../kernel/KernelTestUtil.h"
+#include "CudaTestUtil.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <regex>
+
+namespace aotc::cuda {
+namespace {
+
+using test::Dims;
+
+/// How many GemmCalls the fused lowering of `text` for CUDA has.
+unsigned gemms(const std::string &text) {
+  std::unique_ptr<Graph> g = aotc::test::prepare(text, true);
+  if (!g)
+    return 0;
+  auto p = test::lowerForCuda(*g, true);
+  if (!p)
+    return 0;
+  unsigned n = 0;
+  kir::forEachStep(p->entries[0].steps,
+                   [&](const kir::Step &s) { n += std::holds_alternative<kir::GemmCall>(s); });
+  return n;
+}
+
+/// Each graph runs emulated against the interpreter at 1, a middle value and the max of its
+/// dims, lowers to `Gemms` GEMMs, and its kernels go through ptxas.
+#define CUDA_GEMM_TEST(Name, Text, Runs, Gemms)                                                    \
+  TEST(CudaGemm, Name) {                                                                           \
+    EXPECT_EQ(gemms(Text), Gemms);                                                                 \
+    test::expectEmulatedMatches(Text, Runs, 1e-5, true);                                           \
+  }                                                                                                \
+  TEST(CudaGemmPtxas, Name) { test::expectPtxasAccepts(Text, true); }
+
+const std::vector<Dims> Rows = {{{"rows", 1}}, {{"rows", 65}}, {{"rows", 130}}};
+
+// m over two block tiles and a bit (130 = 2 * 64 + 2), n and k odd and off the tiles.
+const char *Mm = R"(graph @t opset 1.0
+dim rows in 1..130
+entry @f(%0 : f32[rows, 67] = input "x", %1 : f32[67, 33] = input "w") {
+  %2 = aten.mm(%0, %1) : f32[rows, 33]
+  return %2 as output "y"
+}
+)";
+CUDA_GEMM_TEST(MmOddSizes, Mm, Rows, 1u)
+
+// k = 1 (one partial k-step), n past one block tile.
+const char *OuterProduct = R"(graph @t opset 1.0
+dim rows in 1..130
+entry @f(%0 : f32[rows, 1] = input "x", %1 : f32[1, 70] = input "w") {
+  %2 = aten.mm(%0, %1) : f32[rows, 70]
+  return %2 as output "y"
+}
+)";
+CUDA_GEMM_TEST(KOfOne, OuterProduct, Rows, 1u)
+
+const std::vector<Dims> Batches = {{{"batch", 1}}, {{"batch", 3}}, {{"batch", 6}}};
+
+// Batched matmuls: 4-d operands folded into one batch, a broadcast right operand (batch stride
+// 0), a transposed one, and bmm.
+const char *Batched = R"(graph @t opset 1.0
+dim batch in 1..6
+entry @f(%0 : f32[batch, 3, 17, 9] = input "a", %1 : f32[batch, 3, 9, 13] = input "b", %2 : f32[9, 13] = input "w", %3 : f32[batch, 13, 9] = input "c") {
+  %4 = aten.matmul(%0, %1) : f32[batch, 3, 17, 13]
+  %5 = aten.matmul(%0, %2) : f32[batch, 3, 17, 13]
+  %6 = aten.transpose.int(%3) {dim0 = 1, dim1 = 2} : f32[batch, 9, 13]
+  %7 = aten.view(%0) {size = [batch, 51, 9]} : f32[batch, 51, 9]
+  %8 = aten.bmm(%7, %6) : f32[batch, 51, 13]
+  return %4 as output "y", %5 as output "z", %8 as output "t"
+}
+)";
+CUDA_GEMM_TEST(Batched, Batched, Batches, 3u)
+
+const std::vector<Dims> Tokens = {
+    {{"batch", 1}, {"seq", 1}}, {{"batch", 3}, {"seq", 7}}, {{"batch", 8}, {"seq", 17}}};
+
+// nn.Linear with its bias and relu, then with erf gelu, fused into the GEMMs' epilogues. Two
+// layers of f32 dot products keep within 1e-5 of the interpreter's (which sums in double) at
+// these widths; much longer chains would not, in any f32 summation order.
+const char *Linear = R"(graph @t opset 1.0
+dim batch in 1..8
+dim seq in 1..17
+entry @f(%0 : f32[batch, seq, 24] = input "x", %1 : f32[36, 24] = input "w1", %2 : f32[36] = input "b1", %3 : f32[20, 36] = input "w2", %4 : f32[20] = input "b2") {
+  %5 = aten.linear(%0, %1, %2) : f32[batch, seq, 36]
+  %6 = aten.relu(%5) : f32[batch, seq, 36]
+  %7 = aten.linear(%6, %3, %4) : f32[batch, seq, 20]
+  %8 = aten.gelu(%7) : f32[batch, seq, 20]
+  return %8 as output "y"
+}
+)";
+CUDA_GEMM_TEST(LinearBiasReluGelu, Linear, Tokens, 2u)
+
+// A 3x3 convolution with stride 2, padding 1 and dilation 2 on a rectangular map, bias and relu
+// in the epilogue: the implicit GEMM reads zeros in the padding.
+const char *ConvStrided = R"(graph @t opset 1.0
+dim batch in 1..5
+entry @f(%0 : f32[batch, 5, 11, 9] = input "x", %1 : f32[20, 5, 3, 3] = input "w", %2 : f32[20] = input "bias") {
+  %3 = aten.convolution(%0, %1, %2) {stride = [2, 2], padding = [1, 1], dilation = [2, 2], transposed = false, output_padding = [0, 0], groups = 1} : f32[batch, 20, 5, 4]
+  %4 = aten.relu(%3) : f32[batch, 20, 5, 4]
+  return %4 as output "y"
+}
+)";
+const std::vector<Dims> Images = {{{"batch", 1}}, {{"batch", 2}}, {{"batch", 5}}};
+CUDA_GEMM_TEST(ConvStridePaddingDilation, ConvStrided, Images, 1u)
+
+// Uneven stride, padding and dilation per axis.
+const char *ConvRect = R"(graph @t opset 1.0
+dim batch in 1..5
+entry @f(%0 : f32[batch, 3, 9, 12] = input "x", %1 : f32[17, 3, 3, 2] = input "w", %2 : f32[17] = input "bias") {
+  %3 = aten.convolution(%0, %1, %2) {stride = [2, 1], padding = [2, 1], dilation = [2, 3], transposed = false, output_padding = [0, 0], groups = 1} : f32[batch, 17, 5, 11]
+  return %3 as output "y"
+}
+)";
+CUDA_GEMM_TEST(ConvRectangular, ConvRect, Images, 1u)
+
+// 1x1: the input itself is B.
+const char *Conv1x1 = R"(graph @t opset 1.0
+dim batch in 1..5
+entry @f(%0 : f32[batch, 16, 7, 6] = input "x", %1 : f32[24, 16, 1, 1] = input "w", %2 : f32[24] = input "bias") {
+  %3 = aten.convolution(%0, %1, %2) {stride = [1, 1], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1} : f32[batch, 24, 7, 6]
+  return %3 as output "y"
+}
+)";
+CUDA_GEMM_TEST(Conv1x1, Conv1x1, Images, 1u)
+
+// ResNet's block: conv, bias, relu and the residual add, all in the epilogue.
+const char *ConvResidual = R"(graph @t opset 1.0
+dim batch in 1..5
+entry @f(%0 : f32[batch, 16, 10, 9] = input "x", %1 : f32[16, 16, 3, 3] = input "w", %2 : f32[16] = input "bias") {
+  %3 = aten.convolution(%0, %1, %2) {stride = [1, 1], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1} : f32[batch, 16, 10, 9]
+  %4 = aten.relu(%3) : f32[batch, 16, 10, 9]
+  %5 = aten.add.Tensor(%4, %0) : f32[batch, 16, 10, 9]
+  return %5 as output "y"
+}
+)";
+CUDA_GEMM_TEST(ConvBiasReluResidual, ConvResidual, Images, 1u)
+
+// Grouped convolutions lower to loop kernels (no GEMM) on CUDA as on the CPU.
+const char *ConvGrouped = R"(graph @t opset 1.0
+dim batch in 1..5
+entry @f(%0 : f32[batch, 8, 6, 7] = input "x", %1 : f32[16, 4, 3, 3] = input "w") {
+  %2 = aten.convolution(%0, %1, none) {stride = [1, 2], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 2} : f32[batch, 16, 6, 4]
+  return %2 as output "y"
+}
+)";
+CUDA_GEMM_TEST(ConvGroupedStaysDirect, ConvGrouped, Images, 0u)
+
+// ptxas -v on the GEMM kernels of the linear and convolution graphs: no register spills on
+// sm_80 and sm_90, and the register tile fits well under the 255 registers a thread may have.
+TEST(CudaGemmPtxas, NoSpills) {
+  if (auto dir = cudaToolkitDir(); !dir)
+    GTEST_SKIP() << llvm::toString(dir.takeError());
+  for (const char *text : {Linear, ConvStrided}) {
+    std::unique_ptr<Graph> g = aotc::test::prepare(text, true);
+    ASSERT_TRUE(g);
+    auto program = test::lowerForCuda(*g, true);
+    ASSERT_TRUE(program);
+    llvm::LLVMContext ctx;
+    auto cm = emitEntryKernels(ctx, program->entries[0], "test");
+    ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
+    for (CudaArch arch : {CudaArch::SM80, CudaArch::SM90}) {
+      auto ptx = compileToPtx(*cm->module, arch);
+      ASSERT_TRUE(static_cast<bool>(ptx)) << llvm::toString(ptx.takeError());
+      std::string usage;
+      auto cubin = assemblePtx(*ptx, arch, &usage);
+      ASSERT_TRUE(static_cast<bool>(cubin)) << llvm::toString(cubin.takeError());
+      std::smatch match;
+      std::regex spills("([0-9]+) bytes spill stores, ([0-9]+) bytes spill loads");
+      std::regex registers("Used ([0-9]+) registers");
+      unsigned kernels = 0;
+      for (auto it = std::sregex_iterator(usage.begin(), usage.end(), spills);
+           it != std::sregex_iterator(); ++it, ++kernels) {
+        EXPECT_EQ((*it)[1], "0") << usage;
+        EXPECT_EQ((*it)[2], "0") << usage;
+      }
+      EXPECT_GE(kernels, 1u) << usage;
+      for (auto it = std::sregex_iterator(usage.begin(), usage.end(), registers);
+           it != std::sregex_iterator(); ++it)
+        EXPECT_LE(std::stoi((*it)[1]), 128) << usage;
+      if (getenv("AOTC_PRINT_PTXAS"))
+        llvm::errs() << archInfo(arch).name << ":\n" << usage << "\n";
+    }
+  }
+}
+
+} // namespace
+} // namespace aotc::cuda

@@ -1,0 +1,432 @@
+// The emulated CUDA device on hand-written NVPTX IR kernels, checked against known values: block
+// reductions through shared memory and barriers (in loops), warp shuffles and votes (a partial
+// last warp included), dynamic shared memory, atomics on global and shared memory across
+// blocks; and malformed kernels: an unknown intrinsic, a barrier some threads never reach, a
+// mask that leaves its caller out, each one line of error instead of a crash or a hang.
+#include "codegen/cuda/emu/Emulator.h"
+
+#include "llvm/AsmParser/Parser.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace aotc::cuda::emu {
+namespace {
+
+const char *Prelude = R"(
+target triple = "nvptx64-nvidia-cuda"
+target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.laneid()
+declare void @llvm.nvvm.barrier0()
+declare void @llvm.nvvm.barrier.sync(i32)
+declare float @llvm.nvvm.shfl.sync.down.f32(i32, float, i32, i32)
+declare i32 @llvm.nvvm.shfl.sync.bfly.i32(i32, i32, i32, i32)
+declare i32 @llvm.nvvm.shfl.sync.idx.i32(i32, i32, i32, i32)
+declare i32 @llvm.nvvm.shfl.sync.up.i32(i32, i32, i32, i32)
+declare i32 @llvm.nvvm.vote.ballot.sync(i32, i1)
+declare i1 @llvm.nvvm.vote.all.sync(i32, i1)
+declare i1 @llvm.nvvm.vote.any.sync(i32, i1)
+)";
+
+/// The kernels of `body` (Prelude before it) loaded on the emulated device.
+llvm::Expected<std::unique_ptr<EmulatedModule>> load(const std::string &body) {
+  llvm::LLVMContext ctx;
+  llvm::SMDiagnostic diag;
+  std::unique_ptr<llvm::Module> m = llvm::parseAssemblyString(Prelude + body, diag, ctx);
+  if (!m) {
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    diag.print("kernel", os);
+    return llvm::createStringError(msg);
+  }
+  return EmulatedModule::load(*m);
+}
+
+std::unique_ptr<EmulatedModule> loadOrFail(const std::string &body) {
+  auto m = load(body);
+  if (!m) {
+    ADD_FAILURE() << llvm::toString(m.takeError());
+    return nullptr;
+  }
+  return std::move(*m);
+}
+
+/// Launches with one pointer parameter per buffer.
+llvm::Error launch(EmulatedModule &m, llvm::StringRef kernel, Dim3 grid, Dim3 block,
+                   std::vector<void *> buffers, uint32_t dynamicShared = 0) {
+  std::vector<void *> params;
+  for (void *&b : buffers)
+    params.push_back(&b);
+  return m.launch(kernel, grid, block, params, dynamicShared);
+}
+
+// A tree sum of each block's inputs in static shared memory, a barrier in every step of the
+// loop; thread 0 also counts the block's threads with atomics on a second shared variable,
+// reached through a generic pointer (a constant expression over the global).
+const char *BlockSum = R"(
+@buf = internal addrspace(3) global [64 x float] undef, align 4
+@count = internal addrspace(3) global i32 undef, align 4
+
+define void @block_sum(ptr %in, ptr %out, ptr %counts) {
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %bid = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+  %ntid = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+  %base = mul i32 %bid, %ntid
+  %gi = add i32 %base, %tid
+  %gi64 = zext i32 %gi to i64
+  %src = getelementptr float, ptr %in, i64 %gi64
+  %v = load float, ptr %src
+  %tid64 = zext i32 %tid to i64
+  %slot = getelementptr [64 x float], ptr addrspace(3) @buf, i64 0, i64 %tid64
+  store float %v, ptr addrspace(3) %slot
+  %first = icmp eq i32 %tid, 0
+  br i1 %first, label %init, label %synced
+init:
+  store i32 0, ptr addrspace(3) @count
+  br label %synced
+synced:
+  call void @llvm.nvvm.barrier0()
+  %old = atomicrmw add ptr addrspacecast (ptr addrspace(3) @count to ptr), i32 1 monotonic
+  %half0 = lshr i32 %ntid, 1
+  br label %loop
+loop:
+  %s = phi i32 [ %half0, %synced ], [ %s.next, %cont ]
+  %active = icmp ult i32 %tid, %s
+  br i1 %active, label %add, label %cont
+add:
+  %o = add i32 %tid, %s
+  %o64 = zext i32 %o to i64
+  %p = getelementptr [64 x float], ptr addrspace(3) @buf, i64 0, i64 %o64
+  %a = load float, ptr addrspace(3) %slot
+  %b = load float, ptr addrspace(3) %p
+  %sum = fadd float %a, %b
+  store float %sum, ptr addrspace(3) %slot
+  br label %cont
+cont:
+  call void @llvm.nvvm.barrier.sync(i32 0)
+  %s.next = lshr i32 %s, 1
+  %more = icmp ne i32 %s.next, 0
+  br i1 %more, label %loop, label %done
+done:
+  br i1 %first, label %write, label %exit
+write:
+  %r = load float, ptr addrspace(3) @buf
+  %bid64 = zext i32 %bid to i64
+  %dst = getelementptr float, ptr %out, i64 %bid64
+  store float %r, ptr %dst
+  %n = load i32, ptr addrspace(3) @count
+  %cdst = getelementptr i32, ptr %counts, i64 %bid64
+  store i32 %n, ptr %cdst
+  br label %exit
+exit:
+  ret void
+}
+!nvvm.annotations = !{!0}
+!0 = !{ptr @block_sum, !"kernel", i32 1}
+)";
+
+TEST(Emulator, BlockReductionThroughSharedMemory) {
+  auto m = loadOrFail(BlockSum);
+  ASSERT_TRUE(m);
+  for (uint32_t threads : {64u, 16u, 1u}) {
+    const uint32_t blocks = 3;
+    std::vector<float> in(blocks * threads);
+    for (size_t i = 0; i < in.size(); ++i)
+      in[i] = float(i % 7) - 2.0f;
+    std::vector<float> out(blocks, -1);
+    std::vector<int32_t> counts(blocks, -1);
+    ASSERT_FALSE(
+        launch(*m, "block_sum", {blocks}, {threads}, {in.data(), out.data(), counts.data()}))
+        << threads;
+    for (uint32_t b = 0; b < blocks; ++b) {
+      float want = std::accumulate(in.begin() + b * threads, in.begin() + (b + 1) * threads, 0.0f);
+      EXPECT_EQ(out[b], want) << "block " << b << " of " << threads << " threads";
+      EXPECT_EQ(counts[b], int32_t(threads));
+    }
+  }
+}
+
+// Each warp sums its lanes' floats with shfl.down (lane 0 holds the sum) and its lanes' indices
+// with shfl.bfly (every lane holds it); shfl.idx broadcasts lane 3's value; shfl.up by 1 within
+// segments of 8 lanes (c = (32 - 8) << 8) shifts values up, lane 0 of each segment keeping its
+// own.
+const char *WarpShuffles = R"(
+define void @warp_sum(ptr %in, ptr %sums, ptr %xor, ptr %idx, ptr %up) {
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %bid = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+  %ntid = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+  %lane = call i32 @llvm.nvvm.read.ptx.sreg.laneid()
+  %base = mul i32 %bid, %ntid
+  %gi = add i32 %base, %tid
+  %gi64 = zext i32 %gi to i64
+  %src = getelementptr float, ptr %in, i64 %gi64
+  %v0 = load float, ptr %src
+  %d16 = call float @llvm.nvvm.shfl.sync.down.f32(i32 -1, float %v0, i32 16, i32 31)
+  %v1 = fadd float %v0, %d16
+  %d8 = call float @llvm.nvvm.shfl.sync.down.f32(i32 -1, float %v1, i32 8, i32 31)
+  %v2 = fadd float %v1, %d8
+  %d4 = call float @llvm.nvvm.shfl.sync.down.f32(i32 -1, float %v2, i32 4, i32 31)
+  %v3 = fadd float %v2, %d4
+  %d2 = call float @llvm.nvvm.shfl.sync.down.f32(i32 -1, float %v3, i32 2, i32 31)
+  %v4 = fadd float %v3, %d2
+  %d1 = call float @llvm.nvvm.shfl.sync.down.f32(i32 -1, float %v4, i32 1, i32 31)
+  %v5 = fadd float %v4, %d1
+  br label %bfly
+bfly:
+  %x = phi i32 [ %gi, %entry ], [ %x.next, %bfly ]
+  %k = phi i32 [ 16, %entry ], [ %k.next, %bfly ]
+  %y = call i32 @llvm.nvvm.shfl.sync.bfly.i32(i32 -1, i32 %x, i32 %k, i32 31)
+  %x.next = add i32 %x, %y
+  %k.next = lshr i32 %k, 1
+  %more = icmp ne i32 %k.next, 0
+  br i1 %more, label %bfly, label %rest
+rest:
+  %i = call i32 @llvm.nvvm.shfl.sync.idx.i32(i32 -1, i32 %gi, i32 3, i32 31)
+  %u = call i32 @llvm.nvvm.shfl.sync.up.i32(i32 -1, i32 %gi, i32 1, i32 6144)
+  %xp = getelementptr i32, ptr %xor, i64 %gi64
+  store i32 %x.next, ptr %xp
+  %ip = getelementptr i32, ptr %idx, i64 %gi64
+  store i32 %i, ptr %ip
+  %upp = getelementptr i32, ptr %up, i64 %gi64
+  store i32 %u, ptr %upp
+  %first = icmp eq i32 %lane, 0
+  br i1 %first, label %write, label %exit
+write:
+  %warp = lshr i32 %gi, 5
+  %w64 = zext i32 %warp to i64
+  %dst = getelementptr float, ptr %sums, i64 %w64
+  store float %v5, ptr %dst
+  br label %exit
+exit:
+  ret void
+}
+!nvvm.annotations = !{!0}
+!0 = !{ptr @warp_sum, !"kernel", i32 1}
+)";
+
+TEST(Emulator, WarpShuffles) {
+  auto m = loadOrFail(WarpShuffles);
+  ASSERT_TRUE(m);
+  const uint32_t blocks = 2, threads = 64, n = blocks * threads;
+  std::vector<float> in(n), sums(n / 32, -1);
+  for (uint32_t i = 0; i < n; ++i)
+    in[i] = float(i % 5) + 0.5f;
+  std::vector<int32_t> xors(n, -1), idx(n, -1), up(n, -1);
+  ASSERT_FALSE(launch(*m, "warp_sum", {blocks}, {threads},
+                      {in.data(), sums.data(), xors.data(), idx.data(), up.data()}));
+  for (uint32_t w = 0; w < n / 32; ++w) {
+    EXPECT_EQ(sums[w], std::accumulate(in.begin() + 32 * w, in.begin() + 32 * (w + 1), 0.0f));
+    int32_t indexSum = 0;
+    for (uint32_t l = 0; l < 32; ++l)
+      indexSum += int32_t(32 * w + l);
+    for (uint32_t l = 0; l < 32; ++l) {
+      uint32_t i = 32 * w + l;
+      EXPECT_EQ(xors[i], indexSum) << i;
+      EXPECT_EQ(idx[i], int32_t(32 * w + 3)) << i;
+      EXPECT_EQ(up[i], int32_t(l % 8 == 0 ? i : i - 1)) << i;
+    }
+  }
+}
+
+// Ballots and votes over a block of 40 threads: the second warp has 8 lanes, and only they vote.
+const char *Votes = R"(
+define void @votes(ptr %ballots, ptr %flags) {
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %r = urem i32 %tid, 3
+  %p = icmp eq i32 %r, 0
+  %b = call i32 @llvm.nvvm.vote.ballot.sync(i32 -1, i1 %p)
+  %small = icmp ult i32 %tid, 100
+  %all = call i1 @llvm.nvvm.vote.all.sync(i32 -1, i1 %small)
+  %is35 = icmp eq i32 %tid, 35
+  %any = call i1 @llvm.nvvm.vote.any.sync(i32 -1, i1 %is35)
+  %allp = call i1 @llvm.nvvm.vote.all.sync(i32 -1, i1 %p)
+  %a = zext i1 %all to i32
+  %y = zext i1 %any to i32
+  %y2 = shl i32 %y, 1
+  %z = zext i1 %allp to i32
+  %z2 = shl i32 %z, 2
+  %f0 = or i32 %a, %y2
+  %f = or i32 %f0, %z2
+  %t64 = zext i32 %tid to i64
+  %bp = getelementptr i32, ptr %ballots, i64 %t64
+  store i32 %b, ptr %bp
+  %fp = getelementptr i32, ptr %flags, i64 %t64
+  store i32 %f, ptr %fp
+  ret void
+}
+!nvvm.annotations = !{!0}
+!0 = !{ptr @votes, !"kernel", i32 1}
+)";
+
+TEST(Emulator, BallotAndVotesInAPartialWarp) {
+  auto m = loadOrFail(Votes);
+  ASSERT_TRUE(m);
+  const uint32_t threads = 40;
+  std::vector<uint32_t> ballots(threads, 0), flags(threads, 9);
+  ASSERT_FALSE(launch(*m, "votes", {1}, {threads}, {ballots.data(), flags.data()}));
+  for (uint32_t t = 0; t < threads; ++t) {
+    uint32_t base = t / 32 * 32, lanes = std::min(32u, threads - base), want = 0;
+    for (uint32_t l = 0; l < lanes; ++l)
+      if ((base + l) % 3 == 0)
+        want |= 1u << l;
+    EXPECT_EQ(ballots[t], want) << t;
+    // all(tid < 100) holds; any(tid == 35) only in the second warp; all(p) nowhere.
+    EXPECT_EQ(flags[t], t >= 32 ? 3u : 1u) << t;
+  }
+}
+
+// Values rotate through dynamic shared memory five times, two barriers per step of the loop.
+const char *Rotate = R"(
+@dyn = external addrspace(3) global [0 x i32], align 16
+
+define void @rotate(ptr %out) {
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %ntid = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+  %t64 = zext i32 %tid to i64
+  %next = add i32 %tid, 1
+  %wrap = urem i32 %next, %ntid
+  %n64 = zext i32 %wrap to i64
+  %mine = getelementptr [0 x i32], ptr addrspace(3) @dyn, i64 0, i64 %t64
+  %theirs = getelementptr [0 x i32], ptr addrspace(3) @dyn, i64 0, i64 %n64
+  br label %loop
+loop:
+  %v = phi i32 [ %tid, %entry ], [ %w, %loop ]
+  %i = phi i32 [ 0, %entry ], [ %i.next, %loop ]
+  store i32 %v, ptr addrspace(3) %mine
+  call void @llvm.nvvm.barrier0()
+  %w = load i32, ptr addrspace(3) %theirs
+  call void @llvm.nvvm.barrier0()
+  %i.next = add i32 %i, 1
+  %more = icmp ult i32 %i.next, 5
+  br i1 %more, label %loop, label %exit
+exit:
+  %dst = getelementptr i32, ptr %out, i64 %t64
+  store i32 %w, ptr %dst
+  ret void
+}
+!nvvm.annotations = !{!0}
+!0 = !{ptr @rotate, !"kernel", i32 1}
+)";
+
+TEST(Emulator, BarriersInALoopOverDynamicSharedMemory) {
+  auto m = loadOrFail(Rotate);
+  ASSERT_TRUE(m);
+  for (uint32_t threads : {7u, 96u}) {
+    std::vector<int32_t> out(threads, -1);
+    ASSERT_FALSE(launch(*m, "rotate", {2}, {threads}, {out.data()}, threads * 4));
+    for (uint32_t t = 0; t < threads; ++t)
+      EXPECT_EQ(out[t], int32_t((t + 5) % threads)) << t;
+  }
+}
+
+// atomicAdd of every thread of every block into one counter and one float sum, on the path
+// without fibers (no barrier).
+const char *Atomics = R"(
+define void @count(ptr %counter, ptr %sum) {
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %old = atomicrmw add ptr %counter, i32 1 monotonic
+  %f = uitofp i32 %tid to float
+  %olds = atomicrmw fadd ptr %sum, float %f monotonic
+  ret void
+}
+!nvvm.annotations = !{!0}
+!0 = !{ptr @count, !"kernel", i32 1}
+)";
+
+TEST(Emulator, AtomicAddAcrossBlocks) {
+  auto m = loadOrFail(Atomics);
+  ASSERT_TRUE(m);
+  int32_t counter = 5;
+  float sum = 0;
+  ASSERT_FALSE(launch(*m, "count", {7, 2}, {64}, {&counter, &sum}));
+  EXPECT_EQ(counter, 5 + 7 * 2 * 64);
+  EXPECT_EQ(sum, 14.0f * (63 * 64 / 2));
+}
+
+TEST(Emulator, UnknownIntrinsicIsAOneLineError) {
+  auto m = load(R"(
+declare i32 @llvm.nvvm.read.ptx.sreg.clock()
+define void @k(ptr %out) {
+  %c = call i32 @llvm.nvvm.read.ptx.sreg.clock()
+  store i32 %c, ptr %out
+  ret void
+}
+!nvvm.annotations = !{!0}
+!0 = !{ptr @k, !"kernel", i32 1}
+)");
+  ASSERT_FALSE(m);
+  EXPECT_EQ(llvm::toString(m.takeError()),
+            "the emulated CUDA device does not implement llvm.nvvm.read.ptx.sreg.clock yet");
+}
+
+// Threads 32..63 return without the barrier the first warp waits at: an error, not a hang.
+TEST(Emulator, BarrierSomeThreadsNeverReachIsAnError) {
+  auto m = loadOrFail(R"(
+define void @k(ptr %out) {
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %low = icmp ult i32 %tid, 32
+  br i1 %low, label %wait, label %exit
+wait:
+  call void @llvm.nvvm.barrier0()
+  store i32 1, ptr %out
+  br label %exit
+exit:
+  ret void
+}
+!nvvm.annotations = !{!0}
+!0 = !{ptr @k, !"kernel", i32 1}
+)");
+  ASSERT_TRUE(m);
+  int32_t out = 0;
+  llvm::Error err = launch(*m, "k", {2}, {64}, {&out});
+  ASSERT_TRUE(static_cast<bool>(err));
+  EXPECT_EQ(llvm::toString(std::move(err)),
+            "kernel k, block (0, 0, 0): threads 0..31 wait at a barrier that threads 32..63 "
+            "exited without reaching");
+  EXPECT_EQ(out, 0);
+  // The module stays usable: the next launch of a kernel runs normally.
+  std::vector<int32_t> rotated(4, -1);
+  auto r = loadOrFail(Rotate);
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(launch(*r, "rotate", {1}, {4}, {rotated.data()}, 16));
+  EXPECT_EQ(rotated[0], 1);
+}
+
+// A shuffle whose mask leaves out the lane calling it (undefined on a GPU) is an error.
+TEST(Emulator, MaskWithoutTheCallerIsAnError) {
+  auto m = loadOrFail(R"(
+define void @k(ptr %out) {
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %v = call i32 @llvm.nvvm.shfl.sync.idx.i32(i32 1, i32 %tid, i32 0, i32 31)
+  store i32 %v, ptr %out
+  ret void
+}
+!nvvm.annotations = !{!0}
+!0 = !{ptr @k, !"kernel", i32 1}
+)");
+  ASSERT_TRUE(m);
+  int32_t out = 0;
+  llvm::Error err = launch(*m, "k", {1}, {2}, {&out});
+  ASSERT_TRUE(static_cast<bool>(err));
+  EXPECT_EQ(llvm::toString(std::move(err)),
+            "kernel k, block (0, 0, 0), warp 0: lane 1 calls shfl.sync.idx with mask 0x00000001, "
+            "which leaves it out");
+}
+
+} // namespace
+} // namespace aotc::cuda::emu
