@@ -9,7 +9,12 @@
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/Linker/Linker.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <atomic>
+#include <map>
+#include <thread>
 
 namespace aotc::cuda {
 
@@ -69,31 +74,65 @@ Expected<std::unique_ptr<Module>> emitKernels(LLVMContext &c, const kir::Program
   return all;
 }
 
-/// The arch whose PTX the artifact carries: the newest that is not arch-specific (sm_90a's PTX
-/// JITs only on sm_90).
-CudaArch ptxArch(ArrayRef<CudaArch> archs) {
-  CudaArch best = archs.front();
+/// The arch a cubin's PTX is compiled for: the lowest of the list for every arch that is not
+/// arch-specific (ptxas assembles sm_80 PTX for sm_86, sm_89 and sm_90 alike, and the kernels use
+/// nothing newer), so LLVM compiles the module once; an arch-specific one (sm_90a: wgmma, TMA)
+/// gets its own.
+CudaArch ptxArchFor(CudaArch arch, ArrayRef<CudaArch> archs) {
+  if (arch == CudaArch::SM90a)
+    return arch;
   for (CudaArch a : archs)
     if (a != CudaArch::SM90a)
-      best = a;
-  return best;
+      return a;
+  return arch;
 }
 
 Error emitImages(const Module &kernels, ArrayRef<CudaArch> archs, CudaCode &code) {
+  std::map<CudaArch, std::string> ptx;
   for (CudaArch arch : archs) {
-    Expected<std::string> ptx = compileToPtx(kernels, arch);
-    if (!ptx)
-      return ptx.takeError();
-    Expected<std::vector<char>> cubin = assemblePtx(*ptx, arch);
-    if (!cubin)
-      return cubin.takeError();
-    code.images.push_back({ImageKind::Cubin, arch, std::move(*cubin)});
-    if (arch == ptxArch(archs)) {
-      std::vector<char> text(ptx->begin(), ptx->end());
-      text.push_back('\0');
-      code.images.push_back({ImageKind::Ptx, arch, std::move(text)});
-    }
+    CudaArch target = ptxArchFor(arch, archs);
+    if (ptx.count(target))
+      continue;
+    Expected<std::string> text = compileToPtx(kernels, target);
+    if (!text)
+      return text.takeError();
+    ptx[target] = std::move(*text);
   }
+  // ptxas runs as a subprocess per arch: all at once, bounded by the machine's cores.
+  std::vector<Expected<std::vector<char>>> cubins;
+  for (size_t i = 0; i < archs.size(); ++i)
+    cubins.emplace_back(std::vector<char>());
+  unsigned workers = std::max(1u, llvm::heavyweight_hardware_concurrency().compute_thread_count());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < archs.size();)
+      cubins[i] = assemblePtx(ptx[ptxArchFor(archs[i], archs)], archs[i]);
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < std::min<size_t>(workers, archs.size()); ++t)
+    threads.emplace_back(work);
+  work();
+  for (std::thread &t : threads)
+    t.join();
+  Error err = Error::success();
+  for (auto [i, cubin] : enumerate(cubins)) {
+    if (!cubin) {
+      err = joinErrors(std::move(err), cubin.takeError());
+      continue;
+    }
+    code.images.push_back({ImageKind::Cubin, archs[i], std::move(*cubin)});
+  }
+  if (err)
+    return err;
+  // The PTX that newer GPUs compile at load: the shared one, for the newest arch it serves.
+  CudaArch newest = archs.front();
+  for (CudaArch a : archs)
+    if (a != CudaArch::SM90a)
+      newest = a;
+  const std::string &text = ptx[ptxArchFor(newest, archs)];
+  std::vector<char> bytes(text.begin(), text.end());
+  bytes.push_back('\0');
+  code.images.push_back({ImageKind::Ptx, ptxArchFor(newest, archs), std::move(bytes)});
   SmallVector<char, 0> bitcode;
   raw_svector_ostream os(bitcode);
   WriteBitcodeToFile(kernels, os);
