@@ -185,7 +185,19 @@ std::unique_ptr<ModelState> initializeModel(TRITONBACKEND_Model *model) {
       throw error(TRITONSERVER_ERROR_INVALID_ARG, "config.pbtxt parameter \"entry\": {}", e.what());
     }
   }
-  state->sig = describeEntry(*handle, entry, state->artifact);
+  const void *program = nullptr;
+  uint64_t programSize = 0;
+  handle->api().check(handle->api().model_program(handle->get(), &program, &programSize));
+  const std::optional<BufferUpdates> updates =
+      program ? readBufferUpdates(static_cast<const uint8_t *>(program), programSize)
+              : std::nullopt;
+  const char *entryName = nullptr;
+  handle->api().check(handle->api().model_entry_name(handle->get(), entry, &entryName));
+  std::vector<std::string> entryUpdates;
+  if (updates)
+    if (auto it = updates->byEntry.find(entryName); it != updates->byEntry.end())
+      entryUpdates = it->second;
+  state->sig = describeEntry(*handle, entry, state->artifact, entryUpdates);
 
   bool autoComplete = false;
   check(TRITONBACKEND_ModelAutoCompleteConfig(model, &autoComplete),
@@ -196,12 +208,8 @@ std::unique_ptr<ModelState> initializeModel(TRITONBACKEND_Model *model) {
   }
   state->maxBatch = checkConfig(config, state->sig);
 
-  const void *program = nullptr;
-  uint64_t programSize = 0;
-  handle->api().check(handle->api().model_program(handle->get(), &program, &programSize));
-  const std::optional<bool> mutates =
-      program ? mutatesBuffers(static_cast<const uint8_t *>(program), programSize) : std::nullopt;
-  if (mutates == false)
+  // Any entry's updates would race with this one's runs on a shared handle, not only its own.
+  if (updates && !updates->any())
     state->shared = std::move(handle);
 
   log(TRITONSERVER_LOG_INFO, __LINE__,
@@ -210,9 +218,9 @@ std::unique_ptr<ModelState> initializeModel(TRITONBACKEND_Model *model) {
                   state->name, state->sig.entry, state->artifact, describe(state->sig.inputs),
                   describe(state->sig.outputs), state->maxBatch,
                   state->shared ? "instances share one model handle"
-                  : mutates     ? "one model handle per instance (the entry updates buffers)"
+                  : updates     ? "one model handle per instance (the model updates buffers)"
                                 : "one model handle per instance (no embedded program says "
-                                  "whether the entry updates buffers)"));
+                                  "whether the model updates buffers)"));
   return state;
 }
 
@@ -320,7 +328,7 @@ void sendOutputs(const ModelState &m, Pending &p, std::vector<rt::OwnedTensor> &
     if (k == m.sig.outputs.size())
       throw error(TRITONSERVER_ERROR_INVALID_ARG, "entry \"{}\" has no output \"{}\"", m.sig.entry,
                   name);
-    const rt::OwnedTensor &t = outputs[k];
+    const rt::OwnedTensor &t = outputs[static_cast<size_t>(m.sig.outputs[k].index)];
     std::vector<int64_t> shape = t.shape();
     const uint64_t bytes = static_cast<uint64_t>(t.numel()) * elementSize(t.dtype());
     uint64_t offset = 0, size = bytes;

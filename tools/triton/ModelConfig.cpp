@@ -47,8 +47,9 @@ const TypeRow *typeRow(int32_t aotcDtype) {
 
 constexpr const char *Parameters[] = {"entry", "num_threads"};
 
-TensorSig tensorSig(const aotc_tensor_info &info) {
+TensorSig tensorSig(const aotc_tensor_info &info, int32_t index) {
   TensorSig t;
+  t.index = index;
   t.name = info.name;
   t.dtype = info.dtype;
   for (int32_t d = 0; d < info.rank; ++d) {
@@ -193,10 +194,13 @@ void checkTensors(const json &config, const char *key, const char *kind,
           a.isStatic() ? dims[d] == a.value : dims[d] == -1 || (dims[d] >= a.lo && dims[d] <= a.hi);
     }
     if (!same)
-      throw error(
-          TRITONSERVER_ERROR_INVALID_ARG, "config.pbtxt {} \"{}\" has dims {}, but {} has {}{}",
-          kind, name, formatShape(dims), where, formatShape(want),
-          batch > 0 ? fmt::format(" (the batch dim left out: max_batch_size is {})", batch) : "");
+      throw error(TRITONSERVER_ERROR_INVALID_ARG,
+                  "config.pbtxt {} \"{}\" has dims {}, but {} has {}{}", kind, name,
+                  formatShape(dims), where, formatShape(want),
+                  batch > 0 ? fmt::format(" (the batch dim left out: max_batch_size is {})", batch)
+                  : dims.size() + 1 == want.size()
+                      ? std::string(" (with max_batch_size 0 the dims include the batch dim)")
+                      : std::string());
   }
   // Every input must be listed (aotc has no optional inputs); outputs may be a subset.
   if (std::strcmp(kind, "input") == 0)
@@ -209,23 +213,35 @@ void checkTensors(const json &config, const char *key, const char *kind,
 
 } // namespace
 
-EntrySig describeEntry(const rt::Model &model, int32_t entry, const std::string &artifact) {
+EntrySig describeEntry(const rt::Model &model, int32_t entry, const std::string &artifact,
+                       const std::vector<std::string> &bufferUpdates) {
   EntrySig sig;
   sig.artifact = artifact;
   sig.index = entry;
   const char *name = nullptr;
   model.api().check(model.api().model_entry_name(model.get(), entry, &name));
   sig.entry = name;
-  for (const aotc_tensor_info &info : model.inputs(entry))
-    sig.inputs.push_back(tensorSig(info));
-  for (const aotc_tensor_info &info : model.outputs(entry))
-    sig.outputs.push_back(tensorSig(info));
+  const std::vector<aotc_tensor_info> inputs = model.inputs(entry), outputs = model.outputs(entry);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    sig.inputs.push_back(tensorSig(inputs[i], static_cast<int32_t>(i)));
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (std::find(bufferUpdates.begin(), bufferUpdates.end(), outputs[i].name) ==
+        bufferUpdates.end())
+      sig.outputs.push_back(tensorSig(outputs[i], static_cast<int32_t>(i)));
   for (const std::vector<TensorSig> *list : {&sig.inputs, &sig.outputs})
-    for (const TensorSig &t : *list)
+    for (const TensorSig &t : *list) {
       if (!configTypeName(t.dtype))
         throw error(TRITONSERVER_ERROR_UNSUPPORTED,
                     "{}: tensor \"{}\" of entry \"{}\" has dtype {}, which Triton cannot carry",
                     artifact, t.name, sig.entry, t.dtype);
+      // Triton's dims cannot be empty (a scalar is dims [1] with a reshape, which aotc's
+      // backend does not do).
+      if (t.dims.empty())
+        throw error(TRITONSERVER_ERROR_UNSUPPORTED,
+                    "{}: tensor \"{}\" of entry \"{}\" is a scalar, which the aotc backend cannot "
+                    "serve yet; return it with shape [1]",
+                    artifact, t.name, sig.entry);
+    }
   sig.batch = findBatchDim(sig.inputs, sig.outputs);
   return sig;
 }

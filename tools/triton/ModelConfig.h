@@ -26,6 +26,7 @@ struct Dim {
 };
 
 struct TensorSig {
+  int32_t index = 0; // in the C ABI's list of the entry's inputs or outputs
   std::string name;
   int32_t dtype = 0; // AOTC_DTYPE_*
   std::vector<Dim> dims;
@@ -46,8 +47,10 @@ struct EntrySig {
   std::optional<BatchDim> batch;
 };
 
-/// The entry's signature from the artifact's introspection.
-EntrySig describeEntry(const rt::Model &model, int32_t entry, const std::string &artifact);
+/// The entry's signature from the artifact's introspection, without the outputs named in
+/// `bufferUpdates` (new values of mutable buffers: the model's state, not answers).
+EntrySig describeEntry(const rt::Model &model, int32_t entry, const std::string &artifact,
+                       const std::vector<std::string> &bufferUpdates);
 std::optional<BatchDim> findBatchDim(const std::vector<TensorSig> &inputs,
                                      const std::vector<TensorSig> &outputs);
 

@@ -1,6 +1,7 @@
 // A reader for just enough of the .aotp format (src/serialize: a zip whose entries are stored
-// uncompressed; program.pb, the Program protobuf of program.proto) to find buffer-mutation
-// outputs, without linking aotc's serialization library (and LLVM) into the backend.
+// uncompressed; program.pb, the Program protobuf of src/serialize/program.proto) to find
+// buffer-mutation outputs, without linking aotc's serialization library (and LLVM) into the
+// backend.
 #include "ProgramScan.h"
 
 #include <string_view>
@@ -11,8 +12,10 @@ namespace {
 
 // program.proto's field numbers and values this reader relies on.
 constexpr uint32_t ProgramEntries = 9; // Program.entries
+constexpr uint32_t EntryName = 1;      // Entry.name
 constexpr uint32_t EntryOutputs = 3;   // Entry.outputs
 constexpr uint32_t OutputKind = 1;     // Output.kind
+constexpr uint32_t OutputName = 2;     // Output.name
 constexpr uint64_t BufferMutation = 2; // OUTPUT_KIND_BUFFER_MUTATION
 
 struct Bytes {
@@ -146,33 +149,71 @@ template <typename Fn> bool eachMessage(Bytes message, uint32_t number, Fn fn) {
   return !w.failed();
 }
 
+// The string field `number` of a message ("" when absent); false when malformed.
+bool stringField(Bytes message, uint32_t number, std::string &out) {
+  Wire w(message);
+  uint32_t field, type;
+  while (w.next(field, type)) {
+    Bytes b;
+    if (field == number && type == 2) {
+      if (!w.bytes(b))
+        return false;
+      out.assign(reinterpret_cast<const char *>(b.data), b.size);
+    } else if (!w.skip(type)) {
+      return false;
+    }
+  }
+  return !w.failed();
+}
+
+// Output.kind (0 when absent); false when malformed.
+bool outputKind(Bytes output, uint64_t &kind) {
+  Wire w(output);
+  uint32_t field, type;
+  kind = 0;
+  while (w.next(field, type)) {
+    if (field == OutputKind && type == 0) {
+      if (!w.varint(kind))
+        return false;
+    } else if (!w.skip(type)) {
+      return false;
+    }
+  }
+  return !w.failed();
+}
+
 } // namespace
 
-std::optional<bool> mutatesBuffers(const uint8_t *aotp, size_t size) {
+bool BufferUpdates::any() const {
+  for (const auto &[entry, names] : byEntry)
+    if (!names.empty())
+      return true;
+  return false;
+}
+
+std::optional<BufferUpdates> readBufferUpdates(const uint8_t *aotp, size_t size) {
   const Bytes program = zipEntry({aotp, size}, "program.pb");
   if (!program.data)
     return std::nullopt;
-  bool mutates = false;
+  BufferUpdates updates;
   const bool ok = eachMessage(program, ProgramEntries, [&](Bytes entry) {
+    std::string name;
+    if (!stringField(entry, EntryName, name))
+      return false;
+    std::vector<std::string> &names = updates.byEntry[name];
     return eachMessage(entry, EntryOutputs, [&](Bytes output) {
-      Wire w(output);
-      uint32_t field, type;
-      while (w.next(field, type)) {
-        uint64_t kind = 0;
-        if (field == OutputKind && type == 0) {
-          if (!w.varint(kind))
-            return false;
-          mutates |= kind == BufferMutation;
-        } else if (!w.skip(type)) {
-          return false;
-        }
-      }
-      return !w.failed();
+      uint64_t kind = 0;
+      std::string outputName;
+      if (!outputKind(output, kind) || !stringField(output, OutputName, outputName))
+        return false;
+      if (kind == BufferMutation)
+        names.push_back(outputName);
+      return true;
     });
   });
   if (!ok)
     return std::nullopt;
-  return mutates;
+  return updates;
 }
 
 } // namespace aotc::triton
