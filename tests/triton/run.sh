@@ -27,7 +27,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "triton test: installing $want into $venv" >&2
   rm -rf "$venv"
   /usr/bin/python3 -m venv "$venv" || skip "cannot create a venv (python3-venv missing?)"
-  pip=("$venv/bin/pip" install --quiet --disable-pip-version-check)
+  pip=("$venv/bin/pip" install --quiet --disable-pip-version-check --retries 2)
   if ! "${pip[@]}" "${client_req[@]}" >"$venv.log" 2>&1 ||
     ! "${pip[@]}" --no-deps "$server_req" >>"$venv.log" 2>&1; then
     tail -n 3 "$venv.log" >&2
