@@ -251,7 +251,7 @@ class TritonTest(unittest.TestCase):
         self.assertRegex(log, r"aotc: model 'mlp_batched' serves entry .* instances share one "
                               r"model handle")
         self.assertRegex(log, r"aotc: model 'counter' serves entry .* one model handle per "
-                              r"instance \(the model updates buffers\)")
+                              r"instance \(the entry updates buffers\)")
 
     def test_inference_equals_aotc_run(self):
         rng = np.random.default_rng(1)

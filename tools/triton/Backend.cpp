@@ -208,8 +208,9 @@ std::unique_ptr<ModelState> initializeModel(TRITONBACKEND_Model *model) {
   }
   state->maxBatch = checkConfig(config, state->sig);
 
-  // Any entry's updates would race with this one's runs on a shared handle, not only its own.
-  if (updates && !updates->any())
+  // Only this entry runs on this Triton model's handles (another entry is another Triton model,
+  // with handles of its own), so only its own buffer updates could race.
+  if (updates && entryUpdates.empty())
     state->shared = std::move(handle);
 
   log(TRITONSERVER_LOG_INFO, __LINE__,
@@ -218,9 +219,9 @@ std::unique_ptr<ModelState> initializeModel(TRITONBACKEND_Model *model) {
                   state->name, state->sig.entry, state->artifact, describe(state->sig.inputs),
                   describe(state->sig.outputs), state->maxBatch,
                   state->shared ? "instances share one model handle"
-                  : updates     ? "one model handle per instance (the model updates buffers)"
+                  : updates     ? "one model handle per instance (the entry updates buffers)"
                                 : "one model handle per instance (no embedded program says "
-                                  "whether the model updates buffers)"));
+                                  "whether the entry updates buffers)"));
   return state;
 }
 

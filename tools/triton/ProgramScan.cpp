@@ -184,13 +184,6 @@ bool outputKind(Bytes output, uint64_t &kind) {
 
 } // namespace
 
-bool BufferUpdates::any() const {
-  for (const auto &[entry, names] : byEntry)
-    if (!names.empty())
-      return true;
-  return false;
-}
-
 std::optional<BufferUpdates> readBufferUpdates(const uint8_t *aotp, size_t size) {
   const Bytes program = zipEntry({aotp, size}, "program.pb");
   if (!program.data)

@@ -18,7 +18,6 @@ namespace aotc::triton {
 /// the outputs, but they are the model's state, not answers to send.
 struct BufferUpdates {
   std::map<std::string, std::vector<std::string>> byEntry;
-  bool any() const;
 };
 
 /// `aotp`: the embedded .aotp archive (a zip with stored entries); nullopt when the bytes cannot

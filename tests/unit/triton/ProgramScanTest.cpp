@@ -67,7 +67,6 @@ TEST(ProgramScan, FindsBufferMutations) {
   std::optional<BufferUpdates> u = readBufferUpdates(a.data(), a.size());
   ASSERT_TRUE(u);
   EXPECT_EQ(u->byEntry, (Updates{{"forward", {"steps"}}}));
-  EXPECT_TRUE(u->any());
 }
 
 TEST(ProgramScan, NoMutationsMeansSharable) {
@@ -76,7 +75,6 @@ TEST(ProgramScan, NoMutationsMeansSharable) {
   std::optional<BufferUpdates> u = readBufferUpdates(a.data(), a.size());
   ASSERT_TRUE(u);
   EXPECT_EQ(u->byEntry, (Updates{{"forward", {}}}));
-  EXPECT_FALSE(u->any());
 }
 
 // Anything else is unknown, never "no updates": the backend then gives each instance its own
