@@ -51,6 +51,10 @@ max_batch_size: 0
 input [ { name: "x" data_type: TYPE_FP32 dims: [ -1, 784 ] } ]
 """),
     "resnet": ("resnet", 'backend: "aotc"\ninstance_group [ { count: 2 kind: KIND_CPU } ]\n'),
+    # i64 ids whose values the runtime checks while it computes.
+    "embedding": ("embedding", """backend: "aotc"
+dynamic_batching { max_queue_delay_microseconds: 100000 }
+"""),
     # An entry that updates a buffer: each instance gets its own model handle.
     "counter": ("counter", 'backend: "aotc"\ninstance_group [ { count: 2 kind: KIND_CPU } ]\n'),
     # The artifact's second entry.
@@ -106,13 +110,13 @@ def run(*cmd):
     return done
 
 
-def aotc_run(artifact, entry, x):
+def aotc_run(artifact, entry, x, input="x", output="logits"):
     """The artifact's answer for input x through `aotc run` (the reference the server must match)."""
     with tempfile.TemporaryDirectory() as tmp:
         np.save(os.path.join(tmp, "x.npy"), x)
-        run(ARGS.aotc, "run", artifact, "--entry", entry, "--input", f"x={tmp}/x.npy",
+        run(ARGS.aotc, "run", artifact, "--entry", entry, "--input", f"{input}={tmp}/x.npy",
             "--output", tmp)
-        return np.load(os.path.join(tmp, "logits.npy"))
+        return np.load(os.path.join(tmp, f"{output}.npy"))
 
 
 def write_model(repo, name, artifact, config):
@@ -137,7 +141,9 @@ class Server:
                "--exit-timeout-secs", "5",
                # Readiness stays about the server: test_bad_models_are_refused's failed loads
                # would otherwise make it unready.
-               "--strict-readiness", "false"]
+               "--strict-readiness", "false",
+               # The backend's verbose lines say when a joined run failed.
+               "--log-verbose", "1"]
         for name in GOOD:
             cmd += ["--load-model", name]
         with open(log, "w") as out:
@@ -178,6 +184,8 @@ def setUpModule():
     run(ARGS.aotc, "export", f"{src}/examples/mlp/mlp.cpp", "--seed", "3", "-o", ARTIFACTS["mlp"])
     run(ARGS.aotc, "export", f"{src}/examples/resnet/tiny_basic.cpp", "--dyn", "batch=1..16",
         "--seed", "4", "-o", ARTIFACTS["resnet"])
+    ARTIFACTS["embedding"] = os.path.join(ARGS.work, "embedding.so")
+    run(ARGS.aotc, "export", f"{src}/tests/triton/embedding.cpp", "-o", ARTIFACTS["embedding"])
     ARTIFACTS["counter"] = os.path.join(ARGS.work, "counter.so")
     run(ARGS.aotc, "export", f"{src}/tests/triton/counter.cpp", "-o", ARTIFACTS["counter"])
     repo = os.path.join(ARGS.work, "repository")
@@ -200,8 +208,8 @@ def clients():
             ("grpc", grpcclient, grpcclient.InferenceServerClient(f"127.0.0.1:{SERVER.grpc}"))]
 
 
-def infer(module, client, model, x, datatype="FP32", output="logits"):
-    inp = module.InferInput("x", list(x.shape), datatype)
+def infer(module, client, model, x, datatype="FP32", output="logits", input="x"):
+    inp = module.InferInput(input, list(x.shape), datatype)
     inp.set_data_from_numpy(x)
     return client.infer(model, [inp]).as_numpy(output)
 
@@ -333,6 +341,39 @@ class TritonTest(unittest.TestCase):
         self.assertLess(int(stats["execution_count"]), rounds * n)
         print(f"\nmlp_batched: executions by batch size {dict(sorted(sizes.items()))} for "
               f"{rounds * n} requests", file=sys.stderr)
+
+    def test_bad_request_in_a_batch_fails_alone(self):
+        # One client's ids are out of range: the run its request joined fails, and the backend
+        # runs each request of that run again alone, so only that client gets the error.
+        rng = np.random.default_rng(4)
+        n, bad = 16, 5
+        ids = [rng.integers(0, 10, (1, 4), dtype=np.int64) for _ in range(n)]
+        ids[bad][0, 2] = 99
+        good = [i for i in range(n) if i != bad]
+        whole = aotc_run(ARTIFACTS["embedding"], "forward", np.concatenate([ids[i] for i in good]),
+                         input="ids", output="vectors")
+        barrier = threading.Barrier(n)
+
+        def client(i):
+            c = grpcclient.InferenceServerClient(f"127.0.0.1:{SERVER.grpc}")
+            barrier.wait()
+            try:
+                return infer(grpcclient, c, "embedding", ids[i], "INT64", "vectors", "ids")
+            except InferenceServerException as e:
+                return str(e)
+
+        with concurrent.futures.ThreadPoolExecutor(n) as pool:
+            answers = list(pool.map(client, range(n)))
+        self.assertIn("an index is out of range in aten.embedding", str(answers[bad]))
+        for row, i in enumerate(good):
+            self.assertIsInstance(answers[i], np.ndarray, f"client {i}: {answers[i]}")
+            np.testing.assert_array_equal(answers[i], whole[row:row + 1], err_msg=f"client {i}")
+        stats = httpclient.InferenceServerClient(f"127.0.0.1:{SERVER.http}") \
+            .get_inference_statistics("embedding")["model_stats"][0]
+        self.assertEqual(int(stats["inference_stats"]["fail"]["count"]), 1)
+        with open(SERVER.log) as f:
+            self.assertRegex(f.read(), r"aotc: a run of \d+ requests joined along the batch dim "
+                                       r"failed \(entry \\?\"forward\\?\": an index is out of range")
 
     def test_metrics(self):
         _, module, c = clients()[0]

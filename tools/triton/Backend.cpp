@@ -409,8 +409,12 @@ void runGroup(InstanceState &is, std::vector<Pending> &pending, const std::vecto
   std::vector<rt::OwnedTensor> outputs;
   try {
     outputs = is.handle->run(m.sig.index, inputs);
-  } catch (const rt::Error &) {
+  } catch (const rt::Error &e) {
     if (group.size() > 1) {
+      log(TRITONSERVER_LOG_VERBOSE, __LINE__,
+          fmt::format("aotc: a run of {} requests joined along the batch dim failed ({}); "
+                      "running each alone",
+                      group.size(), e.what()));
       for (size_t r : group)
         runGroupOrFail(is, pending, {r}, execStart);
       return;
