@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """aotc artifacts served by NVIDIA's tritonserver through libtriton_aotc.so, checked with tritonclient.
 
-One server on 127.0.0.1 (free ports, explicit model control) holds examples/mlp and a tiny ResNet
-(examples/resnet/tiny_basic.cpp, both entries) under several configs. Over HTTP and gRPC: health,
-metadata and configs as the backend auto-completes them, answers equal to `aotc run` on the same
-inputs, bad requests (Triton's own checks, and aotc's range checks with the runtime's message),
-32 concurrent clients whose requests the dynamic batcher joins (every answer right, the server's
-batch statistics showing batches of more than one request), and model directories the backend
-must refuse with a one-line reason. Run by run.sh, which installs the server and the client.
+One server on 127.0.0.1 (free ports, explicit model control) holds examples/mlp, a tiny ResNet
+(examples/resnet/tiny_basic.cpp, both entries), an embedding (i64 ids) and a buffer-updating
+counter under several configs. Over HTTP and gRPC: health, metadata and configs as the backend
+auto-completes them, answers equal to `aotc run` on the same inputs, bad requests (Triton's own
+checks, and aotc's range checks with the runtime's message), 32 concurrent clients whose requests
+the dynamic batcher joins (every answer right, the server's batch statistics showing batches of
+more than one request), a bad request inside a batch answered alone, and model directories the
+backend must refuse with a one-line reason. Run by run.sh, which installs the server and client.
 """
 
 import argparse
@@ -303,6 +304,12 @@ class TritonTest(unittest.TestCase):
                     with self.assertRaises(InferenceServerException) as caught:
                         infer(module, c, model, x, datatype)
                     self.assertIn(message, str(caught.exception))
+        # An input the model does not have, instead of the one it needs.
+        for proto, module, c in clients():
+            with self.subTest(proto=proto, message="unknown input"):
+                with self.assertRaises(InferenceServerException) as caught:
+                    infer(module, c, "mlp", np.zeros((1, 784), np.float32), input="image")
+                self.assertIn("'image'", str(caught.exception))
         # The server and the model still answer after the errors.
         _, module, c = clients()[0]
         self.assertEqual(infer(module, c, "resnet_any", np.zeros((1, 3, 32, 32), np.float32)).shape,
