@@ -292,8 +292,13 @@ void readInputs(const ModelState &m, Pending &p) {
                     "input \"{}\" is in GPU memory; the aotc backend runs on CPU", t.name);
       pieces.emplace_back(data, size);
     }
+    // Rows are what requests are joined by: every input must agree on them.
+    if (m.maxBatch > 0 && !p.shapes.empty() && dims[0] != p.rows)
+      throw error(TRITONSERVER_ERROR_INVALID_ARG,
+                  "input \"{}\" has {} rows along the batch dim, input \"{}\" has {}", t.name,
+                  dims[0], sig.inputs[0].name, p.rows);
     if (m.maxBatch > 0)
-      p.rows = dims.empty() ? 1 : dims[0];
+      p.rows = dims[0];
     p.shapes.push_back(std::move(dims));
     p.buffers.push_back(std::move(pieces));
   }
