@@ -6,6 +6,8 @@
 #   lib/libaotc_dsl.so              the DSL library model programs link
 #   lib/aotc/                       the model programs' main() and the runtime linked into artifacts
 #   lib/cmake/aotc/                 aotcConfig.cmake, its version file, aotc_add_model()
+#   lib/triton/backends/aotc/       libtriton_aotc.so, the Triton Inference Server backend
+#                                   (tritonserver --backend-directory <prefix>/lib/triton/backends)
 #   share/doc/aotc/                 README.md, LICENSE, docs/
 include(CMakePackageConfigHelpers)
 
@@ -17,6 +19,7 @@ set_target_properties(aotc PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_
 install(TARGETS aotc RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS aotc_dsl LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS aotc_model_main aotc_runtime ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}/aotc)
+install(TARGETS triton_aotc LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/triton/backends/aotc)
 
 # The DSL's public headers (the IR, interpreter and serialization headers are for aotc's own tools
 # and need LLVM's) and the runtime's.

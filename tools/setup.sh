@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ pkg-config ccache python3 dpkg-dev
+  cmake ninja-build g++ pkg-config ccache python3 python3-venv dpkg-dev
   llvm-19-dev liblld-19-dev llvm-19-tools
   clang-19 libclang-rt-19-dev
   libprotobuf-dev protobuf-compiler libzip-dev

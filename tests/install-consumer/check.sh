@@ -75,7 +75,8 @@ if [[ ${3:-} == --package ]]; then
   dpkg-deb -f "$deb" Package Version Depends
   contents=$(dpkg-deb -c "$deb")
   for f in usr/bin/aotc usr/lib/libaotc_dsl.so usr/lib/aotc/libaotc_runtime.a \
-    usr/include/aotc/runtime.h usr/lib/cmake/aotc/aotcConfig.cmake; do
+    usr/include/aotc/runtime.h usr/lib/cmake/aotc/aotcConfig.cmake \
+    usr/lib/triton/backends/aotc/libtriton_aotc.so; do
     grep -q " \./$f\$" <<<"$contents" || fail "the .deb holds no $f"
   done
 fi
