@@ -656,3 +656,41 @@ AOTC_API aotc_status aotc_model_copy(aotc_model *model, void *dst, const void *s
   memcpy(dst, src, (size_t)size_bytes);
   return AOTC_OK;
 }
+
+_Static_assert(AOTC_CUDA_IMAGE_KIND_CUBIN == AOTC_CUDA_IMAGE_CUBIN &&
+                   AOTC_CUDA_IMAGE_KIND_PTX == AOTC_CUDA_IMAGE_PTX &&
+                   AOTC_CUDA_IMAGE_KIND_LLVM_BITCODE == AOTC_CUDA_IMAGE_LLVM_BC,
+               "the ABI's image kinds are the artifact's");
+
+AOTC_API aotc_status aotc_artifact_cuda_images(int32_t *out_num_images, int32_t *out_num_kernels) {
+  if (!out_num_images || !out_num_kernels)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT, "aotc_artifact_cuda_images: an output is null");
+  const aotc_artifact_desc *desc = &aotc_artifact;
+  aotc_status status = check_descriptor(desc);
+  if (status != AOTC_OK)
+    return status;
+  *out_num_images = desc->cuda ? desc->cuda->num_images : 0;
+  *out_num_kernels = desc->cuda ? desc->cuda->num_kernels : 0;
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_artifact_cuda_image(int32_t index, aotc_cuda_image_info *out_info) {
+  if (!out_info)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT, "aotc_artifact_cuda_image: out_info is null");
+  const aotc_artifact_desc *desc = &aotc_artifact;
+  aotc_status status = check_descriptor(desc);
+  if (status != AOTC_OK)
+    return status;
+  const int32_t count = desc->cuda ? desc->cuda->num_images : 0;
+  if (index < 0 || index >= count)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "aotc_artifact_cuda_image: image %d is out of range (the artifact has %d)",
+                     (int)index, (int)count);
+  const aotc_cuda_image *im = &desc->cuda->images[index];
+  memset(out_info, 0, sizeof *out_info);
+  out_info->kind = im->kind;
+  out_info->arch = im->arch;
+  out_info->arch_specific = im->arch_specific;
+  out_info->size_bytes = im->size;
+  return AOTC_OK;
+}

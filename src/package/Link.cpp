@@ -26,7 +26,7 @@ namespace {
 constexpr llvm::StringLiteral ExportMap = R"({
   global:
     aotc_abi_version; aotc_dtype_name; aotc_last_error;
-    aotc_model_*; aotc_run_options_*; aotc_tensor_*;
+    aotc_artifact_*; aotc_model_*; aotc_run_options_*; aotc_tensor_*;
   local: *;
 };
 )";

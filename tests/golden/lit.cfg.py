@@ -24,6 +24,7 @@ config.substitutions.append(("%run_captioner", config.run_captioner))
 config.substitutions.append(("%generate", config.generate))
 config.substitutions.append(("%print_nvptx", config.print_nvptx))
 config.substitutions.append(("%cuda_runtime_check", config.cuda_runtime_check))
+config.substitutions.append(("%gpu_check", config.gpu_check))
 config.substitutions.append((r"\bFileCheck\b", config.filecheck))
 # The CUDA toolkit (ptxas, libdevice, the stub libcuda) that CUDA exports need: tests that export
 # for CUDA say REQUIRES: cuda-toolkit. setup.sh installs it; CUDA_PATH overrides where it is.

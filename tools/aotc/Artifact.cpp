@@ -132,6 +132,19 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::open(llvm::StringRef path, i
       a->Info.variants.push_back("x86-64-v4");
     a->Info.cpuVariant = m.cpu_variant();
     a->Info.threads = m.num_threads();
+    int32_t images = 0, kernels = 0;
+    if (api.artifact_cuda_images)
+      api.check(api.artifact_cuda_images(&images, &kernels));
+    a->Info.cudaKernels = kernels;
+    for (int32_t i = 0; i < images; ++i) {
+      aotc_cuda_image_info im;
+      api.check(api.artifact_cuda_image(i, &im));
+      const char *kind = im.kind == AOTC_CUDA_IMAGE_KIND_CUBIN ? "cubin"
+                         : im.kind == AOTC_CUDA_IMAGE_KIND_PTX ? "ptx"
+                                                               : "llvm-bitcode";
+      a->Info.cudaImages.push_back(
+          {kind, fmt::format("sm_{}{}", im.arch, im.arch_specific ? "a" : ""), im.size_bytes});
+    }
     for (size_t e = 0; e < m.entries().size(); ++e) {
       int32_t kernels = -1;
       api.check(api.model_entry_kernels(m.get(), static_cast<int32_t>(e), &kernels));

@@ -32,6 +32,13 @@ struct ArtifactInfo {
   int numWeights = 0;
   uint64_t weightBytes = 0;
   std::vector<int> kernelsPerEntry; // -1 where unknown
+  struct CudaImage {
+    std::string kind; // cubin, ptx, llvm-bitcode
+    std::string arch; // sm_90a
+    uint64_t bytes = 0;
+  };
+  std::vector<CudaImage> cudaImages; // empty: no CUDA code
+  int cudaKernels = 0;
 };
 
 class Artifact {

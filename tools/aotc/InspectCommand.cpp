@@ -17,6 +17,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 
 namespace aotc::cli {
 
@@ -72,8 +73,15 @@ void printEntries(const Graph &g, llvm::ArrayRef<int> kernels, llvm::raw_ostream
 
 llvm::Error inspectArtifact(const InspectOptions &o) {
   auto artifact = Artifact::open(o.model, 1);
-  if (!artifact)
-    return artifact.takeError();
+  if (!artifact) {
+    // A GPU-only artifact has no CPU model to introspect; the emulated device has one anywhere.
+    std::string why = llvm::toString(artifact.takeError());
+    if (why.find("has no CPU code") == std::string::npos)
+      return llvm::createStringError(why);
+    artifact = Artifact::open(o.model, 1, Device{true, 0, true});
+    if (!artifact)
+      return artifact.takeError();
+  }
   const Graph &g = (*artifact)->graph();
   llvm::raw_ostream &os = llvm::outs();
   if (o.graph) {
@@ -97,9 +105,26 @@ llvm::Error inspectArtifact(const InspectOptions &o) {
     return llvm::Error::success();
   }
   const ArtifactInfo &info = (*artifact)->info();
+  std::vector<std::string> targets;
+  if (!info.variants.empty())
+    targets.push_back(llvm::join(info.variants, ", "));
+  std::set<std::string> archs;
+  for (const ArtifactInfo::CudaImage &im : info.cudaImages)
+    if (im.kind == "cubin")
+      archs.insert(im.arch);
+  if (!archs.empty())
+    targets.push_back(fmt::format("CUDA {}", llvm::join(archs, ", ")));
+  std::string here = info.variants.empty() ? "the emulated CUDA device (no CPU code)"
+                                           : info.cpuVariant;
   os << fmt::format("{}: artifact of model {}, opset {}.{}; code for {}; runs here as {}\n",
-                    o.model, g.name(), g.opsetMajor(), g.opsetMinor(),
-                    llvm::join(info.variants, ", "), info.cpuVariant);
+                    o.model, g.name(), g.opsetMajor(), g.opsetMinor(), llvm::join(targets, "; "),
+                    here);
+  if (!info.cudaImages.empty()) {
+    os << fmt::format("CUDA: {} kernels; images:", info.cudaKernels);
+    for (const ArtifactInfo::CudaImage &im : info.cudaImages)
+      os << fmt::format(" {} {} ({} bytes)", im.kind, im.arch, im.bytes);
+    os << "\n";
+  }
   printEntries(g, info.kernelsPerEntry, os);
   os << fmt::format("weights: {} tensors, {} bytes\n", info.numWeights, info.weightBytes);
   return llvm::Error::success();

@@ -34,6 +34,7 @@ struct RunOptions {
   std::vector<std::string> inputs;
   uint64_t seed = 0;
   std::string outputDir;
+  std::string saveInputsDir;
   int bench = 0;
   int threads = 0;
   std::string device = "cpu";
@@ -281,6 +282,28 @@ llvm::Error writeOutputs(const Entry &entry, llvm::ArrayRef<HostTensor> outputs,
   return llvm::Error::success();
 }
 
+/// --save-inputs: the user inputs of the run (given or drawn) as NAME.npy in `dir`.
+llvm::Error writeInputs(const Entry &entry, llvm::ArrayRef<HostTensor> inputs,
+                        llvm::StringRef dir) {
+  std::vector<std::string> names;
+  for (const InputSpec &spec : entry.inputs())
+    if (spec.kind == InputKind::User)
+      names.push_back(spec.name);
+  for (const std::string &name : names)
+    if (!isPlainFileName(name))
+      return makeError(fmt::format("input \"{}\" cannot be written to a file of that name", name));
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return makeError(fmt::format("cannot create '{}': {}", dir.str(), ec.message()));
+  for (size_t i = 0; i < inputs.size() && i < names.size(); ++i) {
+    llvm::SmallString<128> path(dir);
+    llvm::sys::path::append(path, names[i] + ".npy");
+    if (llvm::Error err = writeNpy(inputs[i], path))
+      return makeError(
+          fmt::format("cannot write '{}': {}", path.str().str(), llvm::toString(std::move(err))));
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<const Entry *> chooseEntry(const Graph &g, llvm::StringRef model,
                                           llvm::StringRef name) {
   if (!name.empty()) {
@@ -334,6 +357,9 @@ llvm::Error runArtifact(const RunOptions &opts) {
   auto inputs = loadInputs(g, **entry, opts.inputs, opts.seed, /*forArtifact=*/true);
   if (!inputs)
     return inputs.takeError();
+  if (!opts.saveInputsDir.empty())
+    if (llvm::Error e = writeInputs(**entry, *inputs, opts.saveInputsDir))
+      return e;
   auto outputs = (*artifact)->run((*entry)->name(), *inputs);
   if (!outputs)
     return outputs.takeError();
@@ -367,6 +393,9 @@ llvm::Error runModel(const RunOptions &opts) {
   auto inputs = loadInputs(g, **entry, opts.inputs, opts.seed, /*forArtifact=*/false);
   if (!inputs)
     return inputs.takeError();
+  if (!opts.saveInputsDir.empty())
+    if (llvm::Error e = writeInputs(**entry, *inputs, opts.saveInputsDir))
+      return e;
 
   // The weights stay views of the archive's mapping, which `program` keeps alive.
   llvm::StringMap<HostTensor> state;
@@ -404,6 +433,8 @@ Subcommand addRunCommand(CLI::App &parent) {
                   "floats standard normal, integers in [0, 10), bools fair; repeatable")
       ->allow_extra_args(false);
   app->add_option("--seed", opts->seed, "Seed of the random inputs (default 0)");
+  app->add_option("--save-inputs", opts->saveInputsDir,
+                  "Write the inputs of the run (given or random) as NAME.npy into DIR");
   app->add_option("--output", opts->outputDir,
                   "Write each user output to DIR/<output>.npy (DIR is created if needed)");
   app->add_option("--bench", opts->bench,

@@ -211,6 +211,22 @@ AOTC_API aotc_status aotc_model_weight_info(const aotc_model *model, int32_t ind
 /* For tools: bit v of *out_mask is set when the artifact carries code for CPU variant v
  * (AOTC_CPU_VARIANT_X86_64_V3 = bit 0, _V4 = bit 1). */
 AOTC_API aotc_status aotc_model_cpu_variants(const aotc_model *model, uint32_t *out_mask);
+/* For tools, without a model (a GPU-only artifact on a machine without a GPU): the CUDA images
+ * the artifact carries and its number of CUDA kernels; 0 and 0 for a CPU-only artifact. */
+#define AOTC_CUDA_IMAGE_KIND_CUBIN 1
+#define AOTC_CUDA_IMAGE_KIND_PTX 2
+#define AOTC_CUDA_IMAGE_KIND_LLVM_BITCODE 3 /* for the emulated CUDA device */
+typedef struct aotc_cuda_image_info {
+  int32_t kind;          /* AOTC_CUDA_IMAGE_KIND_* */
+  int32_t arch;          /* compute capability x 10: 80 = sm_80 */
+  int32_t arch_specific; /* 1 for sm_90a and the like */
+  int32_t reserved;
+  uint64_t size_bytes;
+} aotc_cuda_image_info;
+AOTC_STATIC_ASSERT(sizeof(aotc_cuda_image_info) == 24, "aotc_cuda_image_info layout");
+AOTC_API aotc_status aotc_artifact_cuda_images(int32_t *out_num_images, int32_t *out_num_kernels);
+AOTC_API aotc_status aotc_artifact_cuda_image(int32_t index, aotc_cuda_image_info *out_info);
+
 /* For tools: how many kernels and library calls one run of `entry` makes. */
 AOTC_API aotc_status aotc_model_entry_kernels(const aotc_model *model, int32_t entry,
                                               int32_t *out_count);

@@ -70,6 +70,8 @@ struct Api {
   aotc_status (*model_device_free)(aotc_model *, void *) = nullptr;
   aotc_status (*model_copy)(aotc_model *, void *, const void *, uint64_t, int32_t) = nullptr;
   void (*run_options_init)(aotc_run_options *) = nullptr;
+  aotc_status (*artifact_cuda_images)(int32_t *, int32_t *) = nullptr;
+  aotc_status (*artifact_cuda_image)(int32_t, aotc_cuda_image_info *) = nullptr;
   aotc_status (*model_run_v2)(aotc_model *, int32_t, const aotc_tensor *, size_t, aotc_tensor *,
                               size_t, const aotc_run_options *) = nullptr;
 
@@ -105,6 +107,8 @@ struct Api {
     api.model_device_free = aotc_model_device_free;
     api.model_copy = aotc_model_copy;
     api.run_options_init = aotc_run_options_init;
+    api.artifact_cuda_images = aotc_artifact_cuda_images;
+    api.artifact_cuda_image = aotc_artifact_cuda_image;
     api.model_run_v2 = aotc_model_run_v2;
     return api;
   }
@@ -210,6 +214,8 @@ public:
     bindOptional(api_.model_device_free, "aotc_model_device_free");
     bindOptional(api_.model_copy, "aotc_model_copy");
     bindOptional(api_.run_options_init, "aotc_run_options_init");
+    bindOptional(api_.artifact_cuda_images, "aotc_artifact_cuda_images");
+    bindOptional(api_.artifact_cuda_image, "aotc_artifact_cuda_image");
     bindOptional(api_.model_run_v2, "aotc_model_run_v2");
     if (api_.abi_version() != AOTC_ABI_VERSION)
       throw Error(AOTC_ERROR_UNSUPPORTED,

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The GPU suite: CUDA artifacts of the examples checked on a real GPU against the reference
+# interpreter, from several threads at once, and under compute-sanitizer.
+#
+#   tools/gpu-check.sh prepare [--full]   on the build machine (no GPU needed): builds aotc and
+#       the device checker, exports every model with --target cuda, draws inputs and computes the
+#       interpreter's outputs, all under .gpu-check/ (ignored by git).
+#   tools/gpu-check.sh run [cuda:N]       on the GPU machine: aotc_gpu_check on every case (output
+#       within 1e-4 of the interpreter; 8 threads on one handle bitwise equal to the serial run),
+#       then compute-sanitizer memcheck and racecheck on one run of each case. One table; exit 1
+#       on any failure. Without a GPU it says so and exits 0.
+#   tools/gpu-check.sh                    both, on a machine that builds and has a GPU.
+#
+# With the device tool of this project's sessions: `tools/gpu-check.sh prepare` here, then one
+# run call with carry [".gpu-check"] and the command `tools/gpu-check.sh run`. A call carries at
+# most 64 MiB: the default suite (MLP, ResNet-18, the tiny ResNets, GPT-2 tiny, the tiny captioner)
+# fits; --full adds ResNet-50, GPT-2 small and the captioner, whose weights do not, and splits the
+# suite into numbered parts of .gpu-check/parts/ to carry one per call (see the plan it prints).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+root=.gpu-check
+mode=${1:-all}
+
+prepare() {
+  local full=${1:-}
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build --target aotc aotc_gpu_check >/dev/null
+  local aotc=build/tools/aotc/aotc
+  rm -rf "$root" && mkdir -p "$root/bin" "$root/suite" "$root/work"
+  cp build/tools/gpu-check/aotc_gpu_check "$root/bin/"
+
+  # model NAME SOURCE "EXPORT FLAGS" then cases: ENTRY "INPUT SPECS"...
+  model() {
+    local name=$1 src=$2 flags=$3
+    shift 3
+    echo "gpu-check: exporting $name" >&2
+    # shellcheck disable=SC2086
+    "$aotc" export "$src" $flags --target cuda -o "$root/suite/$name.so" 2>/dev/null
+    # shellcheck disable=SC2086
+    "$aotc" export "$src" $flags -o "$root/work/$name.aotp" 2>/dev/null
+    local n=0
+    while [ $# -gt 0 ]; do
+      local entry=$1 inputs=$2 dir="$root/suite/$name/case$n"
+      shift 2
+      mkdir -p "$dir"
+      echo "entry $entry" >"$dir/case"
+      local args=()
+      for spec in $inputs; do args+=(--input "$spec"); done
+      "$aotc" run "$root/work/$name.aotp" --entry "$entry" "${args[@]}" --seed "$n" \
+        --save-inputs "$dir/inputs" --output "$dir/expected" >/dev/null
+      n=$((n + 1))
+    done
+  }
+
+  "$aotc" weights examples/resnet/tiny_basic.cpp --seed 1 -o "$root/work/basic.safetensors"
+  "$aotc" weights examples/resnet/tiny_bottleneck.cpp --seed 1 -o "$root/work/bottleneck.safetensors"
+  model mlp examples/mlp/mlp.cpp "" \
+    forward x=1x784 forward x=256x784 forward x=512x784
+  model resnet18 examples/resnet/resnet18.cpp "" \
+    forward x=1x3x224x224 forward x=8x3x224x224 forward_any_size x=2x3x160x96
+  model tiny_basic examples/resnet/tiny_basic.cpp "--dyn batch=1..4 --weights $root/work/basic.safetensors" \
+    forward x=1x3x32x32 forward x=4x3x32x32 forward_any_size x=2x3x64x96
+  model tiny_bottleneck examples/resnet/tiny_bottleneck.cpp "--dyn batch=1..4 --weights $root/work/bottleneck.safetensors" \
+    forward x=1x3x32x32 forward x=4x3x32x32
+  model gpt2_tiny examples/gpt2/gpt2_tiny.cpp "--dyn batch=1..2 --dyn seq=1..16 --weights tests/fixtures/gpt2/w.safetensors" \
+    forward input_ids=1x1 forward input_ids=2x16 prefill input_ids=2x9 \
+    decode "input_ids=1x1 past=2x2x1x4x1x8" decode "input_ids=2x1 past=2x2x2x4x15x8"
+  model captioner_tiny examples/captioner/captioner_tiny.cpp "--dyn batch=1..2 --weights tests/fixtures/captioner/w.safetensors" \
+    encode image=2x3x32x32 decode "ids=1x1 encoder_hidden_states=1x5x32" \
+    decode "ids=2x16 encoder_hidden_states=2x5x32"
+  if [ "$full" = --full ]; then
+    model resnet50 examples/resnet/resnet50.cpp "" \
+      forward x=1x3x224x224 forward x=32x3x224x224
+    model gpt2 examples/gpt2/gpt2.cpp "" \
+      forward input_ids=1x128 forward input_ids=8x128 \
+      decode "input_ids=1x1 past=12x2x1x12x127x64" decode "input_ids=8x1 past=12x2x8x12x127x64"
+    model captioner examples/captioner/captioner.cpp "" \
+      encode image=1x3x224x224 decode "ids=1x16 encoder_hidden_states=1x197x768"
+  fi
+  rm -rf "$root/work"
+  local bytes
+  bytes=$(du -sb "$root" | cut -f1)
+  echo "gpu-check: prepared $root ($((bytes / 1048576)) MiB)"
+  if [ "$bytes" -gt $((56 * 1048576)) ]; then
+    # One device call carries at most 64 MiB with the repository: parts of 48 MiB, unpacked into
+    # /tmp on the warm machine one call after another, then run from there.
+    mkdir -p "$root/parts"
+    tar -C "$root" -cf - bin suite | split -b 48M -d - "$root/parts/part"
+    rm -rf "${root:?}/bin" "${root:?}/suite"
+    echo "gpu-check: too large for one call; carry one part per call, in order:"
+    for p in "$root"/parts/part*; do
+      echo "  carry [\"$p\"]: cat $p >> /tmp/gpu-check.tar"
+    done
+    echo "  then: mkdir -p $root && tar -C $root -xf /tmp/gpu-check.tar && tools/gpu-check.sh run"
+  fi
+}
+
+run() {
+  local device=${1:-cuda:0}
+  if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "gpu-check: no GPU on this machine (nvidia-smi finds none): the GPU suite did not run"
+    return 0
+  fi
+  if [ ! -x "$root/bin/aotc_gpu_check" ]; then
+    echo "gpu-check: $root is not prepared: run tools/gpu-check.sh prepare first" >&2
+    return 2
+  fi
+  nvidia-smi -L
+  local status=0
+  "$root/bin/aotc_gpu_check" --device "$device" "$root/suite" || status=1
+  local sanitizer
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  if [ -x "$sanitizer" ]; then
+    for tool in memcheck racecheck; do
+      echo "gpu-check: compute-sanitizer --tool $tool"
+      "$sanitizer" --tool "$tool" --error-exitcode 3 --print-limit 20 \
+        "$root/bin/aotc_gpu_check" --quick --device "$device" "$root/suite" || status=1
+    done
+  else
+    echo "gpu-check: compute-sanitizer not found: memcheck and racecheck did not run"
+    status=1
+  fi
+  [ "$status" = 0 ] && echo "gpu-check: all passed" || echo "gpu-check: FAILED"
+  return "$status"
+}
+
+case "$mode" in
+prepare) prepare "${2:-}" ;;
+run) run "${2:-}" ;;
+all) prepare && run ;;
+*)
+  echo "usage: tools/gpu-check.sh [prepare [--full] | run [cuda:N]]" >&2
+  exit 2
+  ;;
+esac
