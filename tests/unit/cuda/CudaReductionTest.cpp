@@ -37,6 +37,10 @@ const std::vector<Dims> InnerSizes = {{{"batch", 1}, {"n", 1}},
                                       {{"batch", 2}, {"n", 1000}}};
 
 TEST(CudaReduce, RowReductions) { test::expectEmulatedMatches(RowReductions, InnerSizes, 1e-5); }
+// The same with the kernels' own blocks (up to 256 threads, 8 warps to combine).
+TEST(CudaReduce, RowReductionsOwnBlocks) {
+  test::expectEmulatedMatches(RowReductions, InnerSizes, 1e-5, true, /*ownBlocks=*/true);
+}
 TEST(CudaReducePtxas, RowReductions) { test::expectPtxasAccepts(RowReductions); }
 
 // Which kernels take a block per point: a symbolic or large reduction does, a short constant one
