@@ -21,7 +21,9 @@ namespace aotc::cuda {
 /// How the host launches a kernel: grid extents over the entry's root symbols, evaluated at run
 /// time (no recompile for a new shape); a launch with any extent 0 is skipped. A grid-stride
 /// kernel loops over its points, so the host may launch fewer blocks in x than `grid` asks
-/// (MaxGridStrideBlocks of CudaTarget.h); any other kernel gets exactly `grid`.
+/// (MaxGridStrideBlocks of CudaTarget.h); any other kernel gets exactly `grid`. `block` is
+/// launched as given: kernels that combine values across a block (reductions, GEMM tiles) are
+/// emitted for whole warps.
 struct LaunchShape {
   llvm::SmallVector<SymExpr, 3> grid; // x, y, z; missing ones are 1
   uint32_t block[3] = {1, 1, 1};

@@ -52,6 +52,16 @@ inline constexpr llvm::StringLiteral NvptxDataLayout = "e-i64:64-i128:128-v16:16
 /// reduction loops.
 inline constexpr unsigned LoopKernelBlock = 256;
 
+/// A loop kernel with a reduction stage of at least this many inner points (or a symbolic count)
+/// runs a block per point of its parallel loops, the block's threads splitting each stage's
+/// inner points; fewer points are reduced by one thread per point, in no more serial steps than a
+/// warp's shuffle tree and a barrier would take.
+inline constexpr int64_t ReductionMinPoints = 32;
+
+/// Threads of such a block: the stages' most inner points rounded up to whole warps, at most
+/// this many (8 warps, as LoopKernelBlock); a symbolic count gets this many.
+inline constexpr unsigned ReductionBlock = 256;
+
 /// The tiles of the GEMM library kernel (Gemm.cpp), CUDA-core FMA through shared memory: a block
 /// of threads() threads computes a blockM x blockN tile of one output matrix, stepping through k
 /// blockK at a time (an A tile and a B tile in shared memory); each thread keeps a threadM x

@@ -1,8 +1,12 @@
-// Loop kernels as CUDA kernels, correct first: one thread per point of the flattened parallel
-// outer loops (a grid-stride loop with 64-bit indices), the remaining outer loops and every
-// stage's inner loops serial in the thread. Parallel reductions (warp shuffles, shared memory)
-// and vector accesses come with the next step; the parameter convention (CudaCodegen.h) stays.
+// Loop kernels as CUDA kernels, correct first. A kernel without a sizeable reduction runs one
+// thread per point of the flattened parallel outer loops (a grid-stride loop with 64-bit
+// indices), the remaining outer loops and every stage's inner loops serial in the thread. A
+// kernel that reduces (softmax, layer_norm, sum/max/argmax along a dim) runs one block per
+// point instead (a block-stride loop): its threads split each stage's inner points, reductions
+// are combined across the block (BlockReduce.h) and their results reach every thread for the
+// later stages, all stages in one kernel. Vector accesses come later.
 #include "codegen/ExprEmitter.h"
+#include "codegen/cuda/BlockReduce.h"
 #include "codegen/cuda/CudaCodegen.h"
 #include "codegen/cuda/Gemm.h"
 #include "codegen/cuda/KernelBuilder.h"
@@ -19,10 +23,38 @@ using codegen::Builder;
 
 namespace {
 
+/// The threads of a block per point when `k` reduces: the most inner points of its stages
+/// rounded up to whole warps, at most ReductionBlock; nullopt (a thread per point) when no
+/// reduction stage has ReductionMinPoints inner points or a symbolic count.
+std::optional<unsigned> reductionThreads(const kir::LoopKernel &k) {
+  bool reduces = false, symbolic = false;
+  int64_t most = 1;
+  for (const kir::Stage &s : k.stages) {
+    int64_t points = 1;
+    bool constant = true;
+    for (const SymExpr &e : s.inner) {
+      std::optional<int64_t> c = e.constant();
+      constant = constant && c;
+      points *= c.value_or(1);
+    }
+    symbolic = symbolic || !constant;
+    most = std::max(most, points);
+    if (s.kind == kir::Stage::Kind::Reduce && (!constant || points >= ReductionMinPoints))
+      reduces = true;
+  }
+  if (!reduces)
+    return std::nullopt;
+  if (symbolic)
+    return ReductionBlock;
+  return unsigned(std::min<int64_t>(ReductionBlock, (most + 31) / 32 * 32));
+}
+
 class KernelBody {
 public:
-  KernelBody(Builder &b, const kir::LoopKernel &kernel, codegen::ExprEmitter &ex)
-      : B(b), K(kernel), Ex(ex) {}
+  /// With `scratch`, a block per point; else a thread per point.
+  KernelBody(Builder &b, const kir::EntryKernels &entry, const kir::LoopKernel &kernel,
+             codegen::ExprEmitter &ex, ArrayRef<Value *> buffers, const BlockScratch *scratch)
+      : B(b), Entry(entry), K(kernel), Ex(ex), Buffers(buffers), Scratch(scratch) {}
 
   void emit() {
     unsigned n = K.outer.size();
@@ -44,9 +76,18 @@ public:
     Value *ctaid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
     Value *ntid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ntid_x);
     Value *tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
-    Value *first = B.CreateAdd(B.CreateMul(ctaid, ntid), tid);
-    Value *nctaid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
-    Value *stride = B.CreateMul(nctaid, ntid);
+    Value *first, *stride;
+    if (Scratch) {
+      // Every thread of a block walks the same points: the barriers inside are reached by all.
+      Tid = tid;
+      Ntid = ntid;
+      first = ctaid;
+      stride = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
+    } else {
+      first = B.CreateAdd(B.CreateMul(ctaid, ntid), tid);
+      Value *nctaid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
+      stride = B.CreateMul(nctaid, ntid);
+    }
 
     Function *f = B.GetInsertBlock()->getParent();
     LLVMContext &c = f->getContext();
@@ -92,11 +133,121 @@ private:
   }
 
   // No inner loop is unrolled on CUDA yet.
-  void stage(unsigned si) { Ex.emitStage(si, K.stages[si], K.outer.size(), 0); }
+  void stage(unsigned si) {
+    const kir::Stage &s = K.stages[si];
+    if (!Scratch) {
+      Ex.emitStage(si, s, K.outer.size(), 0);
+      return;
+    }
+    if (s.kind == kir::Stage::Kind::Reduce) {
+      blockReduceStage(si, s);
+      return;
+    }
+    blockStoreStage(s);
+    // A later stage may load what this one stored at another thread's points.
+    if (si + 1 < K.stages.size())
+      B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
+  }
+
+  // Runs `body` at the inner points of `s` this thread takes: linear points tid, tid + ntid, ...
+  // (row-major), with the stage's inner loop vars set.
+  void stridedPoints(const kir::Stage &s, function_ref<void(Value *)> body) {
+    unsigned firstInner = K.outer.size();
+    SmallVector<Value *, 4> extents;
+    Value *total = B.getInt64(1);
+    for (const SymExpr &e : s.inner) {
+      extents.push_back(Ex.sym(e));
+      total = B.CreateMul(total, extents.back());
+    }
+    Function *f = B.GetInsertBlock()->getParent();
+    LLVMContext &c = f->getContext();
+    BasicBlock *pre = B.GetInsertBlock();
+    BasicBlock *head = BasicBlock::Create(c, "inner.head", f);
+    BasicBlock *loop = BasicBlock::Create(c, "inner.body", f);
+    BasicBlock *exit = BasicBlock::Create(c, "inner.exit", f);
+    B.CreateBr(head);
+    B.SetInsertPoint(head);
+    PHINode *lin = B.CreatePHI(B.getInt64Ty(), 2, "lin");
+    lin->addIncoming(Tid, pre);
+    B.CreateCondBr(B.CreateICmpSLT(lin, total), loop, exit);
+    B.SetInsertPoint(loop);
+    Value *rem = lin;
+    for (unsigned j = extents.size(); j-- > 0;) {
+      if (j == 0) {
+        Ex.loopVars[firstInner] = rem;
+        break;
+      }
+      Ex.loopVars[firstInner + j] = B.CreateURem(rem, extents[j]);
+      rem = B.CreateUDiv(rem, extents[j]);
+    }
+    // Expressions cached before the loop may not dominate its body, nor those of the body what
+    // follows the loop.
+    Ex.clearCache();
+    body(lin);
+    Ex.clearCache();
+    lin->addIncoming(B.CreateAdd(lin, Ntid, "lin.next"), B.GetInsertBlock());
+    B.CreateBr(head);
+    B.SetInsertPoint(exit);
+  }
+
+  // Each thread reduces its points serially, then the block combines the partials; every
+  // thread gets the result for the later stages.
+  void blockReduceStage(unsigned si, const kir::Stage &s) {
+    DType at = s.accType;
+    Type *ty = codegen::valueType(B.getContext(), at);
+    bool arg = s.reduce == kir::ReduceOp::ArgMax || s.reduce == kir::ReduceOp::ArgMin;
+    AllocaInst *acc = codegen::entryAlloca(B, ty, "acc");
+    AllocaInst *accIdx = arg ? codegen::entryAlloca(B, B.getInt64Ty(), "acc.idx") : nullptr;
+    B.CreateStore(codegen::reduceIdentity(B, s.reduce, at), acc);
+    if (arg)
+      B.CreateStore(B.getInt64(0), accIdx);
+    stridedPoints(s, [&](Value *lin) {
+      Value *v = Ex.emit(s.value);
+      v = codegen::convert(B, v, Ex.exprType(s.value), at);
+      codegen::emitReduceStep(B, s.reduce, at, acc, accIdx, v, lin);
+    });
+    Partial mine;
+    mine.value = B.CreateLoad(ty, acc);
+    if (arg)
+      mine.index = B.CreateLoad(B.getInt64Ty(), accIdx);
+    Partial all = blockReduce(B, s.reduce, at, mine, *Scratch, Tid, Ntid);
+    Ex.reduceValues[si] = arg ? all.index : all.value;
+    Ex.reduceTypes[si] = arg ? DType::I64 : at;
+  }
+
+  void blockStoreStage(const kir::Stage &s) {
+    const kir::Buffer &buf = Entry.buffers[s.buffer];
+    auto store = [&](Value *) {
+      Value *v = Ex.emit(s.value);
+      v = codegen::convert(B, v, Ex.exprType(s.value), buf.dtype);
+      Value *off = Ex.emit(s.offset);
+      off = codegen::convert(B, off, Ex.exprType(s.offset), DType::I64);
+      codegen::storeElement(B, v, Buffers[s.buffer], off, buf.dtype);
+    };
+    if (!s.inner.empty()) {
+      stridedPoints(s, store);
+      return;
+    }
+    // One point: thread 0 stores it.
+    Function *f = B.GetInsertBlock()->getParent();
+    BasicBlock *one = BasicBlock::Create(f->getContext(), "store.one", f);
+    BasicBlock *done = BasicBlock::Create(f->getContext(), "store.done", f);
+    B.CreateCondBr(B.CreateICmpEQ(Tid, B.getInt64(0)), one, done);
+    B.SetInsertPoint(one);
+    Ex.clearCache();
+    store(nullptr);
+    Ex.clearCache();
+    B.CreateBr(done);
+    B.SetInsertPoint(done);
+  }
 
   Builder &B;
+  const kir::EntryKernels &Entry;
   const kir::LoopKernel &K;
   codegen::ExprEmitter &Ex;
+  ArrayRef<Value *> Buffers;
+  const BlockScratch *Scratch;
+  Value *Tid = nullptr, *Ntid = nullptr;
   SmallVector<Value *, 4> Extents;
 };
 
@@ -110,8 +261,14 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
   SymExpr points = 1;
   for (unsigned d = 0; d < std::min<size_t>(k.parallelLoops, k.outer.size()); ++d)
     points = points * k.outer[d];
-  out.launch.grid = {SymExpr::floorDiv(points + (LoopKernelBlock - 1), LoopKernelBlock)};
-  out.launch.block[0] = LoopKernelBlock;
+  std::optional<unsigned> blockPerPoint = reductionThreads(k);
+  if (blockPerPoint) {
+    out.launch.grid = {points};
+    out.launch.block[0] = *blockPerPoint;
+  } else {
+    out.launch.grid = {SymExpr::floorDiv(points + (LoopKernelBlock - 1), LoopKernelBlock)};
+    out.launch.block[0] = LoopKernelBlock;
+  }
   out.launch.gridStride = true;
   out.step = &step;
   Builder b(c);
@@ -120,7 +277,10 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
   codegen::ExprEmitter ex(math, b, entry, symIndex, kf.syms, kf.buffers);
   ex.failedCheck = codegen::entryAlloca(b, b.getInt32Ty(), "failed.check");
   b.CreateStore(b.getInt32(0), ex.failedCheck);
-  KernelBody(b, k, ex).emit();
+  std::optional<BlockScratch> scratch;
+  if (blockPerPoint)
+    scratch = blockScratch(m, out.name);
+  KernelBody(b, entry, k, ex, kf.buffers, scratch ? &*scratch : nullptr).emit();
   endKernel(b, kf, ex.failedCheck);
   return out;
 }

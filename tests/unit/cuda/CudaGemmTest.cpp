@@ -189,5 +189,30 @@ TEST(CudaGemmPtxas, NoSpills) {
   }
 }
 
+// Nothing packs weights for CUDA and its lowering target turns Winograd off, so a GEMM with a
+// packed operand is a compiler bug upstream: an error naming the GEMM, not wrong results.
+TEST(CudaGemm, PackedOperandsAreErrors) {
+  EXPECT_EQ(loweringTarget().winogradMinOutChannels, 0);
+  std::unique_ptr<Graph> g = aotc::test::prepare(Mm, true);
+  ASSERT_TRUE(g);
+  for (int which : {0, 1}) {
+    auto p = test::lowerForCuda(*g, true);
+    ASSERT_TRUE(p);
+    auto &gemm = std::get<kir::GemmCall>(p->entries[0].steps[0]);
+    EXPECT_EQ(gemm.a.panelRows, 0u);
+    EXPECT_EQ(gemm.a.winogradTile, 0);
+    if (which == 0)
+      gemm.a.panelRows = 8;
+    else
+      gemm.a.winogradTile = 2;
+    llvm::LLVMContext ctx;
+    auto cm = emitEntryKernels(ctx, p->entries[0], "test");
+    ASSERT_FALSE(static_cast<bool>(cm));
+    EXPECT_EQ(llvm::toString(cm.takeError()),
+              "f: GEMM '" + gemm.name +
+                  "': a packed (panel or Winograd) operand is not supported by the CUDA backend");
+  }
+}
+
 } // namespace
 } // namespace aotc::cuda

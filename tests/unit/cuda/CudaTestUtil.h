@@ -25,12 +25,13 @@ inline std::optional<kir::Program> lowerForCuda(const Graph &g, bool fuse) {
 }
 
 /// Runs entry 0 of `program` on the emulated device: buffers bound as kir::evaluate binds them,
-/// each loop kernel launched on a grid of at most 5 blocks of 64 threads (so that the grid-stride
-/// loop and idle threads both happen). `failedCheck` gets the run's index-check flag.
+/// each grid-stride kernel launched on a grid of at most 5 blocks of 64 threads (so that the
+/// grid-stride loop and idle threads both happen), or of its own block size with `ownBlocks`.
+/// `failedCheck` gets the run's index-check flag.
 inline llvm::Expected<std::vector<HostTensor>>
 runEmulated(const kir::Program &program, const CudaModule &cm, emu::EmulatedModule &dev,
             const Dims &dims, llvm::ArrayRef<HostTensor> inputs, llvm::ArrayRef<HostTensor> weights,
-            int32_t &failedCheck) {
+            int32_t &failedCheck, bool ownBlocks = false) {
   const kir::EntryKernels &e = program.entries[0];
   auto eval = [&](const SymExpr &s) { return *s.evaluate(dims); };
   std::vector<int64_t> syms;
@@ -97,7 +98,9 @@ runEmulated(const kir::Program &program, const CudaModule &cm, emu::EmulatedModu
         *g[i] = static_cast<uint32_t>(eval(extent));
       if (!grid.x || !grid.y || !grid.z)
         continue;
-      if (ck->launch.gridStride) {
+      if (ck->launch.gridStride && ownBlocks) {
+        grid.x = std::min<uint32_t>(grid.x, 5);
+      } else if (ck->launch.gridStride) {
         int64_t points = int64_t(grid.x) * block.x;
         block.x = 64;
         grid.x = static_cast<uint32_t>(std::clamp<int64_t>((points + 63) / 64, 1, 5));
@@ -113,9 +116,10 @@ runEmulated(const kir::Program &program, const CudaModule &cm, emu::EmulatedModu
 }
 
 /// expectMatches of KernelTestUtil.h on the emulated CUDA device: entry @f lowered for CUDA (fused
-/// and unfused) and run emulated at each assignment of the dims.
+/// and unfused) and run emulated at each assignment of the dims (runEmulated's `ownBlocks`).
 inline void expectEmulatedMatches(const std::string &text, const std::vector<Dims> &runs,
-                                  double tol = 1e-5, bool decompose = true) {
+                                  double tol = 1e-5, bool decompose = true,
+                                  bool ownBlocks = false) {
   std::unique_ptr<Graph> g = aotc::test::prepare(text, decompose);
   ASSERT_TRUE(g);
   std::mt19937_64 rng(0x5eed + text.size());
@@ -132,7 +136,8 @@ inline void expectEmulatedMatches(const std::string &text, const std::vector<Dim
       auto want = aotc::test::interpretArgs(*g, args);
       ASSERT_TRUE(static_cast<bool>(want)) << llvm::toString(want.takeError());
       int32_t failed = 0;
-      auto got = runEmulated(*program, *cm, **dev, dims, args.inputs, args.weights, failed);
+      auto got =
+          runEmulated(*program, *cm, **dev, dims, args.inputs, args.weights, failed, ownBlocks);
       ASSERT_TRUE(static_cast<bool>(got)) << llvm::toString(got.takeError());
       ASSERT_EQ(failed, 0);
       ASSERT_NO_FATAL_FAILURE(aotc::test::expectClose(
