@@ -208,13 +208,24 @@ static void leave(const aotc_cuda_device *d) {
 
 /* ---- Models ------------------------------------------------------------------------------- */
 
+/* A run a context has seen: its entry, root symbols and tensor addresses, and once seen twice,
+ * the CUDA graph of its launches (which bakes in every address, the arena's included). */
+typedef struct graph_slot {
+  int32_t entry;
+  int32_t key_size; /* int64s in key */
+  int64_t *key;     /* symbols, input addresses, output addresses */
+  CUgraphExec exec; /* null: seen once, not captured yet */
+} graph_slot;
+
 /* What one run uses on the device; runs in flight on one model use distinct ones. */
 typedef struct run_context {
-  CUstream stream;  /* the model's stream for runs without a caller stream */
+  CUstream stream;  /* the model's stream for runs without a caller stream; captures happen here */
   CUevent done;     /* recorded after the run's last use of the arena */
   CUdeviceptr flag; /* the index-check flag */
   CUdeviceptr arena;
   uint64_t arena_size;
+  graph_slot *graphs; /* graph_limit slots, num_graphs used */
+  int32_t num_graphs;
   struct run_context *next;
 } run_context;
 
@@ -226,6 +237,8 @@ struct aotc_cuda_model {
   CUdeviceptr weights, state;
   pthread_mutex_t lock;
   run_context *idle;
+  uint32_t graph_limit; /* options.cuda_graphs */
+  uint8_t *ungraphable; /* per entry: a capture found a cond (read under `lock`) */
   char description[224];
 };
 
@@ -360,6 +373,10 @@ aotc_status aotc_cuda_create(aotc_model *model, const aotc_model_options *option
     return aotc_fail(AOTC_ERROR_RESOURCE, "%s: out of memory", fn);
   pthread_mutex_init(&m->lock, NULL);
   model->cuda = m;
+  m->graph_limit = options->cuda_graphs;
+  m->ungraphable = calloc((size_t)desc->num_entries + 1, 1);
+  if (!m->ungraphable)
+    return aotc_fail(AOTC_ERROR_RESOURCE, "%s: out of memory", fn);
   aotc_status status = open_device(drv, options->device_index, &m->device);
   if (status != AOTC_OK)
     return status;
@@ -373,6 +390,15 @@ aotc_status aotc_cuda_create(aotc_model *model, const aotc_model_options *option
   return status;
 }
 
+static void drop_graphs(const aotc_cuda_driver *drv, run_context *c) {
+  for (int32_t i = 0; i < c->num_graphs; ++i) {
+    if (c->graphs[i].exec)
+      drv->cuGraphExecDestroy(c->graphs[i].exec);
+    free(c->graphs[i].key);
+  }
+  c->num_graphs = 0;
+}
+
 void aotc_cuda_destroy(aotc_cuda_model *m) {
   if (!m)
     return;
@@ -382,6 +408,8 @@ void aotc_cuda_destroy(aotc_cuda_model *m) {
       next = c->next;
       drv->cuStreamSynchronize(c->stream);
       drv->cuEventSynchronize(c->done);
+      drop_graphs(drv, c);
+      free(c->graphs);
       if (c->arena)
         drv->cuMemFree(c->arena);
       drv->cuMemFree(c->flag);
@@ -398,6 +426,7 @@ void aotc_cuda_destroy(aotc_cuda_model *m) {
     leave(m->device);
   }
   free(m->functions);
+  free(m->ungraphable);
   pthread_mutex_destroy(&m->lock);
   free(m);
 }
@@ -431,6 +460,13 @@ static run_context *acquire_context(aotc_cuda_model *m, const char *entry, aotc_
     call = "cuMemAlloc";
     r = drv->cuMemAlloc(&c->flag, sizeof(int32_t));
   }
+  if (r == AOTC_CUDA_SUCCESS && m->graph_limit) {
+    c->graphs = calloc(m->graph_limit, sizeof *c->graphs);
+    if (!c->graphs) {
+      call = "allocating graph slots";
+      r = AOTC_CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  }
   if (r != AOTC_CUDA_SUCCESS) {
     if (c->done)
       drv->cuEventDestroy(c->done);
@@ -459,6 +495,8 @@ typedef struct run_state {
   CUstream stream;
   const char *entry;
   aotc_status status;
+  int capturing;    /* launches are being captured into a graph */
+  int uncapturable; /* the entry read a cond's predicate while capturing */
 } run_state;
 
 static int32_t launch(aotc_cuda_exec *exec, int32_t kernel, const uint32_t *grid,
@@ -478,6 +516,11 @@ static int32_t launch(aotc_cuda_exec *exec, int32_t kernel, const uint32_t *grid
 
 static int32_t read_byte(aotc_cuda_exec *exec, uint64_t address, uint8_t *out) {
   run_state *s = (run_state *)exec;
+  if (s->capturing) {
+    /* A branch on device data cannot be part of a graph: the capture is abandoned. */
+    s->uncapturable = 1;
+    return 1;
+  }
   const aotc_cuda_driver *drv = s->model->device->drv;
   CUresult r = drv->cuMemcpyDtoHAsync(out, address, 1, s->stream);
   if (r == AOTC_CUDA_SUCCESS)
@@ -497,6 +540,7 @@ static CUresult ensure_arena(const aotc_cuda_driver *drv, run_context *c, uint64
   CUresult r = drv->cuEventSynchronize(c->done);
   if (r != AOTC_CUDA_SUCCESS)
     return r;
+  drop_graphs(drv, c); /* they launch into the old arena */
   if (c->arena)
     drv->cuMemFree(c->arena);
   c->arena = 0;
@@ -505,6 +549,108 @@ static CUresult ensure_arena(const aotc_cuda_driver *drv, run_context *c, uint64
   if (r == AOTC_CUDA_SUCCESS)
     c->arena_size = bytes;
   return r;
+}
+
+/* Zeroes the index-check flag and enqueues every kernel of e on `stream`. */
+static int32_t enqueue(aotc_cuda_model *m, const aotc_entry_desc *e, run_context *c,
+                       CUstream stream, const int64_t *syms, const uint64_t *inputs,
+                       uint64_t *outputs, run_state *s, char *what) {
+  const aotc_cuda_driver *drv = m->device->drv;
+  CUresult r = drv->cuMemsetD32Async(c->flag, 0, 1, stream);
+  if (r != AOTC_CUDA_SUCCESS) {
+    s->status = cuda_fail(drv, AOTC_ERROR_INTERNAL, what, "cuMemsetD32Async", r);
+    return 1;
+  }
+  *s = (run_state){
+      .exec = {.weights = m->weights,
+               .state = m->state,
+               .arena = c->arena,
+               .check_flag = c->flag,
+               .launch = launch,
+               .read_byte = read_byte},
+      .model = m,
+      .stream = stream,
+      .entry = e->name,
+      .status = AOTC_OK,
+      .capturing = s->capturing,
+  };
+  s->exec.runtime = s;
+  return e->cuda_run(&s->exec, inputs, outputs, syms);
+}
+
+/* The slot of this run in c's graphs: found, or added as seen once; null when graphs are off,
+ * the entry cannot be captured, or every slot is taken. */
+static graph_slot *find_graph(aotc_cuda_model *m, const aotc_entry_desc *e, run_context *c,
+                              const int64_t *syms, const uint64_t *inputs,
+                              const uint64_t *outputs) {
+  const int32_t entry = (int32_t)(e - aotc_artifact.entries);
+  pthread_mutex_lock(&m->lock);
+  const int skip = m->ungraphable[entry];
+  pthread_mutex_unlock(&m->lock);
+  if (!m->graph_limit || skip)
+    return NULL;
+  const int32_t size = e->num_syms + e->num_inputs + e->num_outputs;
+  int64_t key[64];
+  if (size > 64)
+    return NULL;
+  memcpy(key, syms, sizeof(int64_t) * (size_t)e->num_syms);
+  memcpy(key + e->num_syms, inputs, sizeof(int64_t) * (size_t)e->num_inputs);
+  memcpy(key + e->num_syms + e->num_inputs, outputs, sizeof(int64_t) * (size_t)e->num_outputs);
+  for (int32_t i = 0; i < c->num_graphs; ++i) {
+    graph_slot *g = &c->graphs[i];
+    if (g->entry == entry && g->key_size == size &&
+        memcmp(g->key, key, sizeof(int64_t) * (size_t)size) == 0)
+      return g;
+  }
+  if ((uint32_t)c->num_graphs == m->graph_limit)
+    return NULL;
+  graph_slot *g = &c->graphs[c->num_graphs];
+  g->key = malloc(sizeof(int64_t) * (size_t)size);
+  if (!g->key)
+    return NULL;
+  memcpy(g->key, key, sizeof(int64_t) * (size_t)size);
+  g->entry = entry;
+  g->key_size = size;
+  g->exec = NULL;
+  ++c->num_graphs;
+  return NULL; /* seen once: captured the next time */
+}
+
+/* Captures e's launches on c's own stream into g->exec. A cond makes the entry uncapturable
+ * (remembered for the model); any other failure is the run's error. */
+static aotc_status capture(aotc_cuda_model *m, const aotc_entry_desc *e, run_context *c,
+                           graph_slot *g, const int64_t *syms, const uint64_t *inputs,
+                           uint64_t *outputs, char *what) {
+  const aotc_cuda_driver *drv = m->device->drv;
+  CUresult r = drv->cuStreamBeginCapture(c->stream, AOTC_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  if (r != AOTC_CUDA_SUCCESS)
+    return cuda_fail(drv, AOTC_ERROR_INTERNAL, what, "cuStreamBeginCapture", r);
+  run_state s = {.capturing = 1};
+  int32_t rc = enqueue(m, e, c, c->stream, syms, inputs, outputs, &s, what);
+  CUgraph graph = NULL;
+  r = drv->cuStreamEndCapture(c->stream, &graph);
+  if (rc != 0 || r != AOTC_CUDA_SUCCESS) {
+    if (graph)
+      drv->cuGraphDestroy(graph);
+    if (s.uncapturable) {
+      pthread_mutex_lock(&m->lock);
+      m->ungraphable[g->entry] = 1;
+      pthread_mutex_unlock(&m->lock);
+      return AOTC_OK;
+    }
+    if (rc != 0)
+      return s.status != AOTC_OK
+                 ? s.status
+                 : aotc_fail(AOTC_ERROR_INTERNAL, "%s: the CUDA code failed (%d)", what, (int)rc);
+    return cuda_fail(drv, AOTC_ERROR_INTERNAL, what, "cuStreamEndCapture", r);
+  }
+  r = drv->cuGraphInstantiateWithFlags(&g->exec, graph, 0);
+  drv->cuGraphDestroy(graph);
+  if (r != AOTC_CUDA_SUCCESS) {
+    g->exec = NULL;
+    return cuda_fail(drv, AOTC_ERROR_INTERNAL, what, "cuGraphInstantiateWithFlags", r);
+  }
+  return AOTC_OK;
 }
 
 static aotc_status run_on(aotc_cuda_model *m, const aotc_entry_desc *e, run_context *c,
@@ -525,23 +671,22 @@ static aotc_status run_on(aotc_cuda_model *m, const aotc_entry_desc *e, run_cont
   r = ensure_arena(drv, c, (uint64_t)arena_bytes);
   if (r != AOTC_CUDA_SUCCESS)
     return cuda_fail(drv, AOTC_ERROR_RESOURCE, what, "cuMemAlloc (arena)", r);
-  r = drv->cuMemsetD32Async(c->flag, 0, 1, stream);
-  if (r != AOTC_CUDA_SUCCESS)
-    return cuda_fail(drv, AOTC_ERROR_INTERNAL, what, "cuMemsetD32Async", r);
-  run_state s = {
-      .exec = {.weights = m->weights,
-               .state = m->state,
-               .arena = c->arena,
-               .check_flag = c->flag,
-               .launch = launch,
-               .read_byte = read_byte},
-      .model = m,
-      .stream = stream,
-      .entry = e->name,
-      .status = AOTC_OK,
-  };
-  s.exec.runtime = &s;
-  int32_t rc = e->cuda_run(&s.exec, inputs, outputs, syms);
+  /* A run seen before replays its graph (captured now, the second time). */
+  graph_slot *g = find_graph(m, e, c, syms, inputs, outputs);
+  if (g && !g->exec) {
+    aotc_status status = capture(m, e, c, g, syms, inputs, outputs, what);
+    if (status != AOTC_OK)
+      return status;
+  }
+  int32_t rc = 0;
+  run_state s = {.capturing = 0};
+  if (g && g->exec) {
+    r = drv->cuGraphLaunch(g->exec, stream);
+    if (r != AOTC_CUDA_SUCCESS)
+      return cuda_fail(drv, AOTC_ERROR_INTERNAL, what, "cuGraphLaunch", r);
+  } else {
+    rc = enqueue(m, e, c, stream, syms, inputs, outputs, &s, what);
+  }
   CUresult recorded = drv->cuEventRecord(c->done, stream);
   if (rc != 0)
     return s.status != AOTC_OK

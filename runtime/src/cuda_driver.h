@@ -21,6 +21,8 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 
 #define AOTC_CUDA_SUCCESS 0
 #define AOTC_CUDA_ERROR_INVALID_VALUE 1
@@ -33,6 +35,9 @@ typedef struct CUevent_st *CUevent;
 #define AOTC_CUDA_ERROR_NO_BINARY_FOR_GPU 209
 #define AOTC_CUDA_ERROR_NOT_FOUND 500
 #define AOTC_CUDA_ERROR_LAUNCH_FAILED 719
+#define AOTC_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED 900
+/* cuStreamBeginCapture: only this thread's unsafe calls are refused while it captures. */
+#define AOTC_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 /* cuDeviceGetAttribute */
 #define AOTC_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define AOTC_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
@@ -76,6 +81,13 @@ typedef struct aotc_cuda_driver {
   CUresult (*cuLaunchKernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                              unsigned by, unsigned bz, unsigned shared, CUstream stream,
                              void **params, void **extra);
+  CUresult (*cuStreamBeginCapture)(CUstream stream, int mode);
+  CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph *graph);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *exec, CUgraph graph,
+                                          unsigned long long flags);
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
+  CUresult (*cuGraphDestroy)(CUgraph graph);
   CUresult (*cuGetErrorName)(CUresult error, const char **name);
   CUresult (*cuGetErrorString)(CUresult error, const char **text);
 } aotc_cuda_driver;

@@ -175,9 +175,10 @@ static aotc_status check_options(const aotc_model_options *o) {
     return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
                      "aotc_model_create: options->flags 0x%x has unknown bits",
                      (unsigned)o->flags);
-  if (o->reserved0 != 0)
+  if (o->cuda_graphs > 1024)
     return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
-                     "aotc_model_create: options->reserved0 is not zero");
+                     "aotc_model_create: options->cuda_graphs %u is more than 1024",
+                     (unsigned)o->cuda_graphs);
   for (int i = 0; i < 2; ++i)
     if (o->reserved[i] != 0)
       return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,

@@ -33,7 +33,7 @@ static void test_basics(void) {
   CHECK(o.struct_size == sizeof(aotc_model_options));
   CHECK(o.num_threads == 0 && o.device_type == AOTC_DEVICE_CPU && o.device_index == 0);
   CHECK(o.cpu_variant == AOTC_CPU_VARIANT_AUTO && o.weights_path == NULL);
-  CHECK(o.flags == 0 && o.reserved0 == 0 && o.cuda_driver == NULL && o.reserved[0] == 0 &&
+  CHECK(o.flags == 0 && o.cuda_graphs == 0 && o.cuda_driver == NULL && o.reserved[0] == 0 &&
         o.reserved[1] == 0);
   aotc_model_destroy(NULL);
   aotc_tensor_release(NULL);

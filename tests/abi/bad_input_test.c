@@ -286,9 +286,9 @@ static void test_options(void) {
   CHECK_ERROR(aotc_model_create(&o, &m), AOTC_ERROR_INVALID_ARGUMENT,
               "aotc_model_create: options->reserved[1] is not zero");
   aotc_model_options_init(&o);
-  o.reserved0 = 1;
+  o.cuda_graphs = 5000;
   CHECK_ERROR(aotc_model_create(&o, &m), AOTC_ERROR_INVALID_ARGUMENT,
-              "aotc_model_create: options->reserved0 is not zero");
+              "aotc_model_create: options->cuda_graphs 5000 is more than 1024");
   aotc_model_options_init(&o);
   o.flags = 6;
   CHECK_ERROR(aotc_model_create(&o, &m), AOTC_ERROR_INVALID_ARGUMENT,

@@ -4,7 +4,9 @@
 // inputs/*.npy, expected/*.npy from the reference interpreter, a `case` file naming the entry
 // and the inputs in order) it runs the entry on the device and checks:
 //   - every output within the tolerance of the reference (max |got - want| / max |want|);
-//   - 8 threads on one model handle, 2 runs each, bitwise equal to the serial run.
+//   - 8 threads on one model handle, 2 runs each, bitwise equal to the serial run;
+//   - CUDA graphs (a model with cuda_graphs on, outputs at fixed addresses): 3 runs, the last two
+//     replaying the captured graph, bitwise equal to the plain launches.
 // One table line per case; exit 1 when any check fails.
 //
 //   aotc_gpu_check [--device cuda:N|cpu] [--tolerance T] [--quick] SUITE_DIR...
@@ -144,12 +146,14 @@ bool readCase(const std::string &dir, Case &c, std::string *why) {
 /// One model on the device, with its inputs there.
 class Runner {
 public:
-  Runner(const std::string &so, const Options &o) : Lib(so), Api(Lib.api()), O(o) {
+  Runner(const std::string &so, const Options &o, uint32_t graphs = 0)
+      : Lib(so), Api(Lib.api()), O(o) {
     aotc_model_options opts;
     Api.model_options_init(&opts);
     if (O.cuda) {
       opts.device_type = AOTC_DEVICE_CUDA;
       opts.device_index = O.index;
+      opts.cuda_graphs = graphs;
     }
     Api.check(Api.model_create(&opts, &M));
   }
@@ -195,8 +199,10 @@ public:
       Tensors.push_back(t);
     }
   }
-  /// Runs `entry`; returns each output's bytes on the host.
-  std::vector<std::vector<uint8_t>> run(const std::string &entry) {
+  /// Runs `entry`; returns each output's bytes on the host. With `sizes`, into output buffers
+  /// of those sizes allocated once (the same addresses every run, as CUDA graphs need).
+  std::vector<std::vector<uint8_t>> run(const std::string &entry,
+                                        const std::vector<size_t> *sizes = nullptr) {
     int32_t e = 0, n = 0;
     Api.check(Api.model_find_entry(M, entry.c_str(), &e));
     Api.check(Api.model_num_outputs(M, e, &n));
@@ -205,6 +211,17 @@ public:
     out.device_type = O.cuda ? AOTC_DEVICE_CUDA : AOTC_DEVICE_CPU;
     out.device_index = O.cuda ? O.index : 0;
     std::vector<aotc_tensor> outs(size_t(n), out);
+    if (sizes && Fixed.empty())
+      for (size_t bytes : *sizes) {
+        void *p = nullptr;
+        Api.check(Api.model_device_alloc(M, bytes, &p));
+        Device.push_back(p);
+        Fixed.push_back(p);
+      }
+    for (size_t i = 0; sizes && i < outs.size(); ++i) {
+      outs[i].data = Fixed[i];
+      outs[i].size_bytes = (*sizes)[i];
+    }
     Api.check(Api.model_run_v2(M, e, Tensors.data(), Tensors.size(), outs.data(), outs.size(),
                                nullptr));
     std::vector<std::vector<uint8_t>> host;
@@ -222,7 +239,7 @@ private:
   const aotc::rt::Api &Api;
   Options O;
   aotc_model *M = nullptr;
-  std::vector<void *> Device;
+  std::vector<void *> Device, Fixed;
   std::vector<aotc_tensor> Tensors;
 };
 
@@ -284,8 +301,21 @@ bool checkCase(const Case &c, const std::string &so, const Options &o) {
       threads = std::to_string(total) + "/16";
       ok = ok && total == 16;
     }
-    std::printf("%-40s %-10s %10.3g %8s %s  (%s)\n", c.dir.c_str(), c.entry.c_str(), err,
-                threads.c_str(), ok ? "ok" : "FAILED", r.deviceName().c_str());
+    std::string graphs = "-";
+    if (!o.quick && o.cuda) {
+      Runner g(so, o, 4);
+      g.setInputs(inputs);
+      std::vector<size_t> sizes;
+      for (const std::vector<uint8_t> &b : serial)
+        sizes.push_back(std::max<size_t>(b.size(), 1));
+      int equal = 0;
+      for (int k = 0; k < 3; ++k)
+        equal += g.run(c.entry, &sizes) == serial;
+      graphs = std::to_string(equal) + "/3";
+      ok = ok && equal == 3;
+    }
+    std::printf("%-40s %-10s %10.3g %8s %7s %s  (%s)\n", c.dir.c_str(), c.entry.c_str(), err,
+                threads.c_str(), graphs.c_str(), ok ? "ok" : "FAILED", r.deviceName().c_str());
     return ok;
   } catch (const aotc::rt::Error &e) {
     std::printf("%-40s FAILED: %s\n", c.dir.c_str(), e.what());
@@ -324,7 +354,8 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "aotc_gpu_check: no suite directory given\n");
     return 2;
   }
-  std::printf("%-40s %-10s %10s %8s %s\n", "case", "entry", "rel err", "threads", "result");
+  std::printf("%-40s %-10s %10s %8s %7s %s\n", "case", "entry", "rel err", "threads", "graphs",
+              "result");
   bool all = true;
   for (const std::string &suite : suites) {
     // SUITE/MODEL.so beside SUITE/MODEL/<case>/...

@@ -91,8 +91,12 @@ typedef struct aotc_model_options {
   /* null: the embedded weights, or for an artifact with external weights the file it names,
    * looked up beside the .so; non-null: that file (its size must be the artifact's). */
   const char *weights_path;
-  uint32_t flags;     /* AOTC_MODEL_* below, or 0 */
-  uint32_t reserved0; /* zero */
+  uint32_t flags; /* AOTC_MODEL_* below, or 0 */
+  /* CUDA models: 0, or N to capture CUDA graphs: a run whose entry, dims and tensor addresses a
+   * run context has seen once before is captured as a graph and from then on replayed in one
+   * launch, up to N graphs per run context (the model has one per concurrent run). Entries with a
+   * data-dependent branch (cond) are never captured. Ignored on the cpu. */
+  uint32_t cuda_graphs;
   /* For tools: the CUDA driver's functions for device_type AOTC_DEVICE_CUDA, null = libcuda.so.1.
    * `aotc run|verify --device cuda-emu` passes its emulated device here. Read during create; the
    * table must outlive the model and the tensors it allocates. */

@@ -12,6 +12,7 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -36,6 +37,26 @@ struct Function {
   Module *module;
   std::string name;
 };
+
+// A stream's work runs when it is enqueued, except while the stream captures: then launches and
+// memsets are recorded (parameters by value: every kernel parameter of aotc is 8 bytes, an i64
+// or a pointer) into the graph that cuStreamEndCapture returns.
+struct Op {
+  Function *function = nullptr; // null: a memset
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1}, shared = 0;
+  std::vector<uint64_t> params;
+  CUdeviceptr dst = 0;
+  unsigned value = 0;
+  size_t count = 0;
+};
+struct Stream {
+  bool capturing = false;
+  std::vector<Op> ops;
+};
+struct Graph {
+  std::vector<Op> ops;
+};
+std::atomic<uint64_t> GraphLaunches{0};
 
 // Device memory: host allocations, 256-byte aligned like cudaMalloc's, tracked so that a bad
 // free is an error rather than heap corruption.
@@ -139,25 +160,40 @@ CUresult copyDtoH(void *dst, CUdeviceptr src, size_t n) {
   std::memcpy(dst, reinterpret_cast<const void *>(static_cast<uintptr_t>(src)), n);
   return AOTC_CUDA_SUCCESS;
 }
-CUresult copyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream) {
-  return copyDtoH(dst, src, n);
+CUresult copyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s);
+Stream *capturing(CUstream s) {
+  auto *stream = reinterpret_cast<Stream *>(s);
+  return stream && stream->capturing ? stream : nullptr;
 }
-CUresult memsetD32(CUdeviceptr dst, unsigned v, size_t n, CUstream) {
+
+CUresult memsetD32(CUdeviceptr dst, unsigned v, size_t n, CUstream s) {
+  if (Stream *c = capturing(s)) {
+    Op op;
+    op.dst = dst;
+    op.value = v;
+    op.count = n;
+    c->ops.push_back(std::move(op));
+    return AOTC_CUDA_SUCCESS;
+  }
   auto *p = reinterpret_cast<uint32_t *>(static_cast<uintptr_t>(dst));
   std::fill(p, p + n, v);
   return AOTC_CUDA_SUCCESS;
 }
 
-// Streams and events are handles without state: work runs when it is enqueued.
+// Events are handles without state: work is done when it is enqueued.
 CUresult streamCreate(CUstream *s, unsigned) {
-  *s = reinterpret_cast<CUstream>(new char);
+  *s = reinterpret_cast<CUstream>(new Stream);
   return AOTC_CUDA_SUCCESS;
 }
 CUresult streamDestroy(CUstream s) {
-  delete reinterpret_cast<char *>(s);
+  delete reinterpret_cast<Stream *>(s);
   return AOTC_CUDA_SUCCESS;
 }
-CUresult streamSync(CUstream) { return AOTC_CUDA_SUCCESS; }
+CUresult streamSync(CUstream s) {
+  if (capturing(s))
+    return fail(AOTC_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "synchronizing a stream that captures");
+  return AOTC_CUDA_SUCCESS;
+}
 CUresult streamWait(CUstream, CUevent, unsigned) { return AOTC_CUDA_SUCCESS; }
 CUresult eventCreate(CUevent *e, unsigned) {
   *e = reinterpret_cast<CUevent>(new char);
@@ -170,16 +206,96 @@ CUresult eventDestroy(CUevent e) {
 CUresult eventRecord(CUevent, CUstream) { return AOTC_CUDA_SUCCESS; }
 CUresult eventSync(CUevent) { return AOTC_CUDA_SUCCESS; }
 
-CUresult launchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                      unsigned bz, unsigned shared, CUstream, void **params, void **) {
-  auto *fn = reinterpret_cast<Function *>(f);
+CUresult copyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s) {
+  if (capturing(s))
+    return fail(AOTC_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                "a copy to the host in a stream that captures");
+  return copyDtoH(dst, src, n);
+}
+
+CUresult runLaunch(Function *fn, const unsigned *grid, const unsigned *block, unsigned shared,
+                   void **params) {
   // The parameter count is the kernel's: the emulator's trampoline reads exactly that many.
   size_t n = fn->module->kernels->numParams(fn->name);
   llvm::ArrayRef<void *> args(params, n);
-  if (llvm::Error e =
-          fn->module->kernels->launch(fn->name, {gx, gy, gz}, {bx, by, bz}, args, shared))
+  if (llvm::Error e = fn->module->kernels->launch(fn->name, {grid[0], grid[1], grid[2]},
+                                                  {block[0], block[1], block[2]}, args, shared))
     return fail(AOTC_CUDA_ERROR_LAUNCH_FAILED, llvm::toString(std::move(e)));
   return AOTC_CUDA_SUCCESS;
+}
+
+CUresult replay(const std::vector<Op> &ops) {
+  for (const Op &op : ops) {
+    if (!op.function) {
+      auto *p = reinterpret_cast<uint32_t *>(static_cast<uintptr_t>(op.dst));
+      std::fill(p, p + op.count, op.value);
+      continue;
+    }
+    std::vector<uint64_t> values = op.params;
+    std::vector<void *> params;
+    for (uint64_t &v : values)
+      params.push_back(&v);
+    if (CUresult r = runLaunch(op.function, op.grid, op.block, op.shared, params.data()))
+      return r;
+  }
+  return AOTC_CUDA_SUCCESS;
+}
+
+CUresult beginCapture(CUstream s, int) {
+  auto *stream = reinterpret_cast<Stream *>(s);
+  if (!stream || stream->capturing)
+    return fail(AOTC_CUDA_ERROR_INVALID_VALUE, "the stream cannot begin a capture");
+  stream->capturing = true;
+  stream->ops.clear();
+  return AOTC_CUDA_SUCCESS;
+}
+CUresult endCapture(CUstream s, CUgraph *graph) {
+  auto *stream = reinterpret_cast<Stream *>(s);
+  if (!stream || !stream->capturing)
+    return fail(AOTC_CUDA_ERROR_INVALID_VALUE, "the stream does not capture");
+  stream->capturing = false;
+  *graph = reinterpret_cast<CUgraph>(new Graph{std::move(stream->ops)});
+  stream->ops.clear();
+  return AOTC_CUDA_SUCCESS;
+}
+CUresult graphInstantiate(CUgraphExec *exec, CUgraph graph, unsigned long long) {
+  *exec = reinterpret_cast<CUgraphExec>(new Graph(*reinterpret_cast<Graph *>(graph)));
+  return AOTC_CUDA_SUCCESS;
+}
+CUresult graphLaunch(CUgraphExec exec, CUstream s) {
+  ++GraphLaunches;
+  const auto *g = reinterpret_cast<const Graph *>(exec);
+  if (Stream *c = capturing(s)) {
+    c->ops.insert(c->ops.end(), g->ops.begin(), g->ops.end());
+    return AOTC_CUDA_SUCCESS;
+  }
+  return replay(g->ops);
+}
+CUresult graphExecDestroy(CUgraphExec exec) {
+  delete reinterpret_cast<Graph *>(exec);
+  return AOTC_CUDA_SUCCESS;
+}
+CUresult graphDestroy(CUgraph graph) {
+  delete reinterpret_cast<Graph *>(graph);
+  return AOTC_CUDA_SUCCESS;
+}
+
+CUresult launchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                      unsigned bz, unsigned shared, CUstream s, void **params, void **) {
+  auto *fn = reinterpret_cast<Function *>(f);
+  unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  if (Stream *c = capturing(s)) {
+    Op op;
+    op.function = fn;
+    std::copy(grid, grid + 3, op.grid);
+    std::copy(block, block + 3, op.block);
+    op.shared = shared;
+    for (unsigned i = 0; i < fn->module->kernels->numParams(fn->name); ++i)
+      op.params.push_back(*static_cast<const uint64_t *>(params[i]));
+    c->ops.push_back(std::move(op));
+    return AOTC_CUDA_SUCCESS;
+  }
+  return runLaunch(fn, grid, block, shared, params);
 }
 
 CUresult errorName(CUresult r, const char **name) {
@@ -204,6 +320,9 @@ CUresult errorName(CUresult r, const char **name) {
     break;
   case AOTC_CUDA_ERROR_LAUNCH_FAILED:
     *name = "CUDA_ERROR_LAUNCH_FAILED";
+    break;
+  case AOTC_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+    *name = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
     break;
   default:
     *name = "CUDA_ERROR_UNKNOWN";
@@ -247,6 +366,12 @@ const aotc_cuda_driver Table = {
     eventRecord,
     eventSync,
     launchKernel,
+    beginCapture,
+    endCapture,
+    graphInstantiate,
+    graphLaunch,
+    graphExecDestroy,
+    graphDestroy,
     errorName,
     errorString,
 };
@@ -254,5 +379,7 @@ const aotc_cuda_driver Table = {
 } // namespace
 
 const void *emulatedDriver() { return &Table; }
+
+uint64_t graphLaunches() { return GraphLaunches.load(); }
 
 } // namespace aotc::cuda::emu
