@@ -15,9 +15,11 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace aotc::cuda::emu {
 
@@ -30,12 +32,14 @@ CUresult fail(CUresult code, std::string detail) {
   return code;
 }
 
-struct Module {
-  std::unique_ptr<EmulatedModule> kernels;
-};
+struct Module;
 struct Function {
   Module *module;
   std::string name;
+};
+struct Module {
+  std::unique_ptr<EmulatedModule> kernels;
+  std::vector<std::unique_ptr<Function>> functions; // handed out by cuModuleGetFunction
 };
 
 // A stream's work runs when it is enqueued, except while the stream captures: then launches and
@@ -117,7 +121,9 @@ CUresult moduleLoad(CUmodule *out, const void *image) {
   auto loaded = EmulatedModule::load(**m);
   if (!loaded)
     return fail(AOTC_CUDA_ERROR_INVALID_IMAGE, llvm::toString(loaded.takeError()));
-  *out = reinterpret_cast<CUmodule>(new Module{std::move(*loaded)});
+  auto module = std::make_unique<Module>();
+  module->kernels = std::move(*loaded);
+  *out = reinterpret_cast<CUmodule>(module.release());
   return AOTC_CUDA_SUCCESS;
 }
 CUresult moduleUnload(CUmodule m) {
@@ -128,8 +134,8 @@ CUresult moduleFunction(CUfunction *out, CUmodule m, const char *name) {
   auto *module = reinterpret_cast<Module *>(m);
   if (!module->kernels->hasKernel(name))
     return fail(AOTC_CUDA_ERROR_NOT_FOUND, fmt::format("no kernel {} in the module", name));
-  // Owned by the module's lifetime in spirit; a few bytes per kernel for the process.
-  *out = reinterpret_cast<CUfunction>(new Function{module, name});
+  module->functions.push_back(std::make_unique<Function>(Function{module, name}));
+  *out = reinterpret_cast<CUfunction>(module->functions.back().get());
   return AOTC_CUDA_SUCCESS;
 }
 
