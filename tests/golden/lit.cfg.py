@@ -26,6 +26,11 @@ config.substitutions.append(("%print_nvptx", config.print_nvptx))
 config.substitutions.append(("%cuda_runtime_check", config.cuda_runtime_check))
 config.substitutions.append(("%gpu_check", config.gpu_check))
 config.substitutions.append((r"\bFileCheck\b", config.filecheck))
+# The ASan+UBSan build: tests that only repeat the release build's checks ten times slower (whole
+# models on the emulated CUDA device, whose JIT-compiled kernels are not instrumented anyway) say
+# UNSUPPORTED: sanitizer.
+if getattr(config, "aotc_sanitize", False):
+    config.available_features.add("sanitizer")
 # The CUDA toolkit (ptxas, libdevice, the stub libcuda) that CUDA exports need: tests that export
 # for CUDA say REQUIRES: cuda-toolkit. setup.sh installs it; CUDA_PATH overrides where it is.
 cuda_path = os.environ.get("CUDA_PATH") or "/usr/local/cuda"
