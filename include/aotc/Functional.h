@@ -31,6 +31,19 @@ Tensor log(const Tensor &x, Loc loc = Loc::current());
 Tensor sqrt(const Tensor &x, Loc loc = Loc::current());
 Tensor rsqrt(const Tensor &x, Loc loc = Loc::current());
 Tensor pow(const Tensor &x, const Scalar &exponent, Loc loc = Loc::current());
+// Activations (torch.nn.functional's, with its defaults); floating inputs only.
+Tensor hardtanh(const Tensor &x, const Scalar &min_val = -1, const Scalar &max_val = 1,
+                Loc loc = Loc::current());
+/// hardtanh(x, 0, 6)
+Tensor relu6(const Tensor &x, Loc loc = Loc::current());
+Tensor hardswish(const Tensor &x, Loc loc = Loc::current());
+Tensor hardsigmoid(const Tensor &x, Loc loc = Loc::current());
+Tensor leaky_relu(const Tensor &x, double negative_slope = 0.01, Loc loc = Loc::current());
+Tensor elu(const Tensor &x, double alpha = 1, Loc loc = Loc::current());
+Tensor mish(const Tensor &x, Loc loc = Loc::current());
+Tensor softplus(const Tensor &x, double beta = 1, double threshold = 20, Loc loc = Loc::current());
+/// `weight`: one slope, or one per channel (dim 1 of x).
+Tensor prelu(const Tensor &x, const Tensor &weight, Loc loc = Loc::current());
 Tensor where(const Tensor &condition, const Tensor &x, const Tensor &y, Loc loc = Loc::current());
 Tensor maximum(const Tensor &a, const Tensor &b, Loc loc = Loc::current());
 Tensor minimum(const Tensor &a, const Tensor &b, Loc loc = Loc::current());

@@ -1,5 +1,7 @@
-// Decomposition to the core op set: linear becomes addmm/mm, and batch_norm, gelu, silu, softmax,
-// log_softmax, layer_norm and group_norm become pointwise ops and reductions that fusion can group.
+// Decomposition to the core op set: linear becomes addmm/mm, and batch_norm, the activations
+// (gelu, silu, hardtanh, hardswish, hardsigmoid, leaky_relu, elu, softplus, mish, prelu),
+// softmax, log_softmax, layer_norm and group_norm become pointwise ops and reductions that fusion
+// can group.
 #include "passes/Passes.h"
 
 #include "aotc/ir/Builder.h"
@@ -154,6 +156,89 @@ Value *decomposeSilu(Expander &e, Node &node) {
   return e.op(OpKind::MulTensor, {x, e.op(OpKind::Sigmoid, {x})});
 }
 
+Value *scalarOp(Expander &e, OpKind kind, Value *x, double c) {
+  return e.op(kind, {x}, {{"other", Attribute::floating(c)}});
+}
+
+/// `clamp(x, lo, hi)` with the bounds as written (ints stay ints).
+Value *clampOf(Expander &e, Value *x, Attribute lo, Attribute hi) {
+  return e.op(OpKind::Clamp, {x}, {{"min", std::move(lo)}, {"max", std::move(hi)}});
+}
+
+/// `where(x > 0, x, negative)`: the form of every activation that only bends the negative side.
+Value *positiveOr(Expander &e, Value *x, Value *negative) {
+  Value *positive = e.op(OpKind::GtScalar, {x}, {{"other", Attribute::integer(0)}});
+  return e.op(OpKind::Where, {positive, x, negative});
+}
+
+// hardtanh (ReLU6 is hardtanh(0, 6)) is a clamp, as Inductor decomposes it.
+Value *decomposeHardtanh(Expander &e, Node &node) {
+  return clampOf(e, node.operand(0), *node.attr("min_val"), *node.attr("max_val"));
+}
+
+/// relu6(x + 3) / 6, the gate hardswish multiplies by (ATen's formula, in its order).
+Value *hardGate(Expander &e, Value *x) {
+  Value *shifted = e.addScalar(x, 3);
+  return clampOf(e, shifted, Attribute::integer(0), Attribute::integer(6));
+}
+
+Value *decomposeHardsigmoid(Expander &e, Node &node) {
+  return scalarOp(e, OpKind::DivScalar, hardGate(e, node.operand(0)), 6);
+}
+
+Value *decomposeHardswish(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  return scalarOp(e, OpKind::DivScalar, e.op(OpKind::MulTensor, {x, hardGate(e, x)}), 6);
+}
+
+Value *decomposeLeakyRelu(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  return positiveOr(e, x, e.mulScalar(x, floatAttr(node, "negative_slope")));
+}
+
+/// scale * (x > 0 ? x : alpha * (exp(input_scale * x) - 1)); factors of 1 are left out.
+Value *decomposeElu(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  double alpha = floatAttr(node, "alpha"), scale = floatAttr(node, "scale"),
+         inputScale = floatAttr(node, "input_scale");
+  Value *scaledIn = inputScale == 1 ? x : e.mulScalar(x, inputScale);
+  Value *negative = e.addScalar(e.op(OpKind::Exp, {scaledIn}), -1);
+  if (alpha * scale != 1)
+    negative = e.mulScalar(negative, alpha * scale);
+  Value *positive = scale == 1 ? x : e.mulScalar(x, scale);
+  Value *isPositive = e.op(OpKind::GtScalar, {x}, {{"other", Attribute::integer(0)}});
+  return e.op(OpKind::Where, {isPositive, positive, negative});
+}
+
+/// log1p(exp(beta * x)) / beta, or x where beta * x > threshold (where exp would overflow).
+Value *softplusOf(Expander &e, Value *x, double beta, double threshold) {
+  Value *scaled = beta == 1 ? x : e.mulScalar(x, beta);
+  Value *smooth = e.op(OpKind::Log1p, {e.op(OpKind::Exp, {scaled})});
+  if (beta != 1)
+    smooth = scalarOp(e, OpKind::DivScalar, smooth, beta);
+  Value *linear = e.op(OpKind::GtScalar, {scaled}, {{"other", Attribute::floating(threshold)}});
+  return e.op(OpKind::Where, {linear, x, smooth});
+}
+
+Value *decomposeSoftplus(Expander &e, Node &node) {
+  return softplusOf(e, node.operand(0), floatAttr(node, "beta"), floatAttr(node, "threshold"));
+}
+
+/// x * tanh(softplus(x)); the threshold only avoids exp's overflow (tanh is 1 there anyway).
+Value *decomposeMish(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  return e.op(OpKind::MulTensor, {x, e.op(OpKind::Tanh, {softplusOf(e, x, 1, 20)})});
+}
+
+/// The slopes broadcast along the channels (dim 1) of the input.
+Value *decomposePrelu(Expander &e, Node &node) {
+  Value *x = node.operand("self");
+  Value *weight = node.operand("weight");
+  if (weight->type().rank() == 1)
+    weight = perChannel(e, weight, x->type().rank());
+  return positiveOr(e, x, e.op(OpKind::MulTensor, {weight, x}));
+}
+
 /// softmax and log_softmax, stabilized by subtracting the row maximum as the reference kernels
 /// do. A `dtype` converts the input first, which is what PyTorch does before computing.
 Value *decomposeSoftmax(Expander &e, Node &node) {
@@ -240,6 +325,22 @@ Decomposition decompositionFor(const Node &node) {
     return sameFloat ? decomposeGelu : nullptr;
   case OpKind::Silu:
     return sameFloat ? decomposeSilu : nullptr;
+  case OpKind::Hardtanh:
+    return sameFloat ? decomposeHardtanh : nullptr;
+  case OpKind::Hardswish:
+    return sameFloat ? decomposeHardswish : nullptr;
+  case OpKind::Hardsigmoid:
+    return sameFloat ? decomposeHardsigmoid : nullptr;
+  case OpKind::LeakyRelu:
+    return sameFloat ? decomposeLeakyRelu : nullptr;
+  case OpKind::Elu:
+    return sameFloat ? decomposeElu : nullptr;
+  case OpKind::Softplus:
+    return sameFloat ? decomposeSoftplus : nullptr;
+  case OpKind::Mish:
+    return sameFloat ? decomposeMish : nullptr;
+  case OpKind::Prelu:
+    return sameFloat ? decomposePrelu : nullptr;
   case OpKind::Softmax:
   case OpKind::LogSoftmax:
     return decomposeSoftmax;

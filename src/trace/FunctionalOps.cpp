@@ -94,6 +94,27 @@ Tensor log(const Tensor &x, Loc loc) { return x.log(loc); }
 Tensor sqrt(const Tensor &x, Loc loc) { return x.sqrt(loc); }
 Tensor rsqrt(const Tensor &x, Loc loc) { return x.rsqrt(loc); }
 Tensor pow(const Tensor &x, const Scalar &e, Loc loc) { return x.pow(e, loc); }
+Tensor hardtanh(const Tensor &x, const Scalar &lo, const Scalar &hi, Loc loc) {
+  return op1(OpKind::Hardtanh, {x},
+             {attr("min_val", scalarAttr(lo)), attr("max_val", scalarAttr(hi))}, loc);
+}
+Tensor relu6(const Tensor &x, Loc loc) { return hardtanh(x, 0, 6, loc); }
+Tensor hardswish(const Tensor &x, Loc loc) { return op1(OpKind::Hardswish, {x}, {}, loc); }
+Tensor hardsigmoid(const Tensor &x, Loc loc) { return op1(OpKind::Hardsigmoid, {x}, {}, loc); }
+Tensor leaky_relu(const Tensor &x, double slope, Loc loc) {
+  return op1(OpKind::LeakyRelu, {x}, {floatAttr("negative_slope", slope)}, loc);
+}
+Tensor elu(const Tensor &x, double alpha, Loc loc) {
+  return op1(OpKind::Elu, {x}, {floatAttr("alpha", alpha)}, loc);
+}
+Tensor mish(const Tensor &x, Loc loc) { return op1(OpKind::Mish, {x}, {}, loc); }
+Tensor softplus(const Tensor &x, double beta, double threshold, Loc loc) {
+  return op1(OpKind::Softplus, {x}, {floatAttr("beta", beta), floatAttr("threshold", threshold)},
+             loc);
+}
+Tensor prelu(const Tensor &x, const Tensor &weight, Loc loc) {
+  return op1(OpKind::Prelu, {x, weight}, {}, loc);
+}
 Tensor where(const Tensor &c, const Tensor &x, const Tensor &y, Loc loc) {
   return op1(OpKind::Where, {c, x, y}, {}, loc);
 }

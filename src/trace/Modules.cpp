@@ -99,6 +99,14 @@ Tensor EmbeddingImpl::forward(const Tensor &indices, Loc loc) {
   return embedding(indices, weight, loc);
 }
 
+PReLUImpl::PReLUImpl(PReLUOptions o) : options(o) {
+  if (options.num_parameters_ < 1)
+    throw DslError(fmt::format("PReLU needs at least one parameter, got num_parameters {}",
+                               options.num_parameters_));
+  weight = register_parameter("weight", empty({options.num_parameters_}));
+  init::constant_(weight, options.init_);
+}
+
 Tensor MaxPool2dImpl::forward(const Tensor &x, Loc loc) {
   return max_pool2d(x, options.kernel_size_, options.stride_, options.padding_, options.dilation_,
                     options.ceil_mode_, loc);

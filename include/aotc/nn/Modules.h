@@ -158,6 +158,103 @@ public:
 };
 AOTC_MODULE(Sigmoid);
 
+/// hardtanh(x, 0, 6)
+class ReLU6Impl : public Module {
+public:
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return relu6(x, loc); }
+};
+AOTC_MODULE(ReLU6);
+
+struct HardtanhOptions {
+  AOTC_OPTION(double, min_val) = -1;
+  AOTC_OPTION(double, max_val) = 1;
+};
+
+class HardtanhImpl : public Module {
+public:
+  explicit HardtanhImpl(HardtanhOptions options = {}) : options(options) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) {
+    return hardtanh(x, options.min_val_, options.max_val_, loc);
+  }
+  HardtanhOptions options;
+};
+AOTC_MODULE(Hardtanh);
+
+class HardswishImpl : public Module {
+public:
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return hardswish(x, loc); }
+};
+AOTC_MODULE(Hardswish);
+
+class HardsigmoidImpl : public Module {
+public:
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return hardsigmoid(x, loc); }
+};
+AOTC_MODULE(Hardsigmoid);
+
+struct LeakyReLUOptions {
+  AOTC_OPTION(double, negative_slope) = 0.01;
+};
+
+class LeakyReLUImpl : public Module {
+public:
+  explicit LeakyReLUImpl(LeakyReLUOptions options = {}) : options(options) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) {
+    return leaky_relu(x, options.negative_slope_, loc);
+  }
+  LeakyReLUOptions options;
+};
+AOTC_MODULE(LeakyReLU);
+
+struct ELUOptions {
+  AOTC_OPTION(double, alpha) = 1;
+};
+
+class ELUImpl : public Module {
+public:
+  explicit ELUImpl(ELUOptions options = {}) : options(options) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return elu(x, options.alpha_, loc); }
+  ELUOptions options;
+};
+AOTC_MODULE(ELU);
+
+class MishImpl : public Module {
+public:
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return mish(x, loc); }
+};
+AOTC_MODULE(Mish);
+
+struct SoftplusOptions {
+  AOTC_OPTION(double, beta) = 1;
+  AOTC_OPTION(double, threshold) = 20;
+};
+
+class SoftplusImpl : public Module {
+public:
+  explicit SoftplusImpl(SoftplusOptions options = {}) : options(options) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) {
+    return softplus(x, options.beta_, options.threshold_, loc);
+  }
+  SoftplusOptions options;
+};
+AOTC_MODULE(Softplus);
+
+struct PReLUOptions {
+  AOTC_OPTION(int64_t, num_parameters) = 1;
+  AOTC_OPTION(double, init) = 0.25;
+};
+
+/// A learned slope per channel (or one for all): parameter `weight` [num_parameters], as
+/// PyTorch names it.
+class PReLUImpl : public Module {
+public:
+  explicit PReLUImpl(PReLUOptions options = {});
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return prelu(x, weight, loc); }
+  PReLUOptions options;
+  Tensor weight;
+};
+AOTC_MODULE(PReLU);
+
 struct MaxPool2dOptions {
   MaxPool2dOptions(IntList kernel_size) : kernel_size_(std::move(kernel_size)) {}   // NOLINT
   MaxPool2dOptions(int64_t kernel_size) : kernel_size_{kernel_size, kernel_size} {} // NOLINT

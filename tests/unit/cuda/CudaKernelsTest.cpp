@@ -20,6 +20,9 @@ const std::vector<Dims> Batches = {{{"batch", 1}}, {{"batch", 7}}, {{"batch", 16
 // Pointwise chains with broadcasting: tanh, sigmoid, exp, log1p, pow, rounding.
 CUDA_GRAPH_TEST(Pointwise, PointwiseGraph, Batches, 1e-5, true)
 
+// hardtanh, hardswish, hardsigmoid, leaky_relu, elu, mish, softplus and prelu, decomposed.
+CUDA_GRAPH_TEST(Activations, ActivationsGraph, Batches, 1e-5, true)
+
 // Python floor division and modulo on integers, bool logic, casts.
 CUDA_GRAPH_TEST(Integer, IntegerGraph, Batches, 1e-5, true)
 

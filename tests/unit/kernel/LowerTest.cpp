@@ -40,6 +40,8 @@ TEST(Lower, LayerNormAndGelu) {
 
 TEST(Lower, PointwiseBroadcastingAndScalars) { expectMatches(PointwiseGraph, Batches); }
 
+TEST(Lower, Activations) { expectMatches(ActivationsGraph, Batches); }
+
 TEST(Lower, IntegerAndBoolOps) { expectMatches(IntegerGraph, Batches); }
 
 TEST(Lower, HalfInputs) { expectMatches(HalfGraph, Batches, 1e-3); }

@@ -29,6 +29,25 @@ entry @f(%0 : f32[batch, 1, 5] = input "x", %1 : f32[3, 1] = input "y", %2 : f32
 }
 )";
 
+// The activations, over inputs spread by 4 so that every bend and threshold is crossed.
+inline constexpr const char *ActivationsGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 3, 4] = input "x", %1 : f32[3] = input "slope", %2 : f32[] = input "one_slope") {
+  %3 = aten.mul.Scalar(%0) {other = 4} : f32[batch, 3, 4]
+  %4 = aten.hardtanh(%3) {min_val = 0, max_val = 6} : f32[batch, 3, 4]
+  %5 = aten.hardswish(%3) : f32[batch, 3, 4]
+  %6 = aten.hardsigmoid(%3) : f32[batch, 3, 4]
+  %7 = aten.leaky_relu(%3) {negative_slope = 0.2} : f32[batch, 3, 4]
+  %8 = aten.elu(%3) {alpha = 0.5} : f32[batch, 3, 4]
+  %9 = aten.mish(%3) : f32[batch, 3, 4]
+  %10 = aten.softplus(%3) {beta = 2, threshold = 3} : f32[batch, 3, 4]
+  %11 = aten.prelu(%3, %1) : f32[batch, 3, 4]
+  %12 = aten.prelu(%3, %2) : f32[batch, 3, 4]
+  %13 = aten.softplus(%3) : f32[batch, 3, 4]
+  return %4 as output "relu6", %5 as output "hardswish", %6 as output "hardsigmoid", %7 as output "leaky", %8 as output "elu", %9 as output "mish", %10 as output "softplus", %11 as output "prelu", %12 as output "prelu1", %13 as output "softplus1"
+}
+)";
+
 inline constexpr const char *IntegerGraph = R"(graph @t opset 1.0
 dim batch in 1..16
 entry @f(%0 : i64[batch, 4] = input "a", %1 : i64[4] = input "b", %2 : f32[batch, 4] = input "x", %3 : i32[batch, 4] = input "c") {

@@ -125,6 +125,37 @@ entry @f(%0 : f32[batch, seq, 8] = input "x", %1 : f32[5, 8] = input "w", %2 : f
   expectEquivalent(text, {inputs(1, 3), inputs(7, 1), inputs(2, 16)}, F32Tol, {OpKind::Linear});
 }
 
+TEST(DecomposeTest, Activations) {
+  std::string text = std::string(R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 3, 4] = input "x", %1 : f32[3] = input "slope", %2 : f32[] = input "one_slope", %3 : f64[batch, 3] = input "z") {
+  %4 = aten.mul.Scalar(%0) {other = 8} : f32[batch, 3, 4]
+  %5 = aten.hardtanh(%4) {min_val = 0, max_val = 6} : f32[batch, 3, 4]
+  %6 = aten.hardswish(%4) : f32[batch, 3, 4]
+  %7 = aten.hardsigmoid(%4) : f32[batch, 3, 4]
+  %8 = aten.leaky_relu(%4) {negative_slope = 0.2} : f32[batch, 3, 4]
+  %9 = aten.elu(%4) {alpha = 0.5, scale = 2, input_scale = 0.5} : f32[batch, 3, 4]
+  %10 = aten.mish(%4) : f32[batch, 3, 4]
+  %11 = aten.softplus(%4) {beta = 2, threshold = 3} : f32[batch, 3, 4]
+  %12 = aten.prelu(%4, %1) : f32[batch, 3, 4]
+  %13 = aten.prelu(%4, %2) : f32[batch, 3, 4]
+  %14 = aten.mul.Scalar(%3) {other = 16} : f64[batch, 3]
+  %15 = aten.softplus(%14) : f64[batch, 3]
+  %16 = aten.mish(%14) : f64[batch, 3]
+  %17 = aten.elu(%14) : f64[batch, 3]
+  return %5 as output "a", %6 as output "b", %7 as output "c", %8 as output "d", %9 as output "e", %10 as output "f", %11 as output "g", %12 as output "h", %13 as output "i", %15 as output "j", %16 as output "k", %17 as output "l"
+}
+)");
+  auto inputs = [](int64_t batch) {
+    return std::vector<Input>{{F32, {batch, 3, 4}}, {F32, {3}}, {F32, {}}, {F64, {batch, 3}}};
+  };
+  // f64 results are within rounding of the direct formulas, except elu's exp(x) - 1 against
+  // expm1 near 0.
+  expectEquivalent(text, {inputs(1), inputs(9)}, F32Tol,
+                   {OpKind::Hardtanh, OpKind::Hardswish, OpKind::Hardsigmoid, OpKind::LeakyRelu,
+                    OpKind::Elu, OpKind::Mish, OpKind::Softplus, OpKind::Prelu});
+}
+
 TEST(DecomposeTest, BatchNorm) {
   std::string text = R"(graph @t opset 1.0
 dim batch in 1..16
