@@ -45,7 +45,25 @@ Tensor softplus(const Tensor &x, double beta = 1, double threshold = 20, Loc loc
 /// `weight`: one slope, or one per channel (dim 1 of x).
 Tensor prelu(const Tensor &x, const Tensor &weight, Loc loc = Loc::current());
 Tensor where(const Tensor &condition, const Tensor &x, const Tensor &y, Loc loc = Loc::current());
+/// where with a number for either or both values: the number is a 0-d tensor of its default
+/// dtype (f32, i64 or bool), which promotes as torch's wrapped numbers do.
+Tensor where(const Tensor &condition, const Tensor &x, const Scalar &y, Loc loc = Loc::current());
+Tensor where(const Tensor &condition, const Scalar &x, const Tensor &y, Loc loc = Loc::current());
+Tensor where(const Tensor &condition, const Scalar &x, const Scalar &y, Loc loc = Loc::current());
 Tensor maximum(const Tensor &a, const Tensor &b, Loc loc = Loc::current());
+Tensor clamp_min(const Tensor &x, const Scalar &min, Loc loc = Loc::current());
+Tensor clamp_max(const Tensor &x, const Scalar &max, Loc loc = Loc::current());
+Tensor tril(const Tensor &x, int64_t diagonal = 0, Loc loc = Loc::current());
+Tensor triu(const Tensor &x, int64_t diagonal = 0, Loc loc = Loc::current());
+Tensor flip(const Tensor &x, IntList dims, Loc loc = Loc::current());
+Tensor roll(const Tensor &x, IntList shifts, IntList dims = {}, Loc loc = Loc::current());
+Tensor cumsum(const Tensor &x, int64_t dim, Loc loc = Loc::current());
+Tensor cumprod(const Tensor &x, int64_t dim, Loc loc = Loc::current());
+Tensor logsumexp(const Tensor &x, IntList dims, bool keepdim = false, Loc loc = Loc::current());
+/// torch.nn.functional.one_hot of an i64 tensor: a new last dim of `num_classes` (which must be
+/// given: the largest id is not known while tracing); ids outside [0, num_classes) give a row of
+/// zeros instead of torch's error.
+Tensor one_hot(const Tensor &x, int64_t num_classes, Loc loc = Loc::current());
 Tensor minimum(const Tensor &a, const Tensor &b, Loc loc = Loc::current());
 
 // Reductions and softmax.

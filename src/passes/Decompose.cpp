@@ -256,6 +256,103 @@ Value *decomposeSoftmax(Expander &e, Node &node) {
   return e.op(OpKind::DivTensor, {exps, sum});
 }
 
+/// The reduced dims of a reduction node (its `dim` list normalized; none or [] is every dim).
+std::vector<SymExpr> reducedDims(const Node &node, size_t rank) {
+  std::vector<SymExpr> dims;
+  if (const Attribute *a = node.attr("dim"))
+    for (const SymExpr &d :
+         a->kind() == Attribute::Kind::Int ? std::vector<SymExpr>{a->getInt()} : a->getIntList()) {
+      int64_t c = d.constant().value_or(0);
+      dims.push_back(c < 0 ? c + static_cast<int64_t>(rank) : c);
+    }
+  if (dims.empty())
+    for (size_t d = 0; d < rank; ++d)
+      dims.push_back(static_cast<int64_t>(d));
+  return dims;
+}
+
+/// `y` (reduced with keepdim) reshaped to the node's result when the node drops its dims.
+Value *dropKept(Expander &e, Node &node, Value *y) {
+  const Shape &out = node.result()->type().shape();
+  if (y->type().shape() == out)
+    return y;
+  return e.reshape(y, std::vector<SymExpr>(out.begin(), out.end()));
+}
+
+/// log(sum(exp(x - m))) + m with m the maximum, where an infinite maximum counts as 0 (ATen's
+/// masking) so that a group of -inf gives -inf rather than NaN: m - m is 0 exactly when m is
+/// finite.
+Value *decomposeLogsumexp(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  DType out = node.result()->type().dtype();
+  if (x->type().rank() == 0)
+    return nullptr;
+  if (x->type().dtype() != out)
+    x = e.op(OpKind::ToCopy, {x}, {{"dtype", Attribute::dtype(out)}});
+  std::vector<SymExpr> dims = reducedDims(node, x->type().rank());
+  Value *m = e.reduce(OpKind::Amax, x, dims);
+  Value *finite =
+      e.op(OpKind::EqScalar, {e.op(OpKind::SubTensor, {m, m})}, {{"other", Attribute::integer(0)}});
+  Value *zero = e.op(OpKind::Full, {},
+                     {{"size", Attribute::intList({})},
+                      {"fill_value", Attribute::integer(0)},
+                      {"dtype", Attribute::dtype(out)}});
+  m = e.op(OpKind::Where, {finite, m, zero});
+  Value *sum = e.reduce(OpKind::Sum, e.op(OpKind::Exp, {e.op(OpKind::SubTensor, {x, m})}), dims);
+  return dropKept(e, node, e.op(OpKind::AddTensor, {e.op(OpKind::Log, {sum}), m}));
+}
+
+/// sum((x - mean)^2) / max(0, N - correction): the two-pass form, N the (maybe symbolic)
+/// number of reduced elements. A float correction needs N known.
+Value *decomposeVar(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  size_t rank = x->type().rank();
+  if (rank == 0)
+    return nullptr;
+  std::vector<SymExpr> dims = reducedDims(node, rank);
+  SymExpr count = 1;
+  for (const SymExpr &d : dims)
+    count = count * x->type().shape()[*d.constant()];
+  const Attribute *c = node.attr("correction");
+  Attribute divisor = Attribute::integer(0);
+  if (!c || c->kind() != Attribute::Kind::Float) {
+    int64_t correction = c ? c->getInt().constant().value_or(1) : 1;
+    divisor = Attribute::integer(SymExpr::max(count - correction, SymExpr(0)));
+  } else if (auto n = count.constant()) {
+    divisor = Attribute::floating(std::max(0.0, static_cast<double>(*n) - c->getFloat()));
+  } else {
+    return nullptr;
+  }
+  Value *centered = e.op(OpKind::SubTensor, {x, e.reduce(OpKind::Mean, x, dims)});
+  Value *sq = e.reduce(OpKind::Sum, e.op(OpKind::MulTensor, {centered, centered}), dims);
+  Value *var = e.op(OpKind::DivScalar, {sq}, {{"other", divisor}});
+  if (node.kind() == OpKind::Std)
+    var = e.op(OpKind::Sqrt, {var});
+  return dropKept(e, node, var);
+}
+
+/// ord 1: sum |x|; ord 2: sqrt(sum x*x); any other: (sum |x|^ord)^(1/ord).
+Value *decomposeVectorNorm(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  DType out = node.result()->type().dtype();
+  size_t rank = x->type().rank();
+  if (rank == 0)
+    return nullptr;
+  if (x->type().dtype() != out)
+    x = e.op(OpKind::ToCopy, {x}, {{"dtype", Attribute::dtype(out)}});
+  double p = floatAttr(node, "ord");
+  std::vector<SymExpr> dims = reducedDims(node, rank);
+  Value *terms = p == 2 ? e.op(OpKind::MulTensor, {x, x}) : e.op(OpKind::Abs, {x});
+  if (p != 1 && p != 2)
+    terms = e.op(OpKind::PowScalar, {terms}, {{"exponent", Attribute::floating(p)}});
+  Value *sum = e.reduce(OpKind::Sum, terms, dims);
+  if (p == 2)
+    sum = e.op(OpKind::Sqrt, {sum});
+  else if (p != 1)
+    sum = e.op(OpKind::PowScalar, {sum}, {{"exponent", Attribute::floating(1 / p)}});
+  return dropKept(e, node, sum);
+}
+
 /// `(x - mean) * rsqrt(var + eps)` with the statistics over `dims` (kept), biased variance as
 /// mean((x - mean)^2): the two-pass form, which keeps f32 results close to the reference.
 Value *normalize(Expander &e, Value *x, const std::vector<SymExpr> &dims, double eps) {
@@ -344,6 +441,13 @@ Decomposition decompositionFor(const Node &node) {
   case OpKind::Softmax:
   case OpKind::LogSoftmax:
     return decomposeSoftmax;
+  case OpKind::Logsumexp:
+    return decomposeLogsumexp;
+  case OpKind::Var:
+  case OpKind::Std:
+    return decomposeVar;
+  case OpKind::VectorNorm:
+    return decomposeVectorNorm;
   case OpKind::LayerNorm:
     return sameFloat ? decomposeLayerNorm : nullptr;
   case OpKind::GroupNorm:

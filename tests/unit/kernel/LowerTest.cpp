@@ -42,6 +42,10 @@ TEST(Lower, PointwiseBroadcastingAndScalars) { expectMatches(PointwiseGraph, Bat
 
 TEST(Lower, Activations) { expectMatches(ActivationsGraph, Batches); }
 
+TEST(Lower, PositionOpsAndScans) { expectMatches(PositionGraph, Batches); }
+
+TEST(Lower, Statistics) { expectMatches(StatisticsGraph, Batches); }
+
 TEST(Lower, IntegerAndBoolOps) { expectMatches(IntegerGraph, Batches); }
 
 TEST(Lower, HalfInputs) { expectMatches(HalfGraph, Batches, 1e-3); }

@@ -48,6 +48,44 @@ entry @f(%0 : f32[batch, 3, 4] = input "x", %1 : f32[3] = input "slope", %2 : f3
 }
 )";
 
+// Ops that move elements by position, over a symbolic dim too: flip, roll (per dim and
+// flattened), repeat, tril / triu, and the scans (a bool mask's cumsum accumulates in i64).
+inline constexpr const char *PositionGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 5] = input "x") {
+  %1 = aten.flip(%0) {dims = [0, -1]} : f32[batch, 5]
+  %2 = aten.roll(%0) {shifts = [2, -1], dims = [0, 1]} : f32[batch, 5]
+  %3 = aten.roll(%1) {shifts = [3]} : f32[batch, 5]
+  %4 = aten.repeat(%0) {repeats = [2, 1, 2]} : f32[2, batch, 10]
+  %5 = aten.tril(%0) {diagonal = 1} : f32[batch, 5]
+  %6 = aten.triu(%2) {diagonal = -1} : f32[batch, 5]
+  %7 = aten.cumsum(%0) {dim = 0} : f32[batch, 5]
+  %8 = aten.mul.Scalar(%0) {other = 0.5} : f32[batch, 5]
+  %9 = aten.cumprod(%8) {dim = -1} : f32[batch, 5]
+  %10 = aten.gt.Scalar(%0) {other = 0} : bool[batch, 5]
+  %11 = aten.cumsum(%10) {dim = 1} : i64[batch, 5]
+  %12 = aten.add.Tensor(%3, %7) : f32[batch, 5]
+  return %1 as output "flip", %2 as output "roll", %12 as output "sum", %4 as output "repeat", %5 as output "tril", %6 as output "triu", %9 as output "cumprod", %11 as output "count"
+}
+)";
+
+// logsumexp, var / std with corrections, and p-norms, over static and symbolic dims.
+inline constexpr const char *StatisticsGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 6] = input "x") {
+  %1 = aten.logsumexp(%0) {dim = [1]} : f32[batch]
+  %2 = aten.logsumexp(%0) {dim = [0, 1], keepdim = true} : f32[1, 1]
+  %3 = aten.var.correction(%0) {dim = [1]} : f32[batch]
+  %4 = aten.var.correction(%0) {correction = 0, keepdim = true} : f32[1, 1]
+  %5 = aten.std.correction(%0) {dim = [0], correction = 0} : f32[6]
+  %6 = aten.var.correction(%0) : f32[]
+  %7 = aten.linalg_vector_norm(%0) {dim = [1]} : f32[batch]
+  %8 = aten.linalg_vector_norm(%0) {ord = 1, dim = [0, 1], keepdim = true} : f32[1, 1]
+  %9 = aten.linalg_vector_norm(%0) {ord = 3, dim = [-1]} : f32[batch]
+  return %1 as output "lse", %2 as output "lse_all", %3 as output "var", %4 as output "var0", %5 as output "std", %6 as output "var_all", %7 as output "l2", %8 as output "l1", %9 as output "l3"
+}
+)";
+
 inline constexpr const char *IntegerGraph = R"(graph @t opset 1.0
 dim batch in 1..16
 entry @f(%0 : i64[batch, 4] = input "a", %1 : i64[4] = input "b", %2 : f32[batch, 4] = input "x", %3 : i32[batch, 4] = input "c") {

@@ -156,6 +156,29 @@ entry @f(%0 : f32[batch, 3, 4] = input "x", %1 : f32[3] = input "slope", %2 : f3
                     OpKind::Elu, OpKind::Mish, OpKind::Softplus, OpKind::Prelu});
 }
 
+TEST(DecomposeTest, Statistics) {
+  // var over the symbolic batch divides by max(batch - 1, 0): batch 1 is left out (0/0).
+  std::string text = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 6] = input "x", %1 : i64[batch, 3] = input "ids") {
+  %2 = aten.logsumexp(%0) {dim = [1]} : f32[batch]
+  %3 = aten.logsumexp(%1) {dim = [0, 1], keepdim = true} : f32[1, 1]
+  %4 = aten.var.correction(%0) {dim = [0]} : f32[6]
+  %5 = aten.std.correction(%0) {dim = [1], correction = 0.5, keepdim = true} : f32[batch, 1]
+  %6 = aten.var.correction(%0) : f32[]
+  %7 = aten.linalg_vector_norm(%0) {dim = [1]} : f32[batch]
+  %8 = aten.linalg_vector_norm(%0) {ord = 1} : f32[]
+  %9 = aten.linalg_vector_norm(%0) {ord = 2.5, dim = [0], keepdim = true} : f32[1, 6]
+  return %2 as output "a", %3 as output "b", %4 as output "c", %5 as output "d", %6 as output "e", %7 as output "f", %8 as output "g", %9 as output "h"
+}
+)";
+  auto inputs = [](int64_t batch) {
+    return std::vector<Input>{{F32, {batch, 6}}, {DType::I64, {batch, 3}}};
+  };
+  expectEquivalent(text, {inputs(2), inputs(9)}, F32Tol,
+                   {OpKind::Logsumexp, OpKind::Var, OpKind::Std, OpKind::VectorNorm});
+}
+
 TEST(DecomposeTest, BatchNorm) {
   std::string text = R"(graph @t opset 1.0
 dim batch in 1..16
