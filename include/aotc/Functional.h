@@ -102,6 +102,9 @@ Tensor batch_norm(const Tensor &x, const Tensor &running_mean, const Tensor &run
                   Loc loc = Loc::current());
 Tensor layer_norm(const Tensor &x, IntList normalized_shape, const Tensor &weight = {},
                   const Tensor &bias = {}, double eps = 1e-5, Loc loc = Loc::current());
+/// torch.nn.functional.rms_norm: without eps, the dtype's machine epsilon (torch.finfo).
+Tensor rms_norm(const Tensor &x, IntList normalized_shape, const Tensor &weight = {},
+                std::optional<double> eps = std::nullopt, Loc loc = Loc::current());
 Tensor group_norm(const Tensor &x, int64_t num_groups, const Tensor &weight = {},
                   const Tensor &bias = {}, double eps = 1e-5, Loc loc = Loc::current());
 Tensor embedding(const Tensor &indices, const Tensor &weight, Loc loc = Loc::current());

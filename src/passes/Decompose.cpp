@@ -379,6 +379,21 @@ Value *decomposeLayerNorm(Expander &e, Node &node) {
   return affine(e, y, node.operand("weight"), node.operand("bias"));
 }
 
+/// x * rsqrt(mean(x * x) + eps) * weight over the trailing dims, eps defaulting to the dtype's
+/// machine epsilon as torch's rms_norm does.
+Value *decomposeRmsNorm(Expander &e, Node &node) {
+  Value *x = node.operand("input");
+  int64_t rank = static_cast<int64_t>(x->type().rank());
+  int64_t k = static_cast<int64_t>(node.attr("normalized_shape")->getIntList().size());
+  std::vector<SymExpr> dims;
+  for (int64_t d = rank - k; d < rank; ++d)
+    dims.push_back(d);
+  double eps = node.attr("eps") ? floatAttr(node, "eps") : machineEpsilon(x->type().dtype());
+  Value *meanSquare = e.reduce(OpKind::Mean, e.op(OpKind::MulTensor, {x, x}), dims);
+  Value *y = e.op(OpKind::MulTensor, {x, e.op(OpKind::Rsqrt, {e.addScalar(meanSquare, eps)})});
+  return affine(e, y, node.operand("weight"), nullptr);
+}
+
 /// group_norm: statistics per (sample, group) over [N, G, C/G * spatial], then the per-channel
 /// affine on the original shape. A symbolic channel count stays whole: C/G would be a floordiv
 /// the reshape cannot prove to multiply back to C.
@@ -452,6 +467,8 @@ Decomposition decompositionFor(const Node &node) {
     return sameFloat ? decomposeLayerNorm : nullptr;
   case OpKind::GroupNorm:
     return sameFloat ? decomposeGroupNorm : nullptr;
+  case OpKind::RmsNorm:
+    return sameFloat ? decomposeRmsNorm : nullptr;
   default:
     return nullptr;
   }

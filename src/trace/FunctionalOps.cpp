@@ -238,6 +238,13 @@ Tensor layer_norm(const Tensor &x, IntList shape, const Tensor &w, const Tensor 
   return op1(OpKind::LayerNorm, {x, w, b},
              {attr("normalized_shape", intsAttr(shape)), floatAttr("eps", eps)}, loc);
 }
+Tensor rms_norm(const Tensor &x, IntList shape, const Tensor &w, std::optional<double> eps,
+                Loc loc) {
+  std::vector<A> attrs{attr("normalized_shape", intsAttr(shape))};
+  if (eps)
+    attrs.push_back(floatAttr("eps", *eps));
+  return op1(OpKind::RmsNorm, {x, w}, std::move(attrs), loc);
+}
 Tensor group_norm(const Tensor &x, int64_t groups, const Tensor &w, const Tensor &b, double eps,
                   Loc loc) {
   return op1(OpKind::GroupNorm, {x, w, b}, {intAttr("num_groups", groups), floatAttr("eps", eps)},

@@ -29,6 +29,9 @@ CUDA_GRAPH_TEST(Position, PositionGraph, Batches, 1e-5, true)
 // logsumexp, var / std and vector norms, decomposed into reductions.
 CUDA_GRAPH_TEST(Statistics, StatisticsGraph, Batches, 1e-5, true)
 
+// rms_norm, batch norm of 3-d and 5-d inputs, instance norm (group_norm, a group per channel).
+CUDA_GRAPH_TEST(Norms, NormsGraph, Batches, 1e-5, true)
+
 // Python floor division and modulo on integers, bool logic, casts.
 CUDA_GRAPH_TEST(Integer, IntegerGraph, Batches, 1e-5, true)
 

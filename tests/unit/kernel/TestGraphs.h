@@ -86,6 +86,22 @@ entry @f(%0 : f32[batch, 6] = input "x") {
 }
 )";
 
+// rms_norm with and without weight, batch norm of 3-d and 5-d inputs (BatchNorm1d and 3d), and
+// instance norm as a group_norm with a group per channel (affine and not).
+inline constexpr const char *NormsGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 3, 8] = input "x", %1 : f32[8] = input "w", %2 : f32[3] = input "g", %3 : f32[3] = input "b", %4 : f32[3] = input "mean", %5 : f32[3] = input "var", %6 : f32[batch, 3, 2, 2, 2] = input "v") {
+  %7 = aten.rms_norm(%0, %1) {normalized_shape = [8]} : f32[batch, 3, 8]
+  %8 = aten.rms_norm(%0, none) {normalized_shape = [3, 8], eps = 0.001} : f32[batch, 3, 8]
+  %9 = aten.batch_norm(%0, %2, %3, %4, %5) {training = false, momentum = 0.1, eps = 1e-05, cudnn_enabled = true} : f32[batch, 3, 8]
+  %10 = aten.batch_norm(%6, %2, %3, %4, %5) {training = false, momentum = 0.1, eps = 1e-05, cudnn_enabled = true} : f32[batch, 3, 2, 2, 2]
+  %11 = aten.reshape(%0) {shape = [batch, 3, 2, 4]} : f32[batch, 3, 2, 4]
+  %12 = aten.group_norm(%11, %2, %3) {num_groups = 3} : f32[batch, 3, 2, 4]
+  %13 = aten.group_norm(%11, none, none) {num_groups = 3} : f32[batch, 3, 2, 4]
+  return %7 as output "rms", %8 as output "rms2", %9 as output "bn1d", %10 as output "bn3d", %12 as output "in", %13 as output "in_plain"
+}
+)";
+
 inline constexpr const char *IntegerGraph = R"(graph @t opset 1.0
 dim batch in 1..16
 entry @f(%0 : i64[batch, 4] = input "a", %1 : i64[4] = input "b", %2 : f32[batch, 4] = input "x", %3 : i32[batch, 4] = input "c") {

@@ -179,6 +179,19 @@ entry @f(%0 : f32[batch, 6] = input "x", %1 : i64[batch, 3] = input "ids") {
                    {OpKind::Logsumexp, OpKind::Var, OpKind::Std, OpKind::VectorNorm});
 }
 
+TEST(DecomposeTest, RmsNorm) {
+  std::string text = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 3, 8] = input "x", %1 : f32[8] = input "w") {
+  %2 = aten.rms_norm(%0, %1) {normalized_shape = [8]} : f32[batch, 3, 8]
+  %3 = aten.rms_norm(%0, none) {normalized_shape = [3, 8], eps = 0.001} : f32[batch, 3, 8]
+  return %2 as output "a", %3 as output "b"
+}
+)";
+  auto inputs = [](int64_t batch) { return std::vector<Input>{{F32, {batch, 3, 8}}, {F32, {8}}}; };
+  expectEquivalent(text, {inputs(1), inputs(5)}, F32Tol, {OpKind::RmsNorm});
+}
+
 TEST(DecomposeTest, BatchNorm) {
   std::string text = R"(graph @t opset 1.0
 dim batch in 1..16
