@@ -31,8 +31,39 @@ Tensor log(const Tensor &x, Loc loc = Loc::current());
 Tensor sqrt(const Tensor &x, Loc loc = Loc::current());
 Tensor rsqrt(const Tensor &x, Loc loc = Loc::current());
 Tensor pow(const Tensor &x, const Scalar &exponent, Loc loc = Loc::current());
+// Activations (torch.nn.functional's, with its defaults); floating inputs only.
+Tensor hardtanh(const Tensor &x, const Scalar &min_val = -1, const Scalar &max_val = 1,
+                Loc loc = Loc::current());
+/// hardtanh(x, 0, 6)
+Tensor relu6(const Tensor &x, Loc loc = Loc::current());
+Tensor hardswish(const Tensor &x, Loc loc = Loc::current());
+Tensor hardsigmoid(const Tensor &x, Loc loc = Loc::current());
+Tensor leaky_relu(const Tensor &x, double negative_slope = 0.01, Loc loc = Loc::current());
+Tensor elu(const Tensor &x, double alpha = 1, Loc loc = Loc::current());
+Tensor mish(const Tensor &x, Loc loc = Loc::current());
+Tensor softplus(const Tensor &x, double beta = 1, double threshold = 20, Loc loc = Loc::current());
+/// `weight`: one slope, or one per channel (dim 1 of x).
+Tensor prelu(const Tensor &x, const Tensor &weight, Loc loc = Loc::current());
 Tensor where(const Tensor &condition, const Tensor &x, const Tensor &y, Loc loc = Loc::current());
+/// where with a number for either or both values: the number is a 0-d tensor of its default
+/// dtype (f32, i64 or bool), which promotes as torch's wrapped numbers do.
+Tensor where(const Tensor &condition, const Tensor &x, const Scalar &y, Loc loc = Loc::current());
+Tensor where(const Tensor &condition, const Scalar &x, const Tensor &y, Loc loc = Loc::current());
+Tensor where(const Tensor &condition, const Scalar &x, const Scalar &y, Loc loc = Loc::current());
 Tensor maximum(const Tensor &a, const Tensor &b, Loc loc = Loc::current());
+Tensor clamp_min(const Tensor &x, const Scalar &min, Loc loc = Loc::current());
+Tensor clamp_max(const Tensor &x, const Scalar &max, Loc loc = Loc::current());
+Tensor tril(const Tensor &x, int64_t diagonal = 0, Loc loc = Loc::current());
+Tensor triu(const Tensor &x, int64_t diagonal = 0, Loc loc = Loc::current());
+Tensor flip(const Tensor &x, IntList dims, Loc loc = Loc::current());
+Tensor roll(const Tensor &x, IntList shifts, IntList dims = {}, Loc loc = Loc::current());
+Tensor cumsum(const Tensor &x, int64_t dim, Loc loc = Loc::current());
+Tensor cumprod(const Tensor &x, int64_t dim, Loc loc = Loc::current());
+Tensor logsumexp(const Tensor &x, IntList dims, bool keepdim = false, Loc loc = Loc::current());
+/// torch.nn.functional.one_hot of an i64 tensor: a new last dim of `num_classes` (which must be
+/// given: the largest id is not known while tracing); ids outside [0, num_classes) give a row of
+/// zeros instead of torch's error.
+Tensor one_hot(const Tensor &x, int64_t num_classes, Loc loc = Loc::current());
 Tensor minimum(const Tensor &a, const Tensor &b, Loc loc = Loc::current());
 
 // Reductions and softmax.
@@ -71,6 +102,9 @@ Tensor batch_norm(const Tensor &x, const Tensor &running_mean, const Tensor &run
                   Loc loc = Loc::current());
 Tensor layer_norm(const Tensor &x, IntList normalized_shape, const Tensor &weight = {},
                   const Tensor &bias = {}, double eps = 1e-5, Loc loc = Loc::current());
+/// torch.nn.functional.rms_norm: without eps, the dtype's machine epsilon (torch.finfo).
+Tensor rms_norm(const Tensor &x, IntList normalized_shape, const Tensor &weight = {},
+                std::optional<double> eps = std::nullopt, Loc loc = Loc::current());
 Tensor group_norm(const Tensor &x, int64_t num_groups, const Tensor &weight = {},
                   const Tensor &bias = {}, double eps = 1e-5, Loc loc = Loc::current());
 Tensor embedding(const Tensor &indices, const Tensor &weight, Loc loc = Loc::current());

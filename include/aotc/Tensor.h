@@ -163,6 +163,8 @@ public:
   Tensor silu(Loc loc = Loc::current()) const;
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt,
                Loc loc = Loc::current()) const;
+  Tensor clamp_min(const Scalar &min, Loc loc = Loc::current()) const;
+  Tensor clamp_max(const Scalar &max, Loc loc = Loc::current()) const;
   Tensor pow(const Scalar &exponent, Loc loc = Loc::current()) const;
   Tensor pow(const Tensor &exponent, Loc loc = Loc::current()) const;
   Tensor logical_not(Loc loc = Loc::current()) const;
@@ -202,6 +204,20 @@ public:
   Tensor prod(int64_t dim, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
                 Loc loc = Loc::current()) const;
+  Tensor logsumexp(IntList dims, bool keepdim = false, Loc loc = Loc::current()) const;
+  /// Variance over `dims` (all when empty) divided by N - correction (default 1, Bessel's).
+  Tensor var(IntList dims = {}, std::optional<Scalar> correction = std::nullopt,
+             bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor std(IntList dims = {}, std::optional<Scalar> correction = std::nullopt,
+             bool keepdim = false, Loc loc = Loc::current()) const;
+  /// The p-norm over `dims` (all when empty): aten.linalg_vector_norm, p > 0.
+  Tensor norm(const Scalar &p = 2, IntList dims = {}, bool keepdim = false,
+              Loc loc = Loc::current()) const;
+  /// Running sum / product along `dim`; integer inputs accumulate in i64 unless `dtype` says.
+  Tensor cumsum(int64_t dim, std::optional<DType> dtype = std::nullopt,
+                Loc loc = Loc::current()) const;
+  Tensor cumprod(int64_t dim, std::optional<DType> dtype = std::nullopt,
+                 Loc loc = Loc::current()) const;
   Tensor softmax(int64_t dim, Loc loc = Loc::current()) const;
   Tensor log_softmax(int64_t dim, Loc loc = Loc::current()) const;
 
@@ -227,6 +243,16 @@ public:
   Tensor contiguous(Loc loc = Loc::current()) const;
   std::vector<Tensor> split(int64_t split_size, int64_t dim = 0, Loc loc = Loc::current()) const;
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0, Loc loc = Loc::current()) const;
+  /// The slices along `dim` (a static size), each without that dim.
+  std::vector<Tensor> unbind(int64_t dim = 0, Loc loc = Loc::current()) const;
+  Tensor flip(IntList dims, Loc loc = Loc::current()) const;
+  /// Without dims, rolls the flattened tensor (one shift) and restores the shape.
+  Tensor roll(IntList shifts, IntList dims = {}, Loc loc = Loc::current()) const;
+  /// Tiles the tensor: `repeats` has at least dim() counts; extra leading counts add dims.
+  Tensor repeat(SymIntList repeats, Loc loc = Loc::current()) const;
+  /// The lower / upper triangle of the last two dims (diagonal > 0: above the main one).
+  Tensor tril(int64_t diagonal = 0, Loc loc = Loc::current()) const;
+  Tensor triu(int64_t diagonal = 0, Loc loc = Loc::current()) const;
   Tensor index_select(int64_t dim, const Tensor &index, Loc loc = Loc::current()) const;
   Tensor gather(int64_t dim, const Tensor &index, Loc loc = Loc::current()) const;
 

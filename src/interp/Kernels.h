@@ -92,6 +92,8 @@ KernelResult runLinalg(const KernelContext &ctx);    // LinalgKernels.cpp (contr
 KernelResult runNormPool(const KernelContext &ctx);  // NormPoolKernels.cpp (norms, pooling, sdpa)
 KernelResult runShape(const KernelContext &ctx);     // ShapeKernels.cpp (views, creation)
 KernelResult runIndexing(const KernelContext &ctx);  // IndexingKernels.cpp (embedding, gather)
+/// Flip, roll, repeat, tril, triu, and the scans (PositionKernels.cpp).
+KernelResult runPosition(const KernelContext &ctx);
 /// The pointwise ops with two or more tensor or scalar operands (BinaryKernels.cpp).
 KernelResult runBinary(const KernelContext &ctx);
 

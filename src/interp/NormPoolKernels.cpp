@@ -260,6 +260,37 @@ KernelResult layerNorm(const KernelContext &ctx) {
   return one(fromDoubles(r, x.shape(), v));
 }
 
+// x / sqrt(mean(x^2) + eps) * weight over the trailing dims, in double; without eps, the
+// dtype's machine epsilon (torch.finfo(dtype).eps), as torch's rms_norm.
+KernelResult rmsNorm(const KernelContext &ctx) {
+  const HostTensor &x = *ctx.tensor("input");
+  DType r = ctx.resultDType();
+  if (auto err = requireFloating(r))
+    return err;
+  auto normalized = ctx.getInts("normalized_shape");
+  if (!normalized)
+    return normalized.takeError();
+  if (normalized->empty() || normalized->size() > x.rank() ||
+      x.shape().take_back(normalized->size()) != llvm::ArrayRef<int64_t>(*normalized))
+    return error("normalized_shape {} must be the trailing dims of {}", dimsStr(*normalized),
+                 describe(x.dtype(), x.shape()));
+  auto w = perChannel(ctx, "weight", *normalized, 1);
+  if (!w)
+    return w.takeError();
+  double eps = ctx.getFloat("eps").value_or(machineEpsilon(r));
+  std::vector<double> v = readDoubles(x, r);
+  int64_t block = numelOf(*normalized);
+  for (int64_t start = 0; block > 0 && start < static_cast<int64_t>(v.size()); start += block) {
+    double sq = 0;
+    for (int64_t i = 0; i < block; ++i)
+      sq += v[start + i] * v[start + i];
+    double scale = 1 / std::sqrt(sq / static_cast<double>(block) + eps);
+    for (int64_t i = 0; i < block; ++i)
+      v[start + i] = v[start + i] * scale * (*w)[i];
+  }
+  return one(fromDoubles(r, x.shape(), v));
+}
+
 KernelResult groupNorm(const KernelContext &ctx) {
   const HostTensor &x = *ctx.tensor("input");
   DType r = ctx.resultDType();
@@ -398,6 +429,8 @@ KernelResult runNormPool(const KernelContext &ctx) {
     return batchNorm(ctx);
   case OpKind::LayerNorm:
     return layerNorm(ctx);
+  case OpKind::RmsNorm:
+    return rmsNorm(ctx);
   case OpKind::GroupNorm:
     return groupNorm(ctx);
   case OpKind::Sdpa:

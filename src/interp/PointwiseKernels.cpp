@@ -121,6 +121,52 @@ KernelResult powScalar(const KernelContext &ctx) {
                               [&](const int64_t *a) { return powInt(a[0], exponent); });
 }
 
+/// A Scalar attribute (with its schema default) as a double.
+llvm::Expected<double> scalarValue(const KernelContext &ctx, llvm::StringRef name) {
+  auto s = ctx.getScalar(name);
+  if (!s)
+    return s.takeError();
+  if (!*s)
+    return error("attribute '{}' is missing", name.str());
+  return (*s)->asDouble();
+}
+
+/// An activation with scalar parameters `names`: `f(x, params)` in double on each element.
+template <size_t N, typename F>
+KernelResult activation(const KernelContext &ctx, const char *const (&names)[N], F f) {
+  double params[N > 0 ? N : 1] = {};
+  for (size_t i = 0; i < N; ++i) {
+    auto v = scalarValue(ctx, names[i]);
+    if (!v)
+      return v.takeError();
+    params[i] = *v;
+  }
+  return unaryFloat(ctx, [&](double x) { return f(x, params); });
+}
+
+// log(1 + exp(x)), or x itself where beta * x passes the threshold (torch's softplus).
+double softplus(double x, double beta, double threshold) {
+  return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
+}
+
+// The slopes of PReLU follow dim 1 (the channels), or are one for every element.
+KernelResult prelu(const KernelContext &ctx) {
+  const HostTensor *self = ctx.tensor("self"), *weight = ctx.tensor("weight");
+  DType r = ctx.resultDType();
+  std::vector<double> x = readDoubles(*self, r), w = readDoubles(*weight, r);
+  llvm::ArrayRef<int64_t> shape = self->shape();
+  int64_t channels = shape.size() > 1 ? shape[1] : 1;
+  if (w.size() != 1 && static_cast<int64_t>(w.size()) != channels)
+    return error("weight has {} slopes for {} channels", w.size(), channels);
+  // Elements of one channel are contiguous runs of `inner` (the dims after dim 1).
+  int64_t inner = shape.size() > 2 ? numelOf(shape.drop_front(2)) : 1;
+  for (size_t i = 0; i < x.size(); ++i) {
+    double slope = w.size() == 1 ? w[0] : w[(static_cast<int64_t>(i) / inner) % channels];
+    x[i] = x[i] > 0 ? x[i] : slope * x[i];
+  }
+  return one(fromDoubles(r, shape, x));
+}
+
 } // namespace
 
 int64_t powInteger(int64_t base, int64_t exp) { return powInt(base, exp); }
@@ -184,6 +230,34 @@ KernelResult runPointwise(const KernelContext &ctx) {
     return unaryNumeric(
         ctx, [](double x) { return x < 0 ? 0.0 : x; },
         [](int64_t x) { return x < 0 ? int64_t(0) : x; });
+  case OpKind::Hardtanh: {
+    static const char *const names[] = {"min_val", "max_val"};
+    return activation(ctx, names,
+                      [](double x, const double *p) { return minNaN(maxNaN(x, p[0]), p[1]); });
+  }
+  case OpKind::Hardswish:
+    return unaryFloat(ctx, [](double x) { return x * minNaN(maxNaN(x + 3, 0), 6) / 6; });
+  case OpKind::Hardsigmoid:
+    return unaryFloat(ctx, [](double x) { return minNaN(maxNaN(x + 3, 0), 6) / 6; });
+  case OpKind::LeakyRelu: {
+    static const char *const names[] = {"negative_slope"};
+    return activation(ctx, names, [](double x, const double *p) { return x > 0 ? x : x * p[0]; });
+  }
+  case OpKind::Elu: {
+    static const char *const names[] = {"alpha", "scale", "input_scale"};
+    return activation(ctx, names, [](double x, const double *p) {
+      return x > 0 ? x * p[1] : std::expm1(x * p[2]) * p[0] * p[1];
+    });
+  }
+  case OpKind::Mish:
+    return unaryFloat(ctx, [](double x) { return x * std::tanh(softplus(x, 1, 20)); });
+  case OpKind::Softplus: {
+    static const char *const names[] = {"beta", "threshold"};
+    return activation(ctx, names,
+                      [](double x, const double *p) { return softplus(x, p[0], p[1]); });
+  }
+  case OpKind::Prelu:
+    return prelu(ctx);
   case OpKind::Clamp:
     return clamp(ctx);
   case OpKind::PowScalar:

@@ -214,6 +214,76 @@ KernelResult softmax(const KernelContext &ctx, bool logarithm) {
   return one(fromDoubles(r, in.shape(), out));
 }
 
+// log(sum(exp(x))) with the maximum taken out first; an all -inf group gives -inf, not NaN
+// (torch masks infinite maxima to 0).
+KernelResult logsumexp(const KernelContext &ctx) {
+  const HostTensor &in = *ctx.tensor("self");
+  auto plan = planFromAttrs(ctx, in, "dim");
+  if (!plan)
+    return plan.takeError();
+  DType r = ctx.resultDType();
+  std::vector<double> x = readDoubles(in, r);
+  std::vector<double> mx(plan->outNumel, -std::numeric_limits<double>::infinity());
+  for (size_t i = 0; i < x.size(); ++i)
+    mx[plan->outIndex[i]] = std::max(mx[plan->outIndex[i]], x[i]);
+  for (double &m : mx)
+    if (std::isinf(m))
+      m = 0;
+  std::vector<double> sum(plan->outNumel, 0.0);
+  for (size_t i = 0; i < x.size(); ++i)
+    sum[plan->outIndex[i]] += std::exp(x[i] - mx[plan->outIndex[i]]);
+  for (int64_t o = 0; o < plan->outNumel; ++o)
+    sum[o] = std::log(sum[o]) + mx[o];
+  return one(fromDoubles(r, plan->outShape, sum));
+}
+
+// Two passes (mean, then squared deviations) in double; divided by max(0, N - correction), so
+// N <= correction gives inf or NaN as in torch.
+KernelResult variance(const KernelContext &ctx, bool root) {
+  const HostTensor &in = *ctx.tensor("self");
+  auto plan = planFromAttrs(ctx, in, "dim");
+  auto correction = ctx.getScalar("correction");
+  if (!plan || !correction)
+    return llvm::joinErrors(plan.takeError(), correction.takeError());
+  double c = *correction ? (*correction)->asDouble() : 1.0;
+  DType r = ctx.resultDType();
+  std::vector<double> x = readDoubles(in, r), mean(plan->outNumel, 0.0), sq(plan->outNumel, 0.0);
+  auto n = static_cast<double>(plan->groupSize);
+  for (size_t i = 0; i < x.size(); ++i)
+    mean[plan->outIndex[i]] += x[i];
+  for (double &m : mean)
+    m /= n;
+  for (size_t i = 0; i < x.size(); ++i) {
+    double dev = x[i] - mean[plan->outIndex[i]];
+    sq[plan->outIndex[i]] += dev * dev;
+  }
+  for (double &v : sq) {
+    v /= std::max(0.0, n - c);
+    if (root)
+      v = std::sqrt(v);
+  }
+  return one(fromDoubles(r, plan->outShape, sq));
+}
+
+// (sum |x|^ord)^(1/ord), in double.
+KernelResult vectorNorm(const KernelContext &ctx) {
+  const HostTensor &in = *ctx.tensor("self");
+  auto plan = planFromAttrs(ctx, in, "dim");
+  auto ord = ctx.getScalar("ord");
+  if (!plan || !ord)
+    return llvm::joinErrors(plan.takeError(), ord.takeError());
+  double p = *ord ? (*ord)->asDouble() : 2.0;
+  if (!(p > 0) || std::isinf(p))
+    return error("ord must be a positive finite number, got {}", p);
+  DType r = ctx.resultDType();
+  std::vector<double> x = readDoubles(in, r), acc(plan->outNumel, 0.0);
+  for (size_t i = 0; i < x.size(); ++i)
+    acc[plan->outIndex[i]] += p == 1 ? std::fabs(x[i]) : std::pow(std::fabs(x[i]), p);
+  for (double &a : acc)
+    a = p == 1 ? a : p == 2 ? std::sqrt(a) : std::pow(a, 1 / p);
+  return one(fromDoubles(r, plan->outShape, acc));
+}
+
 } // namespace
 
 KernelResult runReduction(const KernelContext &ctx) {
@@ -244,6 +314,16 @@ KernelResult runReduction(const KernelContext &ctx) {
     return softmax(ctx, false);
   case OpKind::LogSoftmax:
     return softmax(ctx, true);
+  case OpKind::Logsumexp:
+    return logsumexp(ctx);
+  case OpKind::Var:
+  case OpKind::Std:
+    return variance(ctx, ctx.kind() == OpKind::Std);
+  case OpKind::VectorNorm:
+    return vectorNorm(ctx);
+  case OpKind::Cumsum:
+  case OpKind::Cumprod:
+    return runPosition(ctx);
   default:
     return error("no reduction kernel for this op");
   }

@@ -454,7 +454,7 @@ KernelResult runShape(const KernelContext &ctx) {
       return error("needs a tensor with one element, got {}", describeTensor(*self));
     return one(reshapeCopy(*self, {}));
   default:
-    return error("no shape kernel for this op");
+    return runPosition(ctx);
   }
 }
 

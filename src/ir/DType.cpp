@@ -36,6 +36,19 @@ size_t byteSize(DType t) {
   return 0;
 }
 
+double machineEpsilon(DType t) {
+  switch (t) {
+  case DType::F16:
+    return 0x1p-10;
+  case DType::BF16:
+    return 0x1p-7;
+  case DType::F64:
+    return 0x1p-52;
+  default:
+    return 0x1p-23;
+  }
+}
+
 bool isFloating(DType t) {
   return t == DType::F64 || t == DType::F32 || t == DType::F16 || t == DType::BF16;
 }

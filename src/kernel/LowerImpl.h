@@ -280,6 +280,8 @@ public:
 
 private:
   llvm::Error lowerNode(const Node &n);
+  LValue *triangle(const Node &n, LValue *src);
+  std::function<IndexList(llvm::ArrayRef<ExprId>)> rollMap(const Node &n, const Shape &from);
   llvm::Error emitGemm(LValue *root, LValue *g, uint32_t buffer);
   llvm::Error emitWinograd(LValue *root, LValue *g, uint32_t buffer);
   llvm::Error emitWinogradOutput(LValue *root, LValue *g, uint32_t buffer, uint32_t mbuf,

@@ -107,6 +107,28 @@ LValue *softmaxOf(Lowerer &L, LValue *x, int64_t dim, DType out, bool log) {
   return r;
 }
 
+/// cumsum / cumprod along `dim`: element i reduces the elements 0..n-1 of its row with those
+/// past i replaced by the identity, so a scan is a Reduce stage like any other. That is n^2 work
+/// per row instead of n: fine for the sequence lengths scans meet (positions, masks), and it
+/// fuses with what follows.
+static LValue *scanOf(Lowerer &L, LValue *in, int64_t dim, DType out, bool product) {
+  StagedSpec spec;
+  spec.op = product ? ReduceOp::Prod : ReduceOp::Sum;
+  spec.accType = isFloating(out) ? computeType(out) : DType::I64;
+  spec.inner = {in->shape[dim]};
+  spec.kept.assign(in->shape.size(), true);
+  DType acc = spec.accType, valueType = computeType(out);
+  spec.body = [&L, in, dim, acc, valueType, product](Scope &s, llvm::ArrayRef<ExprId> idx,
+                                                     llvm::ArrayRef<ExprId> inner) {
+    IndexList at(idx.begin(), idx.end());
+    at[dim] = inner[0];
+    ExprId x = L.cast(acc, L.cast(valueType, L.read(in, s, at)));
+    ExprId inside = L.binary(BinaryOp::Le, inner[0], idx[dim]);
+    return L.select(inside, x, L.cNum(product ? 1 : 0, acc));
+  };
+  return L.staged(out, in->shape, {in}, product ? "cumprod" : "cumsum", std::move(spec));
+}
+
 llvm::Error Lowerer::lowerReduction(const Node &n) {
   LValue *in = get(n.operand(0));
   size_t rank = in->shape.size();
@@ -161,6 +183,14 @@ llvm::Error Lowerer::lowerReduction(const Node &n) {
         dims.push_back(d);
     }
     r = reduce(in, ReduceOp::ArgMax, dims, keepdim, DType::I64, false, "argmax");
+    break;
+  }
+  case OpKind::Cumsum:
+  case OpKind::Cumprod: {
+    if (rank == 0)
+      return unsupported(n, "a scan of a 0-d tensor");
+    int64_t d = normDim(intAttr(n, "dim").constant().value_or(0), rank);
+    r = scanOf(*this, in, d, out, n.kind() == OpKind::Cumprod);
     break;
   }
   case OpKind::Softmax:

@@ -13,6 +13,47 @@ std::optional<int64_t> constDim(const SymExpr &e) { return e.constant(); }
 
 } // namespace
 
+/// tril / triu: a pointwise select of the element or zero by its position in the last two dims.
+LValue *Lowerer::triangle(const Node &n, LValue *src) {
+  bool lower = n.kind() == OpKind::Tril;
+  SymExpr diagonal = intAttr(n, "diagonal", 0);
+  DType ct = computeType(src->dtype);
+  return pointwise(src->dtype, src->shape, {src}, lower ? "tril" : "triu",
+                   [this, src, lower, diagonal, ct](Scope &s, llvm::ArrayRef<ExprId> idx) {
+                     size_t r = idx.size();
+                     ExprId offset = isub(idx[r - 1], idx[r - 2]);
+                     ExprId keep =
+                         binary(lower ? BinaryOp::Le : BinaryOp::Ge, offset, dim(diagonal));
+                     return select(keep, read(src, s, idx), cNum(0, ct));
+                   });
+}
+
+/// Element i of a roll reads element (i - shift) mod n of each rolled dim; without dims, of the
+/// flattened tensor.
+std::function<IndexList(llvm::ArrayRef<ExprId>)> Lowerer::rollMap(const Node &n,
+                                                                  const Shape &from) {
+  std::vector<SymExpr> shifts = intListAttr(n, "shifts"), dims = intListAttr(n, "dims");
+  if (dims.empty()) {
+    SymExpr shift = shifts[0];
+    return [this, shift, from](llvm::ArrayRef<ExprId> idx) {
+      ExprId linear = flatten(idx, from);
+      return unflatten(imod(isub(linear, dim(shift)), dim(numelOf(from))), from);
+    };
+  }
+  std::vector<SymExpr> shiftOf(from.size(), SymExpr(0));
+  for (size_t k = 0; k < dims.size(); ++k) {
+    size_t d = normDim(dims[k].constant().value_or(0), from.size());
+    shiftOf[d] = shiftOf[d] + shifts[k];
+  }
+  return [this, shiftOf, from](llvm::ArrayRef<ExprId> idx) {
+    IndexList sub(idx.begin(), idx.end());
+    for (size_t k = 0; k < sub.size(); ++k)
+      if (!(shiftOf[k] == SymExpr(0)))
+        sub[k] = imod(isub(idx[k], dim(shiftOf[k])), dim(from[k]));
+    return sub;
+  };
+}
+
 llvm::Error Lowerer::lowerShape(const Node &n) {
   if (n.kind() == OpKind::Cat || n.kind() == OpKind::Stack) {
     std::vector<LValue *> ins;
@@ -94,6 +135,11 @@ llvm::Error Lowerer::lowerShape(const Node &n) {
       set(n.result(r), v);
       start = start + shape[d];
     }
+    return llvm::Error::success();
+  }
+
+  if (n.kind() == OpKind::Tril || n.kind() == OpKind::Triu) {
+    set(n.result(), triangle(n, src));
     return llvm::Error::success();
   }
 
@@ -246,6 +292,38 @@ llvm::Error Lowerer::lowerShape(const Node &n) {
     map = [this, d, index](llvm::ArrayRef<ExprId> idx) {
       IndexList sub(idx.begin(), idx.end());
       sub.insert(sub.begin() + d, dim(index));
+      return sub;
+    };
+    break;
+  }
+  case OpKind::Flip: {
+    std::vector<bool> flipped(rank, false);
+    for (const SymExpr &e : intListAttr(n, "dims"))
+      flipped[normDim(e.constant().value_or(0), rank)] = true;
+    Shape from = src->shape;
+    L.reset(); // a negative stride is no layout the backends take
+    map = [this, flipped, from](llvm::ArrayRef<ExprId> idx) {
+      IndexList sub(idx.begin(), idx.end());
+      for (size_t k = 0; k < sub.size(); ++k)
+        if (flipped[k])
+          sub[k] = isub(dim(from[k] - 1), idx[k]);
+      return sub;
+    };
+    break;
+  }
+  case OpKind::Roll:
+    L.reset();
+    map = rollMap(n, src->shape);
+    break;
+  case OpKind::Repeat: {
+    // The trailing dims of the result tile the input: index i reads i mod n.
+    Shape from = src->shape;
+    size_t lead = shape.size() - rank;
+    L.reset();
+    map = [this, lead, from](llvm::ArrayRef<ExprId> idx) {
+      IndexList sub;
+      for (size_t k = 0; k < from.size(); ++k)
+        sub.push_back(from[k] == SymExpr(1) ? cInt(0) : imod(idx[lead + k], dim(from[k])));
       return sub;
     };
     break;

@@ -1,5 +1,7 @@
-// Decomposition to the core op set: linear becomes addmm/mm, and batch_norm, gelu, silu, softmax,
-// log_softmax, layer_norm and group_norm become pointwise ops and reductions that fusion can group.
+// Decomposition to the core op set: linear becomes addmm/mm, and batch_norm, the activations
+// (gelu, silu, hardtanh, hardswish, hardsigmoid, leaky_relu, elu, softplus, mish, prelu),
+// softmax, log_softmax, layer_norm and group_norm become pointwise ops and reductions that fusion
+// can group.
 #include "passes/Passes.h"
 
 #include "aotc/ir/Builder.h"
@@ -154,6 +156,89 @@ Value *decomposeSilu(Expander &e, Node &node) {
   return e.op(OpKind::MulTensor, {x, e.op(OpKind::Sigmoid, {x})});
 }
 
+Value *scalarOp(Expander &e, OpKind kind, Value *x, double c) {
+  return e.op(kind, {x}, {{"other", Attribute::floating(c)}});
+}
+
+/// `clamp(x, lo, hi)` with the bounds as written (ints stay ints).
+Value *clampOf(Expander &e, Value *x, Attribute lo, Attribute hi) {
+  return e.op(OpKind::Clamp, {x}, {{"min", std::move(lo)}, {"max", std::move(hi)}});
+}
+
+/// `where(x > 0, x, negative)`: the form of every activation that only bends the negative side.
+Value *positiveOr(Expander &e, Value *x, Value *negative) {
+  Value *positive = e.op(OpKind::GtScalar, {x}, {{"other", Attribute::integer(0)}});
+  return e.op(OpKind::Where, {positive, x, negative});
+}
+
+// hardtanh (ReLU6 is hardtanh(0, 6)) is a clamp, as Inductor decomposes it.
+Value *decomposeHardtanh(Expander &e, Node &node) {
+  return clampOf(e, node.operand(0), *node.attr("min_val"), *node.attr("max_val"));
+}
+
+/// relu6(x + 3) / 6, the gate hardswish multiplies by (ATen's formula, in its order).
+Value *hardGate(Expander &e, Value *x) {
+  Value *shifted = e.addScalar(x, 3);
+  return clampOf(e, shifted, Attribute::integer(0), Attribute::integer(6));
+}
+
+Value *decomposeHardsigmoid(Expander &e, Node &node) {
+  return scalarOp(e, OpKind::DivScalar, hardGate(e, node.operand(0)), 6);
+}
+
+Value *decomposeHardswish(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  return scalarOp(e, OpKind::DivScalar, e.op(OpKind::MulTensor, {x, hardGate(e, x)}), 6);
+}
+
+Value *decomposeLeakyRelu(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  return positiveOr(e, x, e.mulScalar(x, floatAttr(node, "negative_slope")));
+}
+
+/// scale * (x > 0 ? x : alpha * (exp(input_scale * x) - 1)); factors of 1 are left out.
+Value *decomposeElu(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  double alpha = floatAttr(node, "alpha"), scale = floatAttr(node, "scale"),
+         inputScale = floatAttr(node, "input_scale");
+  Value *scaledIn = inputScale == 1 ? x : e.mulScalar(x, inputScale);
+  Value *negative = e.addScalar(e.op(OpKind::Exp, {scaledIn}), -1);
+  if (alpha * scale != 1)
+    negative = e.mulScalar(negative, alpha * scale);
+  Value *positive = scale == 1 ? x : e.mulScalar(x, scale);
+  Value *isPositive = e.op(OpKind::GtScalar, {x}, {{"other", Attribute::integer(0)}});
+  return e.op(OpKind::Where, {isPositive, positive, negative});
+}
+
+/// log1p(exp(beta * x)) / beta, or x where beta * x > threshold (where exp would overflow).
+Value *softplusOf(Expander &e, Value *x, double beta, double threshold) {
+  Value *scaled = beta == 1 ? x : e.mulScalar(x, beta);
+  Value *smooth = e.op(OpKind::Log1p, {e.op(OpKind::Exp, {scaled})});
+  if (beta != 1)
+    smooth = scalarOp(e, OpKind::DivScalar, smooth, beta);
+  Value *linear = e.op(OpKind::GtScalar, {scaled}, {{"other", Attribute::floating(threshold)}});
+  return e.op(OpKind::Where, {linear, x, smooth});
+}
+
+Value *decomposeSoftplus(Expander &e, Node &node) {
+  return softplusOf(e, node.operand(0), floatAttr(node, "beta"), floatAttr(node, "threshold"));
+}
+
+/// x * tanh(softplus(x)); the threshold only avoids exp's overflow (tanh is 1 there anyway).
+Value *decomposeMish(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  return e.op(OpKind::MulTensor, {x, e.op(OpKind::Tanh, {softplusOf(e, x, 1, 20)})});
+}
+
+/// The slopes broadcast along the channels (dim 1) of the input.
+Value *decomposePrelu(Expander &e, Node &node) {
+  Value *x = node.operand("self");
+  Value *weight = node.operand("weight");
+  if (weight->type().rank() == 1)
+    weight = perChannel(e, weight, x->type().rank());
+  return positiveOr(e, x, e.op(OpKind::MulTensor, {weight, x}));
+}
+
 /// softmax and log_softmax, stabilized by subtracting the row maximum as the reference kernels
 /// do. A `dtype` converts the input first, which is what PyTorch does before computing.
 Value *decomposeSoftmax(Expander &e, Node &node) {
@@ -169,6 +254,103 @@ Value *decomposeSoftmax(Expander &e, Node &node) {
   if (node.kind() == OpKind::LogSoftmax)
     return e.op(OpKind::SubTensor, {shifted, e.op(OpKind::Log, {sum})});
   return e.op(OpKind::DivTensor, {exps, sum});
+}
+
+/// The reduced dims of a reduction node (its `dim` list normalized; none or [] is every dim).
+std::vector<SymExpr> reducedDims(const Node &node, size_t rank) {
+  std::vector<SymExpr> dims;
+  if (const Attribute *a = node.attr("dim"))
+    for (const SymExpr &d :
+         a->kind() == Attribute::Kind::Int ? std::vector<SymExpr>{a->getInt()} : a->getIntList()) {
+      int64_t c = d.constant().value_or(0);
+      dims.push_back(c < 0 ? c + static_cast<int64_t>(rank) : c);
+    }
+  if (dims.empty())
+    for (size_t d = 0; d < rank; ++d)
+      dims.push_back(static_cast<int64_t>(d));
+  return dims;
+}
+
+/// `y` (reduced with keepdim) reshaped to the node's result when the node drops its dims.
+Value *dropKept(Expander &e, Node &node, Value *y) {
+  const Shape &out = node.result()->type().shape();
+  if (y->type().shape() == out)
+    return y;
+  return e.reshape(y, std::vector<SymExpr>(out.begin(), out.end()));
+}
+
+/// log(sum(exp(x - m))) + m with m the maximum, where an infinite maximum counts as 0 (ATen's
+/// masking) so that a group of -inf gives -inf rather than NaN: m - m is 0 exactly when m is
+/// finite.
+Value *decomposeLogsumexp(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  DType out = node.result()->type().dtype();
+  if (x->type().rank() == 0)
+    return nullptr;
+  if (x->type().dtype() != out)
+    x = e.op(OpKind::ToCopy, {x}, {{"dtype", Attribute::dtype(out)}});
+  std::vector<SymExpr> dims = reducedDims(node, x->type().rank());
+  Value *m = e.reduce(OpKind::Amax, x, dims);
+  Value *finite =
+      e.op(OpKind::EqScalar, {e.op(OpKind::SubTensor, {m, m})}, {{"other", Attribute::integer(0)}});
+  Value *zero = e.op(OpKind::Full, {},
+                     {{"size", Attribute::intList({})},
+                      {"fill_value", Attribute::integer(0)},
+                      {"dtype", Attribute::dtype(out)}});
+  m = e.op(OpKind::Where, {finite, m, zero});
+  Value *sum = e.reduce(OpKind::Sum, e.op(OpKind::Exp, {e.op(OpKind::SubTensor, {x, m})}), dims);
+  return dropKept(e, node, e.op(OpKind::AddTensor, {e.op(OpKind::Log, {sum}), m}));
+}
+
+/// sum((x - mean)^2) / max(0, N - correction): the two-pass form, N the (maybe symbolic)
+/// number of reduced elements. A float correction needs N known.
+Value *decomposeVar(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  size_t rank = x->type().rank();
+  if (rank == 0)
+    return nullptr;
+  std::vector<SymExpr> dims = reducedDims(node, rank);
+  SymExpr count = 1;
+  for (const SymExpr &d : dims)
+    count = count * x->type().shape()[*d.constant()];
+  const Attribute *c = node.attr("correction");
+  Attribute divisor = Attribute::integer(0);
+  if (!c || c->kind() != Attribute::Kind::Float) {
+    int64_t correction = c ? c->getInt().constant().value_or(1) : 1;
+    divisor = Attribute::integer(SymExpr::max(count - correction, SymExpr(0)));
+  } else if (auto n = count.constant()) {
+    divisor = Attribute::floating(std::max(0.0, static_cast<double>(*n) - c->getFloat()));
+  } else {
+    return nullptr;
+  }
+  Value *centered = e.op(OpKind::SubTensor, {x, e.reduce(OpKind::Mean, x, dims)});
+  Value *sq = e.reduce(OpKind::Sum, e.op(OpKind::MulTensor, {centered, centered}), dims);
+  Value *var = e.op(OpKind::DivScalar, {sq}, {{"other", divisor}});
+  if (node.kind() == OpKind::Std)
+    var = e.op(OpKind::Sqrt, {var});
+  return dropKept(e, node, var);
+}
+
+/// ord 1: sum |x|; ord 2: sqrt(sum x*x); any other: (sum |x|^ord)^(1/ord).
+Value *decomposeVectorNorm(Expander &e, Node &node) {
+  Value *x = node.operand(0);
+  DType out = node.result()->type().dtype();
+  size_t rank = x->type().rank();
+  if (rank == 0)
+    return nullptr;
+  if (x->type().dtype() != out)
+    x = e.op(OpKind::ToCopy, {x}, {{"dtype", Attribute::dtype(out)}});
+  double p = floatAttr(node, "ord");
+  std::vector<SymExpr> dims = reducedDims(node, rank);
+  Value *terms = p == 2 ? e.op(OpKind::MulTensor, {x, x}) : e.op(OpKind::Abs, {x});
+  if (p != 1 && p != 2)
+    terms = e.op(OpKind::PowScalar, {terms}, {{"exponent", Attribute::floating(p)}});
+  Value *sum = e.reduce(OpKind::Sum, terms, dims);
+  if (p == 2)
+    sum = e.op(OpKind::Sqrt, {sum});
+  else if (p != 1)
+    sum = e.op(OpKind::PowScalar, {sum}, {{"exponent", Attribute::floating(1 / p)}});
+  return dropKept(e, node, sum);
 }
 
 /// `(x - mean) * rsqrt(var + eps)` with the statistics over `dims` (kept), biased variance as
@@ -195,6 +377,21 @@ Value *decomposeLayerNorm(Expander &e, Node &node) {
     dims.push_back(d);
   Value *y = normalize(e, x, dims, floatAttr(node, "eps"));
   return affine(e, y, node.operand("weight"), node.operand("bias"));
+}
+
+/// x * rsqrt(mean(x * x) + eps) * weight over the trailing dims, eps defaulting to the dtype's
+/// machine epsilon as torch's rms_norm does.
+Value *decomposeRmsNorm(Expander &e, Node &node) {
+  Value *x = node.operand("input");
+  int64_t rank = static_cast<int64_t>(x->type().rank());
+  int64_t k = static_cast<int64_t>(node.attr("normalized_shape")->getIntList().size());
+  std::vector<SymExpr> dims;
+  for (int64_t d = rank - k; d < rank; ++d)
+    dims.push_back(d);
+  double eps = node.attr("eps") ? floatAttr(node, "eps") : machineEpsilon(x->type().dtype());
+  Value *meanSquare = e.reduce(OpKind::Mean, e.op(OpKind::MulTensor, {x, x}), dims);
+  Value *y = e.op(OpKind::MulTensor, {x, e.op(OpKind::Rsqrt, {e.addScalar(meanSquare, eps)})});
+  return affine(e, y, node.operand("weight"), nullptr);
 }
 
 /// group_norm: statistics per (sample, group) over [N, G, C/G * spatial], then the per-channel
@@ -240,13 +437,38 @@ Decomposition decompositionFor(const Node &node) {
     return sameFloat ? decomposeGelu : nullptr;
   case OpKind::Silu:
     return sameFloat ? decomposeSilu : nullptr;
+  case OpKind::Hardtanh:
+    return sameFloat ? decomposeHardtanh : nullptr;
+  case OpKind::Hardswish:
+    return sameFloat ? decomposeHardswish : nullptr;
+  case OpKind::Hardsigmoid:
+    return sameFloat ? decomposeHardsigmoid : nullptr;
+  case OpKind::LeakyRelu:
+    return sameFloat ? decomposeLeakyRelu : nullptr;
+  case OpKind::Elu:
+    return sameFloat ? decomposeElu : nullptr;
+  case OpKind::Softplus:
+    return sameFloat ? decomposeSoftplus : nullptr;
+  case OpKind::Mish:
+    return sameFloat ? decomposeMish : nullptr;
+  case OpKind::Prelu:
+    return sameFloat ? decomposePrelu : nullptr;
   case OpKind::Softmax:
   case OpKind::LogSoftmax:
     return decomposeSoftmax;
+  case OpKind::Logsumexp:
+    return decomposeLogsumexp;
+  case OpKind::Var:
+  case OpKind::Std:
+    return decomposeVar;
+  case OpKind::VectorNorm:
+    return decomposeVectorNorm;
   case OpKind::LayerNorm:
     return sameFloat ? decomposeLayerNorm : nullptr;
   case OpKind::GroupNorm:
     return sameFloat ? decomposeGroupNorm : nullptr;
+  case OpKind::RmsNorm:
+    return sameFloat ? decomposeRmsNorm : nullptr;
   default:
     return nullptr;
   }

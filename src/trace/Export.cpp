@@ -247,7 +247,11 @@ private:
     } catch (const TraceAbort &) {
       return llvm::Error::success(); // recorded by the tracer
     } catch (const DslError &e) {
-      tracer.fail({}, e.what());
+      // fail() throws TraceAbort unless problems are being collected for --report.
+      try {
+        tracer.fail({}, e.what());
+      } catch (const TraceAbort &) {
+      }
       return llvm::Error::success();
     }
     std::vector<std::string> names = decl.outputNames;

@@ -94,10 +94,73 @@ Tensor log(const Tensor &x, Loc loc) { return x.log(loc); }
 Tensor sqrt(const Tensor &x, Loc loc) { return x.sqrt(loc); }
 Tensor rsqrt(const Tensor &x, Loc loc) { return x.rsqrt(loc); }
 Tensor pow(const Tensor &x, const Scalar &e, Loc loc) { return x.pow(e, loc); }
+Tensor hardtanh(const Tensor &x, const Scalar &lo, const Scalar &hi, Loc loc) {
+  return op1(OpKind::Hardtanh, {x},
+             {attr("min_val", scalarAttr(lo)), attr("max_val", scalarAttr(hi))}, loc);
+}
+Tensor relu6(const Tensor &x, Loc loc) { return hardtanh(x, 0, 6, loc); }
+Tensor hardswish(const Tensor &x, Loc loc) { return op1(OpKind::Hardswish, {x}, {}, loc); }
+Tensor hardsigmoid(const Tensor &x, Loc loc) { return op1(OpKind::Hardsigmoid, {x}, {}, loc); }
+Tensor leaky_relu(const Tensor &x, double slope, Loc loc) {
+  return op1(OpKind::LeakyRelu, {x}, {floatAttr("negative_slope", slope)}, loc);
+}
+Tensor elu(const Tensor &x, double alpha, Loc loc) {
+  return op1(OpKind::Elu, {x}, {floatAttr("alpha", alpha)}, loc);
+}
+Tensor mish(const Tensor &x, Loc loc) { return op1(OpKind::Mish, {x}, {}, loc); }
+Tensor softplus(const Tensor &x, double beta, double threshold, Loc loc) {
+  return op1(OpKind::Softplus, {x}, {floatAttr("beta", beta), floatAttr("threshold", threshold)},
+             loc);
+}
+Tensor prelu(const Tensor &x, const Tensor &weight, Loc loc) {
+  return op1(OpKind::Prelu, {x, weight}, {}, loc);
+}
 Tensor where(const Tensor &c, const Tensor &x, const Tensor &y, Loc loc) {
   return op1(OpKind::Where, {c, x, y}, {}, loc);
 }
+namespace {
+/// A number as a 0-d tensor of its default dtype, which promotes like torch's wrapped numbers.
+Tensor scalarTensor(const Scalar &s, const Loc &loc) {
+  return op1(OpKind::Full, {},
+             {attr("size", Attribute::intList({})), attr("fill_value", scalarAttr(s)),
+              attr("dtype", Attribute::dtype(defaultDType(s)))},
+             loc);
+}
+} // namespace
+Tensor where(const Tensor &c, const Tensor &x, const Scalar &y, Loc loc) {
+  return where(c, x, scalarTensor(y, loc), loc);
+}
+Tensor where(const Tensor &c, const Scalar &x, const Tensor &y, Loc loc) {
+  return where(c, scalarTensor(x, loc), y, loc);
+}
+Tensor where(const Tensor &c, const Scalar &x, const Scalar &y, Loc loc) {
+  return where(c, scalarTensor(x, loc), scalarTensor(y, loc), loc);
+}
 Tensor maximum(const Tensor &a, const Tensor &b, Loc loc) { return a.maximum(b, loc); }
+Tensor clamp_min(const Tensor &x, const Scalar &min, Loc loc) { return x.clamp_min(min, loc); }
+Tensor clamp_max(const Tensor &x, const Scalar &max, Loc loc) { return x.clamp_max(max, loc); }
+Tensor tril(const Tensor &x, int64_t diagonal, Loc loc) { return x.tril(diagonal, loc); }
+Tensor triu(const Tensor &x, int64_t diagonal, Loc loc) { return x.triu(diagonal, loc); }
+Tensor flip(const Tensor &x, IntList dims, Loc loc) { return x.flip(std::move(dims), loc); }
+Tensor roll(const Tensor &x, IntList shifts, IntList dims, Loc loc) {
+  return x.roll(std::move(shifts), std::move(dims), loc);
+}
+Tensor cumsum(const Tensor &x, int64_t dim, Loc loc) { return x.cumsum(dim, std::nullopt, loc); }
+Tensor cumprod(const Tensor &x, int64_t dim, Loc loc) { return x.cumprod(dim, std::nullopt, loc); }
+Tensor logsumexp(const Tensor &x, IntList dims, bool keepdim, Loc loc) {
+  return x.logsumexp(std::move(dims), keepdim, loc);
+}
+Tensor one_hot(const Tensor &x, int64_t num_classes, Loc loc) {
+  if (num_classes < 1)
+    throw DslError(fmt::format("{}:{}: one_hot needs a positive num_classes (the largest id is not "
+                               "known while tracing), got {}",
+                               loc.file_name(), loc.line(), num_classes));
+  if (x.dtype() != i64)
+    throw DslError(fmt::format("{}:{}: one_hot takes an i64 tensor of class ids, got {}",
+                               loc.file_name(), loc.line(), x.str()));
+  Tensor classes = arange(num_classes, i64, loc);
+  return x.unsqueeze(-1, loc).eq(classes, loc).to(i64, loc);
+}
 Tensor minimum(const Tensor &a, const Tensor &b, Loc loc) { return a.minimum(b, loc); }
 Tensor softmax(const Tensor &x, int64_t dim, Loc loc) { return x.softmax(dim, loc); }
 Tensor log_softmax(const Tensor &x, int64_t dim, Loc loc) { return x.log_softmax(dim, loc); }
@@ -174,6 +237,13 @@ Tensor layer_norm(const Tensor &x, IntList shape, const Tensor &w, const Tensor 
                   Loc loc) {
   return op1(OpKind::LayerNorm, {x, w, b},
              {attr("normalized_shape", intsAttr(shape)), floatAttr("eps", eps)}, loc);
+}
+Tensor rms_norm(const Tensor &x, IntList shape, const Tensor &w, std::optional<double> eps,
+                Loc loc) {
+  std::vector<A> attrs{attr("normalized_shape", intsAttr(shape))};
+  if (eps)
+    attrs.push_back(floatAttr("eps", *eps));
+  return op1(OpKind::RmsNorm, {x, w}, std::move(attrs), loc);
 }
 Tensor group_norm(const Tensor &x, int64_t groups, const Tensor &w, const Tensor &b, double eps,
                   Loc loc) {

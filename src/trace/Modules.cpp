@@ -51,7 +51,7 @@ Tensor Conv2dImpl::forward(const Tensor &x, Loc loc) {
                 options.groups_, loc);
 }
 
-BatchNorm2dImpl::BatchNorm2dImpl(BatchNorm2dOptions o) : options(std::move(o)) {
+BatchNormImplBase::BatchNormImplBase(BatchNormOptions o) : options(std::move(o)) {
   int64_t n = options.num_features_;
   if (options.affine_) {
     weight = register_parameter("weight", ones({n}));
@@ -62,8 +62,43 @@ BatchNorm2dImpl::BatchNorm2dImpl(BatchNorm2dOptions o) : options(std::move(o)) {
   num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, i64));
 }
 
-Tensor BatchNorm2dImpl::forward(const Tensor &x, Loc loc) {
+Tensor BatchNormImplBase::normalize(const Tensor &x, int64_t rankA, int64_t rankB, const Loc &loc) {
+  if (x.dim() != rankA && x.dim() != rankB)
+    throw DslError(fmt::format("{}:{}: expected {}D{} input, got {}", loc.file_name(), loc.line(),
+                               rankA, rankA == rankB ? "" : fmt::format(" or {}D", rankB),
+                               x.str()));
   return batch_norm(x, running_mean, running_var, weight, bias, options.eps_, loc);
+}
+
+InstanceNorm2dImpl::InstanceNorm2dImpl(InstanceNorm2dOptions o) : options(std::move(o)) {
+  if (options.track_running_stats_)
+    throw DslError("InstanceNorm2d with track_running_stats(true) is not supported; instance "
+                   "statistics are always computed from the input");
+  if (options.affine_) {
+    weight = register_parameter("weight", ones({options.num_features_}));
+    bias = register_parameter("bias", zeros({options.num_features_}));
+  }
+}
+
+Tensor InstanceNorm2dImpl::forward(const Tensor &x, Loc loc) {
+  if (x.dim() != 3 && x.dim() != 4)
+    throw DslError(fmt::format("{}:{}: expected 3D (unbatched) or 4D input, got {}",
+                               loc.file_name(), loc.line(), x.str()));
+  Tensor batched = x.dim() == 3 ? x.unsqueeze(0, loc) : x;
+  int64_t c = options.num_features_;
+  Tensor y = group_norm(batched, c, weight, bias, options.eps_, loc);
+  return x.dim() == 3 ? y.squeeze(0, loc) : y;
+}
+
+RMSNormImpl::RMSNormImpl(RMSNormOptions o) : options(std::move(o)) {
+  if (options.elementwise_affine_) {
+    SymIntList shape(options.normalized_shape_.begin(), options.normalized_shape_.end());
+    weight = register_parameter("weight", ones(shape));
+  }
+}
+
+Tensor RMSNormImpl::forward(const Tensor &x, Loc loc) {
+  return rms_norm(x, options.normalized_shape_, weight, options.eps_, loc);
 }
 
 LayerNormImpl::LayerNormImpl(LayerNormOptions o) : options(std::move(o)) {
@@ -97,6 +132,14 @@ EmbeddingImpl::EmbeddingImpl(int64_t num, int64_t dim) {
 
 Tensor EmbeddingImpl::forward(const Tensor &indices, Loc loc) {
   return embedding(indices, weight, loc);
+}
+
+PReLUImpl::PReLUImpl(PReLUOptions o) : options(o) {
+  if (options.num_parameters_ < 1)
+    throw DslError(fmt::format("PReLU needs at least one parameter, got num_parameters {}",
+                               options.num_parameters_));
+  weight = register_parameter("weight", empty({options.num_parameters_}));
+  init::constant_(weight, options.init_);
 }
 
 Tensor MaxPool2dImpl::forward(const Tensor &x, Loc loc) {

@@ -109,6 +109,9 @@ Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max, Loc l
   return op1(OpKind::Clamp, {*this}, attrs, loc);
 }
 
+Tensor Tensor::clamp_min(const Scalar &min, Loc loc) const { return clamp(min, std::nullopt, loc); }
+Tensor Tensor::clamp_max(const Scalar &max, Loc loc) const { return clamp(std::nullopt, max, loc); }
+
 Tensor Tensor::pow(const Scalar &e, Loc loc) const {
   return op1(OpKind::PowScalar, {*this}, {attr("exponent", scalarAttr(e))}, loc);
 }
@@ -207,6 +210,40 @@ Tensor Tensor::argmax(std::optional<int64_t> d, bool keepdim, Loc loc) const {
     attrs.push_back(intAttr("dim", *d));
   return op1(OpKind::Argmax, {*this}, attrs, loc);
 }
+Tensor Tensor::logsumexp(IntList dims, bool keepdim, Loc loc) const {
+  return op1(OpKind::Logsumexp, {*this},
+             {attr("dim", intsAttr(dims)), boolAttr("keepdim", keepdim)}, loc);
+}
+static std::vector<A> varianceAttrs(const IntList &dims, const std::optional<Scalar> &correction,
+                                    bool keepdim) {
+  std::vector<A> attrs = reduceAttrs(dims, keepdim);
+  if (correction)
+    attrs.push_back(attr("correction", scalarAttr(*correction)));
+  return attrs;
+}
+Tensor Tensor::var(IntList dims, std::optional<Scalar> correction, bool keepdim, Loc loc) const {
+  return op1(OpKind::Var, {*this}, varianceAttrs(dims, correction, keepdim), loc);
+}
+Tensor Tensor::std(IntList dims, std::optional<Scalar> correction, bool keepdim, Loc loc) const {
+  return op1(OpKind::Std, {*this}, varianceAttrs(dims, correction, keepdim), loc);
+}
+Tensor Tensor::norm(const Scalar &p, IntList dims, bool keepdim, Loc loc) const {
+  std::vector<A> attrs = reduceAttrs(dims, keepdim);
+  attrs.push_back(attr("ord", scalarAttr(p)));
+  return op1(OpKind::VectorNorm, {*this}, attrs, loc);
+}
+static std::vector<A> scanAttrs(int64_t d, const std::optional<DType> &dt) {
+  std::vector<A> attrs{intAttr("dim", d)};
+  if (dt)
+    attrs.push_back(attr("dtype", Attribute::dtype(*dt)));
+  return attrs;
+}
+Tensor Tensor::cumsum(int64_t d, std::optional<DType> dt, Loc loc) const {
+  return op1(OpKind::Cumsum, {*this}, scanAttrs(d, dt), loc);
+}
+Tensor Tensor::cumprod(int64_t d, std::optional<DType> dt, Loc loc) const {
+  return op1(OpKind::Cumprod, {*this}, scanAttrs(d, dt), loc);
+}
 Tensor Tensor::softmax(int64_t d, Loc loc) const {
   return op1(OpKind::Softmax, {*this}, {intAttr("dim", d)}, loc);
 }
@@ -267,6 +304,29 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d, Loc loc) const {
     throw DslError(fmt::format("{}:{}: chunk needs a positive number of chunks, got {}",
                                loc.file_name(), loc.line(), chunks));
   return split((n + chunks - 1) / chunks, d, loc);
+}
+std::vector<Tensor> Tensor::unbind(int64_t d, Loc loc) const {
+  int64_t n = this->size(d, loc).value(loc);
+  std::vector<Tensor> out;
+  for (int64_t i = 0; i < n; ++i)
+    out.push_back(select(d, i, loc));
+  return out;
+}
+Tensor Tensor::flip(IntList dims, Loc loc) const {
+  return op1(OpKind::Flip, {*this}, {attr("dims", intsAttr(dims))}, loc);
+}
+Tensor Tensor::roll(IntList shifts, IntList dims, Loc loc) const {
+  return op1(OpKind::Roll, {*this},
+             {attr("shifts", intsAttr(shifts)), attr("dims", intsAttr(dims))}, loc);
+}
+Tensor Tensor::repeat(SymIntList repeats, Loc loc) const {
+  return op1(OpKind::Repeat, {*this}, {attr("repeats", intsAttr(repeats))}, loc);
+}
+Tensor Tensor::tril(int64_t diagonal, Loc loc) const {
+  return op1(OpKind::Tril, {*this}, {intAttr("diagonal", diagonal)}, loc);
+}
+Tensor Tensor::triu(int64_t diagonal, Loc loc) const {
+  return op1(OpKind::Triu, {*this}, {intAttr("diagonal", diagonal)}, loc);
 }
 Tensor Tensor::index_select(int64_t d, const Tensor &index, Loc loc) const {
   return op1(OpKind::IndexSelect, {*this, index}, {intAttr("dim", d)}, loc);

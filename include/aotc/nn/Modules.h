@@ -71,16 +71,65 @@ struct BatchNorm2dOptions {
   AOTC_OPTION(bool, affine) = true;
 };
 
+using BatchNormOptions = BatchNorm2dOptions;
+
 /// Inference batch norm: normalizes with the running statistics (buffers running_mean,
-/// running_var, num_batches_tracked).
-class BatchNorm2dImpl : public Module {
+/// running_var, num_batches_tracked). BatchNorm1d/2d/3d differ only in the input ranks they
+/// take.
+class BatchNormImplBase : public Module {
 public:
-  explicit BatchNorm2dImpl(BatchNorm2dOptions options);
-  Tensor forward(const Tensor &x, Loc loc = Loc::current());
-  BatchNorm2dOptions options;
+  explicit BatchNormImplBase(BatchNormOptions options);
+  BatchNormOptions options;
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+
+protected:
+  /// batch_norm of `x`, whose rank must be `rankA` or `rankB` (a one-line error otherwise).
+  Tensor normalize(const Tensor &x, int64_t rankA, int64_t rankB, const Loc &loc);
+};
+
+/// [N, C] or [N, C, L]
+class BatchNorm1dImpl : public BatchNormImplBase {
+public:
+  using BatchNormImplBase::BatchNormImplBase;
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return normalize(x, 2, 3, loc); }
+};
+AOTC_MODULE(BatchNorm1d);
+
+/// [N, C, H, W]
+class BatchNorm2dImpl : public BatchNormImplBase {
+public:
+  using BatchNormImplBase::BatchNormImplBase;
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return normalize(x, 4, 4, loc); }
 };
 AOTC_MODULE(BatchNorm2d);
+
+/// [N, C, D, H, W]
+class BatchNorm3dImpl : public BatchNormImplBase {
+public:
+  using BatchNormImplBase::BatchNormImplBase;
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return normalize(x, 5, 5, loc); }
+};
+AOTC_MODULE(BatchNorm3d);
+
+struct InstanceNorm2dOptions {
+  InstanceNorm2dOptions(int64_t num_features) : num_features_(num_features) {} // NOLINT
+  AOTC_OPTION(int64_t, num_features);
+  AOTC_OPTION(double, eps) = 1e-5;
+  AOTC_OPTION(double, momentum) = 0.1;
+  AOTC_OPTION(bool, affine) = false;
+  AOTC_OPTION(bool, track_running_stats) = false;
+};
+
+/// Normalizes each (sample, channel) over its spatial dims (group_norm with one channel per
+/// group); [N, C, H, W] or unbatched [C, H, W]. Only track_running_stats(false) is supported.
+class InstanceNorm2dImpl : public Module {
+public:
+  explicit InstanceNorm2dImpl(InstanceNorm2dOptions options);
+  Tensor forward(const Tensor &x, Loc loc = Loc::current());
+  InstanceNorm2dOptions options;
+  Tensor weight, bias;
+};
+AOTC_MODULE(InstanceNorm2d);
 
 struct LayerNormOptions {
   LayerNormOptions(IntList normalized_shape)
@@ -98,6 +147,24 @@ public:
   Tensor weight, bias;
 };
 AOTC_MODULE(LayerNorm);
+
+struct RMSNormOptions {
+  RMSNormOptions(IntList normalized_shape)
+      : normalized_shape_(std::move(normalized_shape)) {} // NOLINT
+  AOTC_OPTION(IntList, normalized_shape);
+  /// None: the input dtype's machine epsilon, as torch.
+  AOTC_OPTION(std::optional<double>, eps) = std::nullopt;
+  AOTC_OPTION(bool, elementwise_affine) = true;
+};
+
+class RMSNormImpl : public Module {
+public:
+  explicit RMSNormImpl(RMSNormOptions options);
+  Tensor forward(const Tensor &x, Loc loc = Loc::current());
+  RMSNormOptions options;
+  Tensor weight;
+};
+AOTC_MODULE(RMSNorm);
 
 class GroupNormImpl : public Module {
 public:
@@ -157,6 +224,103 @@ public:
   Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return x.sigmoid(loc); }
 };
 AOTC_MODULE(Sigmoid);
+
+/// hardtanh(x, 0, 6)
+class ReLU6Impl : public Module {
+public:
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return relu6(x, loc); }
+};
+AOTC_MODULE(ReLU6);
+
+struct HardtanhOptions {
+  AOTC_OPTION(double, min_val) = -1;
+  AOTC_OPTION(double, max_val) = 1;
+};
+
+class HardtanhImpl : public Module {
+public:
+  explicit HardtanhImpl(HardtanhOptions options = {}) : options(options) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) {
+    return hardtanh(x, options.min_val_, options.max_val_, loc);
+  }
+  HardtanhOptions options;
+};
+AOTC_MODULE(Hardtanh);
+
+class HardswishImpl : public Module {
+public:
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return hardswish(x, loc); }
+};
+AOTC_MODULE(Hardswish);
+
+class HardsigmoidImpl : public Module {
+public:
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return hardsigmoid(x, loc); }
+};
+AOTC_MODULE(Hardsigmoid);
+
+struct LeakyReLUOptions {
+  AOTC_OPTION(double, negative_slope) = 0.01;
+};
+
+class LeakyReLUImpl : public Module {
+public:
+  explicit LeakyReLUImpl(LeakyReLUOptions options = {}) : options(options) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) {
+    return leaky_relu(x, options.negative_slope_, loc);
+  }
+  LeakyReLUOptions options;
+};
+AOTC_MODULE(LeakyReLU);
+
+struct ELUOptions {
+  AOTC_OPTION(double, alpha) = 1;
+};
+
+class ELUImpl : public Module {
+public:
+  explicit ELUImpl(ELUOptions options = {}) : options(options) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return elu(x, options.alpha_, loc); }
+  ELUOptions options;
+};
+AOTC_MODULE(ELU);
+
+class MishImpl : public Module {
+public:
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return mish(x, loc); }
+};
+AOTC_MODULE(Mish);
+
+struct SoftplusOptions {
+  AOTC_OPTION(double, beta) = 1;
+  AOTC_OPTION(double, threshold) = 20;
+};
+
+class SoftplusImpl : public Module {
+public:
+  explicit SoftplusImpl(SoftplusOptions options = {}) : options(options) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) {
+    return softplus(x, options.beta_, options.threshold_, loc);
+  }
+  SoftplusOptions options;
+};
+AOTC_MODULE(Softplus);
+
+struct PReLUOptions {
+  AOTC_OPTION(int64_t, num_parameters) = 1;
+  AOTC_OPTION(double, init) = 0.25;
+};
+
+/// A learned slope per channel (or one for all): parameter `weight` [num_parameters], as
+/// PyTorch names it.
+class PReLUImpl : public Module {
+public:
+  explicit PReLUImpl(PReLUOptions options = {});
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return prelu(x, weight, loc); }
+  PReLUOptions options;
+  Tensor weight;
+};
+AOTC_MODULE(PReLU);
 
 struct MaxPool2dOptions {
   MaxPool2dOptions(IntList kernel_size) : kernel_size_(std::move(kernel_size)) {}   // NOLINT

@@ -344,7 +344,9 @@ Result metaBatchNorm(const Args &args) {
   return one(x);
 }
 
-Result metaLayerNorm(const Args &args) {
+/// layer_norm and rms_norm: `normalized_shape` is the trailing dims of the input, and each of
+/// `affine` (weight, bias) has that shape when given.
+static Result normalizeTrailing(const Args &args, llvm::ArrayRef<llvm::StringRef> affine) {
   auto input = args.tensor("input");
   if (!input)
     return input.takeError();
@@ -357,11 +359,16 @@ Result metaLayerNorm(const Args &args) {
     if (!args.knownEqual(normalized[i], x.shape()[x.rank() - normalized.size() + i]))
       return args.error("normalized_shape {} does not match the trailing dims of {}",
                         shapeStr(normalized), x.str());
-  for (llvm::StringRef name : {"weight", "bias"})
+  for (llvm::StringRef name : affine)
     if (auto e = requireShape(args, name, normalized))
       return e;
+  if (!isFloating(x.dtype()))
+    return args.error("needs a floating-point input, got {}", x.str());
   return one(x);
 }
+
+Result metaLayerNorm(const Args &args) { return normalizeTrailing(args, {"weight", "bias"}); }
+Result metaRmsNorm(const Args &args) { return normalizeTrailing(args, {"weight"}); }
 
 Result metaGroupNorm(const Args &args) {
   auto input = args.tensor("input");

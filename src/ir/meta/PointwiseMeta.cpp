@@ -52,6 +52,42 @@ Result metaGelu(const Args &args) {
   return unaryWith(args, floatOf);
 }
 
+// torch's activation kernels are defined for floating dtypes only ("not implemented for
+// 'Long'"); the result keeps the input's type.
+Result metaActivation(const Args &args) {
+  auto self = args.tensor("self");
+  if (!self)
+    return self.takeError();
+  if (!isFloating((*self)->dtype()))
+    return args.error("needs a floating-point input, got {}", (*self)->str());
+  return one(**self);
+}
+
+// PReLU's weight is one slope, or one per channel (dim 1, or the only dim of a 1-d input).
+Result metaPrelu(const Args &args) {
+  auto self = metaActivation(args);
+  if (!self)
+    return self.takeError();
+  auto weight = args.tensor("weight");
+  if (!weight)
+    return weight.takeError();
+  const Type &x = (*self)[0], &w = **weight;
+  if (w.rank() > 1)
+    return args.error("weight must be a scalar or 1-d tensor, got {}", w.str());
+  if (w.dtype() != x.dtype())
+    return args.error("weight {} must have the input's dtype, {}", w.str(), x.str());
+  SymExpr slopes = w.numel();
+  if (slopes == SymExpr(1))
+    return self;
+  if (x.rank() == 0)
+    return args.error("a 0-d input takes a single slope, got weight {}", w.str());
+  SymExpr channels = x.rank() > 1 ? x.shape()[1] : SymExpr(1);
+  if (!args.knownEqual(channels, slopes))
+    return args.error("weight has {} slopes for {} channels of input {}", slopes.str(),
+                      channels.str(), x.str());
+  return self;
+}
+
 Result metaClamp(const Args &args) {
   auto self = args.tensor("self");
   if (!self)

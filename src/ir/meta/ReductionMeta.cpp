@@ -3,6 +3,8 @@
 
 #include "llvm/ADT/SmallBitVector.h"
 
+#include <cmath>
+
 namespace aotc::meta {
 
 namespace {
@@ -109,6 +111,58 @@ Result metaSoftmax(const Args &args) {
   if (!isFloating(dt))
     return args.error("needs a floating-point input or dtype, got {}", toString(dt).str());
   return one(Type::tensor(dt, (*self)->shape()));
+}
+
+} // namespace aotc::meta
+
+namespace aotc::meta {
+
+// Float results: integer inputs are converted to the default dtype, as torch.logsumexp does.
+Result metaLogsumexp(const Args &args) {
+  auto self = args.tensor("self");
+  auto dims = args.constInts("dim");
+  if (!self || !dims)
+    return llvm::joinErrors(self.takeError(), dims.takeError());
+  DType in = (*self)->dtype();
+  return reduceWith(args, *dims, isFloating(in) ? in : DType::F32);
+}
+
+Result metaVar(const Args &args) {
+  auto self = args.tensor("self");
+  auto dims = args.constInts("dim");
+  if (!self || !dims)
+    return llvm::joinErrors(self.takeError(), dims.takeError());
+  if (!isFloating((*self)->dtype()))
+    return args.error("needs a floating-point input, got {}", (*self)->str());
+  return reduceWith(args, *dims, (*self)->dtype());
+}
+
+Result metaVectorNorm(const Args &args) {
+  auto self = args.tensor("self");
+  auto dims = args.constInts("dim");
+  if (!self || !dims)
+    return llvm::joinErrors(self.takeError(), dims.takeError());
+  DType dt = args.dtype("dtype").value_or((*self)->dtype());
+  if (!isFloating(dt))
+    return args.error("needs a floating-point input or dtype, got {}", toString(dt).str());
+  const Attribute *ord = args.attr("ord");
+  double p = ord->kind() == Attribute::Kind::Float ? ord->getFloat()
+             : ord->getInt().constant()            ? static_cast<double>(*ord->getInt().constant())
+                                                   : 0;
+  if (!(p > 0) || std::isinf(p))
+    return args.error("ord must be a positive finite number, got {}", ord->str());
+  return reduceWith(args, *dims, dt);
+}
+
+// The result keeps the input's shape; integer and bool scans accumulate in i64, as torch's do.
+Result metaScan(const Args &args) {
+  auto self = args.tensor("self");
+  auto dim = args.constInt("dim");
+  if (!self || !dim)
+    return llvm::joinErrors(self.takeError(), dim.takeError());
+  if (auto n = args.normalizeDim(*dim, (*self)->rank(), "dim"); !n)
+    return n.takeError();
+  return one(Type::tensor(accumulateType(args, (*self)->dtype()), (*self)->shape()));
 }
 
 } // namespace aotc::meta

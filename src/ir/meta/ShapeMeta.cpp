@@ -481,3 +481,84 @@ Result metaCond(const Args &args) {
 }
 
 } // namespace aotc::meta
+
+namespace aotc::meta {
+
+namespace {
+/// `dims` normalized against `x`, each at most once.
+llvm::Expected<std::vector<unsigned>> distinctDims(const Args &args, const Type &x,
+                                                   llvm::ArrayRef<int64_t> dims) {
+  llvm::SmallBitVector seen(std::max<size_t>(x.rank(), 1));
+  std::vector<unsigned> out;
+  for (int64_t d : dims) {
+    auto n = args.normalizeDim(d, x.rank(), "dim");
+    if (!n)
+      return n.takeError();
+    if (seen[*n])
+      return args.error("dim {} appears twice in dims", d);
+    seen.set(*n);
+    out.push_back(*n);
+  }
+  return out;
+}
+} // namespace
+
+Result metaFlip(const Args &args) {
+  auto self = args.tensor("self");
+  auto dims = args.constInts("dims");
+  if (!self || !dims)
+    return llvm::joinErrors(self.takeError(), dims.takeError());
+  if (auto d = distinctDims(args, **self, *dims); !d)
+    return d.takeError();
+  return one(**self);
+}
+
+// Without dims, roll shifts the flattened tensor (one shift).
+Result metaRoll(const Args &args) {
+  auto self = args.tensor("self");
+  auto shifts = args.constInts("shifts");
+  auto dims = args.constInts("dims");
+  if (!self || !shifts || !dims)
+    return llvm::joinErrors(llvm::joinErrors(self.takeError(), shifts.takeError()),
+                            dims.takeError());
+  if (dims->empty() ? shifts->size() != 1 : shifts->size() != dims->size())
+    return args.error("shifts and dims must have the same length (one shift without dims), got "
+                      "{} and {}",
+                      shifts->size(), dims->size());
+  if (auto d = distinctDims(args, **self, *dims); !d)
+    return d.takeError();
+  return one(**self);
+}
+
+// repeat tiles the input: trailing dims multiply by their counts, extra counts add leading dims.
+Result metaRepeat(const Args &args) {
+  auto self = args.tensor("self");
+  if (!self)
+    return self.takeError();
+  const Type &x = **self;
+  std::vector<SymExpr> repeats = args.ints("repeats");
+  if (repeats.size() < x.rank())
+    return args.error("repeats has {} entries, fewer than the {} dims of input {}", repeats.size(),
+                      x.rank(), x.str());
+  size_t extra = repeats.size() - x.rank();
+  Shape out;
+  for (size_t i = 0; i < repeats.size(); ++i) {
+    if (auto c = repeats[i].constant(); c && *c < 0)
+      return args.error("repeats must be non-negative, got {}", *c);
+    out.push_back(i < extra ? repeats[i] : repeats[i] * x.shape()[i - extra]);
+  }
+  return one(Type::tensor(x.dtype(), out));
+}
+
+// tril and triu keep the lower (upper) triangle of the last two dims, any diagonal offset.
+Result metaTriangle(const Args &args) {
+  auto self = args.tensor("self");
+  auto diagonal = args.constInt("diagonal");
+  if (!self || !diagonal)
+    return llvm::joinErrors(self.takeError(), diagonal.takeError());
+  if ((*self)->rank() < 2)
+    return args.error("needs an input with at least 2 dims, got {}", (*self)->str());
+  return one(**self);
+}
+
+} // namespace aotc::meta

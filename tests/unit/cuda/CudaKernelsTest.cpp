@@ -20,6 +20,18 @@ const std::vector<Dims> Batches = {{{"batch", 1}}, {{"batch", 7}}, {{"batch", 16
 // Pointwise chains with broadcasting: tanh, sigmoid, exp, log1p, pow, rounding.
 CUDA_GRAPH_TEST(Pointwise, PointwiseGraph, Batches, 1e-5, true)
 
+// hardtanh, hardswish, hardsigmoid, leaky_relu, elu, mish, softplus and prelu, decomposed.
+CUDA_GRAPH_TEST(Activations, ActivationsGraph, Batches, 1e-5, true)
+
+// flip, roll, repeat, tril / triu and the scans (Reduce stages masked past the element).
+CUDA_GRAPH_TEST(Position, PositionGraph, Batches, 1e-5, true)
+
+// logsumexp, var / std and vector norms, decomposed into reductions.
+CUDA_GRAPH_TEST(Statistics, StatisticsGraph, Batches, 1e-5, true)
+
+// rms_norm, batch norm of 3-d and 5-d inputs, instance norm (group_norm, a group per channel).
+CUDA_GRAPH_TEST(Norms, NormsGraph, Batches, 1e-5, true)
+
 // Python floor division and modulo on integers, bool logic, casts.
 CUDA_GRAPH_TEST(Integer, IntegerGraph, Batches, 1e-5, true)
 

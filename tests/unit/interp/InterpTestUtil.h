@@ -129,6 +129,24 @@ inline std::string opError(const std::string &node, std::vector<HostTensor> inpu
   return colon == std::string::npos ? err : err.substr(colon + 2);
 }
 
+/// The error parsing or verifying one node gives (its meta function's message, after the
+/// `%N: ` prefix), or "<ok>".
+inline std::string metaError(const std::string &node, std::vector<HostTensor> inputs,
+                             const std::string &decls = "") {
+  std::string result = fmt::format("%{}", inputs.size());
+  std::string text = entryText(inputs, "  " + result + " = " + node, result, decls);
+  auto g = parseGraph(text, "test.aotc");
+  std::string err;
+  if (!g)
+    err = llvm::toString(g.takeError());
+  else if (llvm::Error e = verifyGraph(**g))
+    err = llvm::toString(std::move(e));
+  else
+    return "<ok>";
+  size_t at = err.find(result + ": ");
+  return at == std::string::npos ? err : err.substr(at + result.size() + 2);
+}
+
 /// Checks dtype, shape and values; NaN matches NaN, and `tolerance` is absolute. Without a
 /// tolerance the expected values are rounded to the dtype first (1.2 means the f32 nearest 1.2).
 inline void expectTensor(const HostTensor &t, DType dtype, std::vector<int64_t> shape,

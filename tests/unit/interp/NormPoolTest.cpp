@@ -157,3 +157,24 @@ TEST(Attention, GroupedQueryHeadsShareKeyValueHeads) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(NormPool, RmsNormWithAndWithoutWeightAndEps) {
+  // Rows [3, 4] and [0, 0]: mean squares 12.5 and 0.
+  HostTensor x = tensor(DType::F64, {2, 2}, {3, 4, 0, 0}), w = tensor(DType::F64, {2}, {1, 2});
+  double s = 1 / std::sqrt(12.5 + 0.5);
+  expectTensor(
+      runOp("aten.rms_norm(%0, %1) {normalized_shape = [2], eps = 0.5} : f64[2, 2]", {x, w}),
+      DType::F64, {2, 2}, {3 * s, 8 * s, 0, 0}, 1e-12);
+  // Without eps: finfo(f64).eps = 2^-52; over both dims (mean square 6.25).
+  expectTensor(runOp("aten.rms_norm(%0, none) {normalized_shape = [2, 2]} : f64[2, 2]", {x}),
+               DType::F64, {2, 2}, {1.2, 1.6, 0, 0}, 1e-12);
+  EXPECT_EQ(metaError("aten.rms_norm(%0, %1) {normalized_shape = [3]} : f64[2, 2]", {x, w}),
+            "aten.rms_norm: normalized_shape [3] does not match the trailing dims of f64[2, 2]");
+  EXPECT_EQ(metaError("aten.rms_norm(%0, none) {normalized_shape = [2]} : i64[2, 2]",
+                      {i64({2, 2}, {1, 2, 3, 4})}),
+            "aten.rms_norm: needs a floating-point input, got i64[2, 2]");
+}
+
+} // namespace

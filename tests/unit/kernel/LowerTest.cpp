@@ -40,6 +40,14 @@ TEST(Lower, LayerNormAndGelu) {
 
 TEST(Lower, PointwiseBroadcastingAndScalars) { expectMatches(PointwiseGraph, Batches); }
 
+TEST(Lower, Activations) { expectMatches(ActivationsGraph, Batches); }
+
+TEST(Lower, PositionOpsAndScans) { expectMatches(PositionGraph, Batches); }
+
+TEST(Lower, Statistics) { expectMatches(StatisticsGraph, Batches); }
+
+TEST(Lower, Norms) { expectMatches(NormsGraph, Batches, 1e-5); }
+
 TEST(Lower, IntegerAndBoolOps) { expectMatches(IntegerGraph, Batches); }
 
 TEST(Lower, HalfInputs) { expectMatches(HalfGraph, Batches, 1e-3); }

@@ -29,6 +29,79 @@ entry @f(%0 : f32[batch, 1, 5] = input "x", %1 : f32[3, 1] = input "y", %2 : f32
 }
 )";
 
+// The activations, over inputs spread by 4 so that every bend and threshold is crossed.
+inline constexpr const char *ActivationsGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 3, 4] = input "x", %1 : f32[3] = input "slope", %2 : f32[] = input "one_slope") {
+  %3 = aten.mul.Scalar(%0) {other = 4} : f32[batch, 3, 4]
+  %4 = aten.hardtanh(%3) {min_val = 0, max_val = 6} : f32[batch, 3, 4]
+  %5 = aten.hardswish(%3) : f32[batch, 3, 4]
+  %6 = aten.hardsigmoid(%3) : f32[batch, 3, 4]
+  %7 = aten.leaky_relu(%3) {negative_slope = 0.2} : f32[batch, 3, 4]
+  %8 = aten.elu(%3) {alpha = 0.5} : f32[batch, 3, 4]
+  %9 = aten.mish(%3) : f32[batch, 3, 4]
+  %10 = aten.softplus(%3) {beta = 2, threshold = 3} : f32[batch, 3, 4]
+  %11 = aten.prelu(%3, %1) : f32[batch, 3, 4]
+  %12 = aten.prelu(%3, %2) : f32[batch, 3, 4]
+  %13 = aten.softplus(%3) : f32[batch, 3, 4]
+  return %4 as output "relu6", %5 as output "hardswish", %6 as output "hardsigmoid", %7 as output "leaky", %8 as output "elu", %9 as output "mish", %10 as output "softplus", %11 as output "prelu", %12 as output "prelu1", %13 as output "softplus1"
+}
+)";
+
+// Ops that move elements by position, over a symbolic dim too: flip, roll (per dim and
+// flattened), repeat, tril / triu, and the scans (a bool mask's cumsum accumulates in i64).
+inline constexpr const char *PositionGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 5] = input "x") {
+  %1 = aten.flip(%0) {dims = [0, -1]} : f32[batch, 5]
+  %2 = aten.roll(%0) {shifts = [2, -1], dims = [0, 1]} : f32[batch, 5]
+  %3 = aten.roll(%1) {shifts = [3]} : f32[batch, 5]
+  %4 = aten.repeat(%0) {repeats = [2, 1, 2]} : f32[2, batch, 10]
+  %5 = aten.tril(%0) {diagonal = 1} : f32[batch, 5]
+  %6 = aten.triu(%2) {diagonal = -1} : f32[batch, 5]
+  %7 = aten.cumsum(%0) {dim = 0} : f32[batch, 5]
+  %8 = aten.mul.Scalar(%0) {other = 0.5} : f32[batch, 5]
+  %9 = aten.cumprod(%8) {dim = -1} : f32[batch, 5]
+  %10 = aten.gt.Scalar(%0) {other = 0} : bool[batch, 5]
+  %11 = aten.cumsum(%10) {dim = 1} : i64[batch, 5]
+  %12 = aten.add.Tensor(%3, %7) : f32[batch, 5]
+  return %1 as output "flip", %2 as output "roll", %12 as output "sum", %4 as output "repeat", %5 as output "tril", %6 as output "triu", %9 as output "cumprod", %11 as output "count"
+}
+)";
+
+// logsumexp, var / std with corrections, and p-norms, over static and symbolic dims.
+inline constexpr const char *StatisticsGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 6] = input "x") {
+  %1 = aten.logsumexp(%0) {dim = [1]} : f32[batch]
+  %2 = aten.logsumexp(%0) {dim = [0, 1], keepdim = true} : f32[1, 1]
+  %3 = aten.var.correction(%0) {dim = [1]} : f32[batch]
+  %4 = aten.var.correction(%0) {correction = 0, keepdim = true} : f32[1, 1]
+  %5 = aten.std.correction(%0) {dim = [0], correction = 0} : f32[6]
+  %6 = aten.var.correction(%0) : f32[]
+  %7 = aten.linalg_vector_norm(%0) {dim = [1]} : f32[batch]
+  %8 = aten.linalg_vector_norm(%0) {ord = 1, dim = [0, 1], keepdim = true} : f32[1, 1]
+  %9 = aten.linalg_vector_norm(%0) {ord = 3, dim = [-1]} : f32[batch]
+  return %1 as output "lse", %2 as output "lse_all", %3 as output "var", %4 as output "var0", %5 as output "std", %6 as output "var_all", %7 as output "l2", %8 as output "l1", %9 as output "l3"
+}
+)";
+
+// rms_norm with and without weight, batch norm of 3-d and 5-d inputs (BatchNorm1d and 3d), and
+// instance norm as a group_norm with a group per channel (affine and not).
+inline constexpr const char *NormsGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 3, 8] = input "x", %1 : f32[8] = input "w", %2 : f32[3] = input "g", %3 : f32[3] = input "b", %4 : f32[3] = input "mean", %5 : f32[3] = input "var", %6 : f32[batch, 3, 2, 2, 2] = input "v") {
+  %7 = aten.rms_norm(%0, %1) {normalized_shape = [8]} : f32[batch, 3, 8]
+  %8 = aten.rms_norm(%0, none) {normalized_shape = [3, 8], eps = 0.001} : f32[batch, 3, 8]
+  %9 = aten.batch_norm(%0, %2, %3, %4, %5) {training = false, momentum = 0.1, eps = 1e-05, cudnn_enabled = true} : f32[batch, 3, 8]
+  %10 = aten.batch_norm(%6, %2, %3, %4, %5) {training = false, momentum = 0.1, eps = 1e-05, cudnn_enabled = true} : f32[batch, 3, 2, 2, 2]
+  %11 = aten.reshape(%0) {shape = [batch, 3, 2, 4]} : f32[batch, 3, 2, 4]
+  %12 = aten.group_norm(%11, %2, %3) {num_groups = 3} : f32[batch, 3, 2, 4]
+  %13 = aten.group_norm(%11, none, none) {num_groups = 3} : f32[batch, 3, 2, 4]
+  return %7 as output "rms", %8 as output "rms2", %9 as output "bn1d", %10 as output "bn3d", %12 as output "in", %13 as output "in_plain"
+}
+)";
+
 inline constexpr const char *IntegerGraph = R"(graph @t opset 1.0
 dim batch in 1..16
 entry @f(%0 : i64[batch, 4] = input "a", %1 : i64[4] = input "b", %2 : f32[batch, 4] = input "x", %3 : i32[batch, 4] = input "c") {

@@ -125,6 +125,73 @@ entry @f(%0 : f32[batch, seq, 8] = input "x", %1 : f32[5, 8] = input "w", %2 : f
   expectEquivalent(text, {inputs(1, 3), inputs(7, 1), inputs(2, 16)}, F32Tol, {OpKind::Linear});
 }
 
+TEST(DecomposeTest, Activations) {
+  std::string text = std::string(R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 3, 4] = input "x", %1 : f32[3] = input "slope", %2 : f32[] = input "one_slope", %3 : f64[batch, 3] = input "z") {
+  %4 = aten.mul.Scalar(%0) {other = 8} : f32[batch, 3, 4]
+  %5 = aten.hardtanh(%4) {min_val = 0, max_val = 6} : f32[batch, 3, 4]
+  %6 = aten.hardswish(%4) : f32[batch, 3, 4]
+  %7 = aten.hardsigmoid(%4) : f32[batch, 3, 4]
+  %8 = aten.leaky_relu(%4) {negative_slope = 0.2} : f32[batch, 3, 4]
+  %9 = aten.elu(%4) {alpha = 0.5, scale = 2, input_scale = 0.5} : f32[batch, 3, 4]
+  %10 = aten.mish(%4) : f32[batch, 3, 4]
+  %11 = aten.softplus(%4) {beta = 2, threshold = 3} : f32[batch, 3, 4]
+  %12 = aten.prelu(%4, %1) : f32[batch, 3, 4]
+  %13 = aten.prelu(%4, %2) : f32[batch, 3, 4]
+  %14 = aten.mul.Scalar(%3) {other = 16} : f64[batch, 3]
+  %15 = aten.softplus(%14) : f64[batch, 3]
+  %16 = aten.mish(%14) : f64[batch, 3]
+  %17 = aten.elu(%14) : f64[batch, 3]
+  return %5 as output "a", %6 as output "b", %7 as output "c", %8 as output "d", %9 as output "e", %10 as output "f", %11 as output "g", %12 as output "h", %13 as output "i", %15 as output "j", %16 as output "k", %17 as output "l"
+}
+)");
+  auto inputs = [](int64_t batch) {
+    return std::vector<Input>{{F32, {batch, 3, 4}}, {F32, {3}}, {F32, {}}, {F64, {batch, 3}}};
+  };
+  // f64 results are within rounding of the direct formulas, except elu's exp(x) - 1 against
+  // expm1 near 0.
+  expectEquivalent(text, {inputs(1), inputs(9)}, F32Tol,
+                   {OpKind::Hardtanh, OpKind::Hardswish, OpKind::Hardsigmoid, OpKind::LeakyRelu,
+                    OpKind::Elu, OpKind::Mish, OpKind::Softplus, OpKind::Prelu});
+}
+
+TEST(DecomposeTest, Statistics) {
+  // var over the symbolic batch divides by max(batch - 1, 0): batch 1 is left out (0/0).
+  std::string text = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 6] = input "x", %1 : i64[batch, 3] = input "ids") {
+  %2 = aten.logsumexp(%0) {dim = [1]} : f32[batch]
+  %3 = aten.logsumexp(%1) {dim = [0, 1], keepdim = true} : f32[1, 1]
+  %4 = aten.var.correction(%0) {dim = [0]} : f32[6]
+  %5 = aten.std.correction(%0) {dim = [1], correction = 0.5, keepdim = true} : f32[batch, 1]
+  %6 = aten.var.correction(%0) : f32[]
+  %7 = aten.linalg_vector_norm(%0) {dim = [1]} : f32[batch]
+  %8 = aten.linalg_vector_norm(%0) {ord = 1} : f32[]
+  %9 = aten.linalg_vector_norm(%0) {ord = 2.5, dim = [0], keepdim = true} : f32[1, 6]
+  return %2 as output "a", %3 as output "b", %4 as output "c", %5 as output "d", %6 as output "e", %7 as output "f", %8 as output "g", %9 as output "h"
+}
+)";
+  auto inputs = [](int64_t batch) {
+    return std::vector<Input>{{F32, {batch, 6}}, {DType::I64, {batch, 3}}};
+  };
+  expectEquivalent(text, {inputs(2), inputs(9)}, F32Tol,
+                   {OpKind::Logsumexp, OpKind::Var, OpKind::Std, OpKind::VectorNorm});
+}
+
+TEST(DecomposeTest, RmsNorm) {
+  std::string text = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 3, 8] = input "x", %1 : f32[8] = input "w") {
+  %2 = aten.rms_norm(%0, %1) {normalized_shape = [8]} : f32[batch, 3, 8]
+  %3 = aten.rms_norm(%0, none) {normalized_shape = [3, 8], eps = 0.001} : f32[batch, 3, 8]
+  return %2 as output "a", %3 as output "b"
+}
+)";
+  auto inputs = [](int64_t batch) { return std::vector<Input>{{F32, {batch, 3, 8}}, {F32, {8}}}; };
+  expectEquivalent(text, {inputs(1), inputs(5)}, F32Tol, {OpKind::RmsNorm});
+}
+
 TEST(DecomposeTest, BatchNorm) {
   std::string text = R"(graph @t opset 1.0
 dim batch in 1..16
