@@ -114,8 +114,8 @@ llvm::Error inspectArtifact(const InspectOptions &o) {
       archs.insert(im.arch);
   if (!archs.empty())
     targets.push_back(fmt::format("CUDA {}", llvm::join(archs, ", ")));
-  std::string here = info.variants.empty() ? "the emulated CUDA device (no CPU code)"
-                                           : info.cpuVariant;
+  std::string here =
+      info.variants.empty() ? "the emulated CUDA device (no CPU code)" : info.cpuVariant;
   os << fmt::format("{}: artifact of model {}, opset {}.{}; code for {}; runs here as {}\n",
                     o.model, g.name(), g.opsetMajor(), g.opsetMinor(), llvm::join(targets, "; "),
                     here);

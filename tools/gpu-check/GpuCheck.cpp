@@ -222,8 +222,8 @@ public:
       outs[i].data = Fixed[i];
       outs[i].size_bytes = (*sizes)[i];
     }
-    Api.check(Api.model_run_v2(M, e, Tensors.data(), Tensors.size(), outs.data(), outs.size(),
-                               nullptr));
+    Api.check(
+        Api.model_run_v2(M, e, Tensors.data(), Tensors.size(), outs.data(), outs.size(), nullptr));
     std::vector<std::vector<uint8_t>> host;
     for (aotc_tensor &t : outs) {
       host.emplace_back(t.size_bytes);
