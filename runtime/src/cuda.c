@@ -226,6 +226,7 @@ typedef struct run_context {
   uint64_t arena_size;
   graph_slot *graphs; /* graph_limit slots, num_graphs used */
   int32_t num_graphs;
+  int32_t next_victim; /* where a full table looks first for a slot seen only once */
   struct run_context *next;
 } run_context;
 
@@ -397,6 +398,7 @@ static void drop_graphs(const aotc_cuda_driver *drv, run_context *c) {
     free(c->graphs[i].key);
   }
   c->num_graphs = 0;
+  c->next_victim = 0;
 }
 
 void aotc_cuda_destroy(aotc_cuda_model *m) {
@@ -602,17 +604,32 @@ static graph_slot *find_graph(aotc_cuda_model *m, const aotc_entry_desc *e, run_
         memcmp(g->key, key, sizeof(int64_t) * (size_t)size) == 0)
       return g;
   }
-  if ((uint32_t)c->num_graphs == m->graph_limit)
-    return NULL;
-  graph_slot *g = &c->graphs[c->num_graphs];
+  graph_slot *g = NULL;
+  if ((uint32_t)c->num_graphs < m->graph_limit) {
+    g = &c->graphs[c->num_graphs++];
+  } else {
+    /* Full: a run seen only once gives its slot up (round robin), so that runs at new
+     * addresses every time (runtime-allocated outputs) never keep later ones from a graph;
+     * captured graphs stay. */
+    for (int32_t k = 0; k < c->num_graphs && !g; ++k) {
+      graph_slot *candidate = &c->graphs[(c->next_victim + k) % c->num_graphs];
+      if (!candidate->exec)
+        g = candidate;
+    }
+    if (!g)
+      return NULL;
+    c->next_victim = (int32_t)(g - c->graphs + 1) % c->num_graphs;
+    free(g->key);
+  }
   g->key = malloc(sizeof(int64_t) * (size_t)size);
-  if (!g->key)
-    return NULL;
-  memcpy(g->key, key, sizeof(int64_t) * (size_t)size);
   g->entry = entry;
   g->key_size = size;
   g->exec = NULL;
-  ++c->num_graphs;
+  if (!g->key) {
+    g->key_size = 0; /* matches no run until reused */
+    return NULL;
+  }
+  memcpy(g->key, key, sizeof(int64_t) * (size_t)size);
   return NULL; /* seen once: captured the next time */
 }
 
