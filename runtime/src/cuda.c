@@ -553,6 +553,13 @@ static CUresult ensure_arena(const aotc_cuda_driver *drv, run_context *c, uint64
   return r;
 }
 
+/* The status of a cuda_run that returned rc != 0: the error a callback recorded. */
+static aotc_status run_failure(const run_state *s, int32_t rc, const char *what) {
+  if (s->status != AOTC_OK)
+    return s->status;
+  return aotc_fail(AOTC_ERROR_INTERNAL, "%s: the CUDA code failed (%d)", what, (int)rc);
+}
+
 /* Zeroes the index-check flag and enqueues every kernel of e on `stream`. */
 static int32_t enqueue(aotc_cuda_model *m, const aotc_entry_desc *e, run_context *c,
                        CUstream stream, const int64_t *syms, const uint64_t *inputs,
@@ -656,9 +663,7 @@ static aotc_status capture(aotc_cuda_model *m, const aotc_entry_desc *e, run_con
       return AOTC_OK;
     }
     if (rc != 0)
-      return s.status != AOTC_OK
-                 ? s.status
-                 : aotc_fail(AOTC_ERROR_INTERNAL, "%s: the CUDA code failed (%d)", what, (int)rc);
+      return run_failure(&s, rc, what);
     return cuda_fail(drv, AOTC_ERROR_INTERNAL, what, "cuStreamEndCapture", r);
   }
   r = drv->cuGraphInstantiateWithFlags(&g->exec, graph, 0);
@@ -706,9 +711,7 @@ static aotc_status run_on(aotc_cuda_model *m, const aotc_entry_desc *e, run_cont
   }
   CUresult recorded = drv->cuEventRecord(c->done, stream);
   if (rc != 0)
-    return s.status != AOTC_OK
-               ? s.status
-               : aotc_fail(AOTC_ERROR_INTERNAL, "%s: the CUDA code failed (%d)", what, (int)rc);
+    return run_failure(&s, rc, what);
   if (recorded != AOTC_CUDA_SUCCESS)
     return cuda_fail(drv, AOTC_ERROR_INTERNAL, what, "cuEventRecord", recorded);
   int32_t failed = 0;

@@ -124,8 +124,9 @@ llvm::Expected<kir::Program> lowerFor(const kir::TargetInfo &target, ExportedPro
   return lowerToKernels(*exported.graph, target, lower);
 }
 
-/// Gives the CUDA program the blob's weights: each of its weights is found in the CPU program by
-/// name (appended where the CPU's lowering does not read it), and its buffers renumbered. The
+/// Points the CUDA program's buffers at the blob's weights: each of its weights is found in the
+/// CPU program by name (appended where the CPU's lowering does not read it), and its buffers
+/// renumbered; runSteps gives it the CPU program's weights once they are laid out. The
 /// descriptor describes both programs' entries once: their signatures must be the same.
 llvm::Error shareWeights(kir::Program &cpu, kir::Program &cuda) {
   for (auto [a, b] : llvm::zip_equal(cpu.entries, cuda.entries))
@@ -148,7 +149,6 @@ llvm::Error shareWeights(kir::Program &cpu, kir::Program &cuda) {
     for (kir::Buffer &b : e.buffers)
       if (b.kind == kir::Buffer::Kind::Weight || b.kind == kir::Buffer::Kind::State)
         b.index = to[b.index];
-  cuda.weights = cpu.weights;
   return llvm::Error::success();
 }
 

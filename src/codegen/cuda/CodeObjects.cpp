@@ -124,15 +124,13 @@ Error emitImages(const Module &kernels, ArrayRef<CudaArch> archs, CudaCode &code
   }
   if (err)
     return err;
-  // The PTX that newer GPUs compile at load: the shared one, for the newest arch it serves.
-  CudaArch newest = archs.front();
-  for (CudaArch a : archs)
-    if (a != CudaArch::SM90a)
-      newest = a;
-  const std::string &text = ptx[ptxArchFor(newest, archs)];
+  // The PTX that newer GPUs compile at load: the one the cubins that are not arch-specific share
+  // (archs ascend, so only a list of sm_90a alone starts with an arch-specific one).
+  CudaArch shared = ptxArchFor(archs.front(), archs);
+  const std::string &text = ptx[shared];
   std::vector<char> bytes(text.begin(), text.end());
   bytes.push_back('\0');
-  code.images.push_back({ImageKind::Ptx, ptxArchFor(newest, archs), std::move(bytes)});
+  code.images.push_back({ImageKind::Ptx, shared, std::move(bytes)});
   SmallVector<char, 0> bitcode;
   raw_svector_ostream os(bitcode);
   WriteBitcodeToFile(kernels, os);

@@ -8,9 +8,6 @@
 
 #include "fmt/format.h"
 
-#include "llvm/Bitcode/BitcodeReader.h"
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -113,12 +110,8 @@ CUresult moduleLoad(CUmodule *out, const void *image) {
   if (!im || im->kind != AOTC_CUDA_IMAGE_LLVM_BC)
     return fail(AOTC_CUDA_ERROR_INVALID_IMAGE,
                 "the emulated device loads only the LLVM bitcode image of an artifact");
-  llvm::LLVMContext ctx;
-  llvm::StringRef bytes(reinterpret_cast<const char *>(im->data), im->size);
-  auto m = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bytes, "aotc_cuda"), ctx);
-  if (!m)
-    return fail(AOTC_CUDA_ERROR_INVALID_IMAGE, llvm::toString(m.takeError()));
-  auto loaded = EmulatedModule::load(**m);
+  auto loaded = EmulatedModule::loadBitcode(
+      llvm::StringRef(reinterpret_cast<const char *>(im->data), im->size));
   if (!loaded)
     return fail(AOTC_CUDA_ERROR_INVALID_IMAGE, llvm::toString(loaded.takeError()));
   auto module = std::make_unique<Module>();

@@ -21,21 +21,22 @@ namespace aotc::cuda::emu {
 using namespace llvm;
 
 Expected<std::unique_ptr<EmulatedModule>> EmulatedModule::load(const Module &nvptx) {
+  // Through bitcode into a context of its own: the JIT owns it, and the caller's module stays
+  // exactly the one that goes to PTX.
+  SmallVector<char, 0> bitcode;
+  raw_svector_ostream os(bitcode);
+  WriteBitcodeToFile(nvptx, os);
+  return loadBitcode(StringRef(bitcode.data(), bitcode.size()));
+}
+
+Expected<std::unique_ptr<EmulatedModule>> EmulatedModule::loadBitcode(StringRef bitcode) {
   static std::once_flag once;
   std::call_once(once, [] {
     InitializeNativeTarget();
     InitializeNativeTargetAsmPrinter();
   });
-  // Through bitcode into a context of its own: the JIT owns it, and the caller's module stays
-  // exactly the one that goes to PTX.
-  SmallVector<char, 0> bitcode;
-  {
-    raw_svector_ostream os(bitcode);
-    WriteBitcodeToFile(nvptx, os);
-  }
   auto ctx = std::make_unique<LLVMContext>();
-  Expected<std::unique_ptr<Module>> m =
-      parseBitcodeFile(MemoryBufferRef(StringRef(bitcode.data(), bitcode.size()), "nvptx"), *ctx);
+  Expected<std::unique_ptr<Module>> m = parseBitcodeFile(MemoryBufferRef(bitcode, "nvptx"), *ctx);
   if (!m)
     return m.takeError();
   auto jtmb = orc::JITTargetMachineBuilder::detectHost();
@@ -49,7 +50,7 @@ Expected<std::unique_ptr<EmulatedModule>> EmulatedModule::load(const Module &nvp
     return info.takeError();
   StringMap<unsigned> params;
   for (const std::string &k : info->kernels)
-    params[k] = (*m)->getFunction(k)->arg_size();
+    params[k] = (*m)->getFunction(k)->arg_size(); // before the JIT takes the module
   auto jit = orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
   if (!jit)
     return jit.takeError();
@@ -72,11 +73,10 @@ Expected<std::unique_ptr<EmulatedModule>> EmulatedModule::load(const Module &nvp
     auto addr = (*jit)->lookup(k + ".launch");
     if (!addr)
       return addr.takeError();
-    out->Kernels[k] = {addr->toPtr<Trampoline>(), info->fiberKernels.contains(k)};
+    out->Kernels[k] = {addr->toPtr<Trampoline>(), info->fiberKernels.contains(k), params[k]};
   }
   out->StaticShared = info->staticShared;
   out->Jit = std::move(*jit);
-  out->Params = std::move(params);
   return out;
 }
 

@@ -36,6 +36,8 @@ public:
   /// Retargets a copy of `nvptx` (left as it is) to the host and JIT-compiles it. An NVPTX
   /// intrinsic or libdevice function the emulator does not know yet is an error naming it.
   static llvm::Expected<std::unique_ptr<EmulatedModule>> load(const llvm::Module &nvptx);
+  /// The same for the module as LLVM bitcode (an artifact's AOTC_CUDA_IMAGE_LLVM_BC image).
+  static llvm::Expected<std::unique_ptr<EmulatedModule>> loadBitcode(llvm::StringRef bitcode);
 
   /// Runs `kernel` on grid x block threads, as cuLaunchKernel: `params` holds one pointer per
   /// kernel parameter, to its value; `dynamicShared` bytes of dynamic shared memory per block.
@@ -48,20 +50,20 @@ public:
   llvm::Error launch(llvm::StringRef kernel, Dim3 grid, Dim3 block, llvm::ArrayRef<void *> params,
                      uint32_t dynamicShared = 0);
 
-  bool hasKernel(llvm::StringRef kernel) const { return Params.count(kernel); }
+  bool hasKernel(llvm::StringRef kernel) const { return Kernels.count(kernel); }
   /// The number of parameters of `kernel` (0 for an unknown one).
-  unsigned numParams(llvm::StringRef kernel) const { return Params.lookup(kernel); }
+  unsigned numParams(llvm::StringRef kernel) const { return Kernels.lookup(kernel).params; }
 
 private:
   using Trampoline = void (*)(void *const *params);
   struct Kernel {
     Trampoline entry = nullptr;
     bool usesFibers = false; // reaches a barrier or a warp collective
+    unsigned params = 0;
   };
   std::unique_ptr<llvm::orc::LLJIT> Jit;
   llvm::StringMap<Kernel> Kernels;
   uint64_t StaticShared = 0; // bytes of every addrspace(3) global of the module, laid out
-  llvm::StringMap<unsigned> Params;
 };
 
 } // namespace aotc::cuda::emu
