@@ -1,8 +1,10 @@
 // The emulated CUDA device on hand-written NVPTX IR kernels, checked against known values: block
 // reductions through shared memory and barriers (in loops), warp shuffles and votes (a partial
 // last warp included), dynamic shared memory, atomics on global and shared memory across
-// blocks; and malformed kernels: an unknown intrinsic, a barrier some threads never reach, a
-// mask that leaves its caller out, each one line of error instead of a crash or a hang.
+// blocks, the tensor cores (mma.sync on tf32, bf16 and f16 with ldmatrix and cp.async, whose
+// copies land only when waited for); and malformed kernels: an unknown intrinsic, a barrier
+// some threads never reach, a mask that leaves its caller out, an mma in a partial warp, each
+// one line of error instead of a crash or a hang.
 #include "codegen/cuda/emu/Emulator.h"
 
 #include "llvm/AsmParser/Parser.h"
@@ -426,6 +428,326 @@ define void @k(ptr %out) {
   EXPECT_EQ(llvm::toString(std::move(err)),
             "kernel k, block (0, 0, 0), warp 0: lane 1 calls shfl.sync.idx with mask 0x00000001, "
             "which leaves it out");
+}
+
+// The tensor cores, as sm_80 kernels use them: A (16 x 16) and B (16 x 8, k-major rows) of
+// 16-bit values copied into shared memory by cp.async, A's fragments loaded by ldmatrix.x4, B's
+// by ldmatrix.x2.trans, C's and D's by the fragment layout of PTX's mma.m16n8k16, and one mma.
+// @MMA@ is the mma call, for bf16 or f16.
+const char *MmaSixteen = R"(
+@as = internal addrspace(3) global [256 x i16] undef, align 16
+@bs = internal addrspace(3) global [128 x i16] undef, align 16
+declare void @llvm.nvvm.cp.async.ca.shared.global.16(ptr addrspace(3), ptr addrspace(1))
+declare void @llvm.nvvm.cp.async.cg.shared.global.16(ptr addrspace(3), ptr addrspace(1))
+declare void @llvm.nvvm.cp.async.commit.group()
+declare void @llvm.nvvm.cp.async.wait.group(i32)
+declare {i32, i32, i32, i32} @llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16(ptr addrspace(3))
+declare {i32, i32} @llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16(ptr addrspace(3))
+declare {float, float, float, float} @llvm.nvvm.mma.m16n8k16.row.col.bf16(i32, i32, i32, i32, i32, i32, float, float, float, float)
+declare {float, float, float, float} @llvm.nvvm.mma.m16n8k16.row.col.f32.f32(<2 x half>, <2 x half>, <2 x half>, <2 x half>, <2 x half>, <2 x half>, float, float, float, float)
+
+define void @mma16(ptr %a, ptr %b, ptr %c, ptr %d) {
+entry:
+  %l = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %l64 = zext i32 %l to i64
+  %aoff = mul i64 %l64, 8
+  %asrc = getelementptr i16, ptr %a, i64 %aoff
+  %asrc1 = addrspacecast ptr %asrc to ptr addrspace(1)
+  %adst = getelementptr i16, ptr addrspace(3) @as, i64 %aoff
+  call void @llvm.nvvm.cp.async.ca.shared.global.16(ptr addrspace(3) %adst, ptr addrspace(1) %asrc1)
+  %lb = and i64 %l64, 15
+  %boff = mul i64 %lb, 8
+  %bsrc = getelementptr i16, ptr %b, i64 %boff
+  %bsrc1 = addrspacecast ptr %bsrc to ptr addrspace(1)
+  %bdst = getelementptr i16, ptr addrspace(3) @bs, i64 %boff
+  call void @llvm.nvvm.cp.async.cg.shared.global.16(ptr addrspace(3) %bdst, ptr addrspace(1) %bsrc1)
+  call void @llvm.nvvm.cp.async.commit.group()
+  call void @llvm.nvvm.cp.async.wait.group(i32 0)
+  call void @llvm.nvvm.barrier0()
+  %r0 = and i64 %l64, 7
+  %h = lshr i64 %l64, 3
+  %h1 = and i64 %h, 1
+  %h8 = mul i64 %h1, 8
+  %row = add i64 %r0, %h8
+  %q = lshr i64 %l64, 4
+  %col = mul i64 %q, 8
+  %rowe = mul i64 %row, 16
+  %ae = add i64 %rowe, %col
+  %ap = getelementptr i16, ptr addrspace(3) @as, i64 %ae
+  %af = call {i32, i32, i32, i32} @llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16(ptr addrspace(3) %ap)
+  %bp = getelementptr i16, ptr addrspace(3) @bs, i64 %boff
+  %bf = call {i32, i32} @llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16(ptr addrspace(3) %bp)
+  %a0 = extractvalue {i32, i32, i32, i32} %af, 0
+  %a1 = extractvalue {i32, i32, i32, i32} %af, 1
+  %a2 = extractvalue {i32, i32, i32, i32} %af, 2
+  %a3 = extractvalue {i32, i32, i32, i32} %af, 3
+  %b0 = extractvalue {i32, i32} %bf, 0
+  %b1 = extractvalue {i32, i32} %bf, 1
+  %g = lshr i64 %l64, 2
+  %t = and i64 %l64, 3
+  %t2 = mul i64 %t, 2
+  %g8 = mul i64 %g, 8
+  %o0 = add i64 %g8, %t2
+  %o1 = add i64 %o0, 1
+  %o2 = add i64 %o0, 64
+  %o3 = add i64 %o0, 65
+  %cp0 = getelementptr float, ptr %c, i64 %o0
+  %cp1 = getelementptr float, ptr %c, i64 %o1
+  %cp2 = getelementptr float, ptr %c, i64 %o2
+  %cp3 = getelementptr float, ptr %c, i64 %o3
+  %c0 = load float, ptr %cp0
+  %c1 = load float, ptr %cp1
+  %c2 = load float, ptr %cp2
+  %c3 = load float, ptr %cp3
+@MMA@
+  %d0 = extractvalue {float, float, float, float} %r, 0
+  %d1 = extractvalue {float, float, float, float} %r, 1
+  %d2 = extractvalue {float, float, float, float} %r, 2
+  %d3 = extractvalue {float, float, float, float} %r, 3
+  %dp0 = getelementptr float, ptr %d, i64 %o0
+  %dp1 = getelementptr float, ptr %d, i64 %o1
+  %dp2 = getelementptr float, ptr %d, i64 %o2
+  %dp3 = getelementptr float, ptr %d, i64 %o3
+  store float %d0, ptr %dp0
+  store float %d1, ptr %dp1
+  store float %d2, ptr %dp2
+  store float %d3, ptr %dp3
+  ret void
+}
+!nvvm.annotations = !{!0}
+!0 = !{ptr @mma16, !"kernel", i32 1}
+)";
+
+const char *MmaBf16 = "  %r = call {float, float, float, float} "
+                      "@llvm.nvvm.mma.m16n8k16.row.col.bf16(i32 %a0, i32 %a1, i32 %a2, i32 %a3, "
+                      "i32 %b0, i32 %b1, float %c0, float %c1, float %c2, float %c3)";
+const char *MmaF16 = R"(  %ha0 = bitcast i32 %a0 to <2 x half>
+  %ha1 = bitcast i32 %a1 to <2 x half>
+  %ha2 = bitcast i32 %a2 to <2 x half>
+  %ha3 = bitcast i32 %a3 to <2 x half>
+  %hb0 = bitcast i32 %b0 to <2 x half>
+  %hb1 = bitcast i32 %b1 to <2 x half>
+  %r = call {float, float, float, float} @llvm.nvvm.mma.m16n8k16.row.col.f32.f32(<2 x half> %ha0, <2 x half> %ha1, <2 x half> %ha2, <2 x half> %ha3, <2 x half> %hb0, <2 x half> %hb1, float %c0, float %c1, float %c2, float %c3))";
+
+std::string withMma(const char *call) {
+  std::string ir = MmaSixteen;
+  ir.replace(ir.find("@MMA@"), 5, call);
+  return ir;
+}
+
+// Small integers and halves, exact in bf16 and f16: bf16 is f32's upper half; f16 has a 5-bit
+// exponent biased by 15 and 10 mantissa bits.
+uint16_t toBf16(float x) { return uint16_t(std::bit_cast<uint32_t>(x) >> 16); }
+uint16_t toF16(float x) {
+  if (x == 0)
+    return 0;
+  uint32_t bits = std::bit_cast<uint32_t>(x);
+  uint32_t sign = bits >> 31, exp = (bits >> 23) & 0xff, man = bits & 0x7fffff;
+  return uint16_t(sign << 15 | (exp - 112) << 10 | man >> 13);
+}
+
+void checkMma16(const char *call, uint16_t (*encode)(float)) {
+  auto m = loadOrFail(withMma(call));
+  ASSERT_TRUE(m);
+  // A (16 x 16) and B (16 x 8) row-major, C and D (16 x 8) row-major.
+  std::vector<float> a(256), b(128), c(128), d(128, -1);
+  std::vector<uint16_t> a16(256), b16(128);
+  for (int i = 0; i < 16; ++i)
+    for (int k = 0; k < 16; ++k)
+      a[i * 16 + k] = float((i * 5 + k * 3) % 9 - 4) * 0.5f;
+  for (int k = 0; k < 16; ++k)
+    for (int j = 0; j < 8; ++j)
+      b[k * 8 + j] = float((k * 7 + j * 2) % 5 - 2);
+  for (int i = 0; i < 128; ++i)
+    c[i] = float(i % 11) - 5.25f;
+  for (int i = 0; i < 256; ++i)
+    a16[i] = encode(a[i]);
+  for (int i = 0; i < 128; ++i)
+    b16[i] = encode(b[i]);
+  ASSERT_FALSE(launch(*m, "mma16", {1}, {32}, {a16.data(), b16.data(), c.data(), d.data()}));
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) {
+      float want = c[i * 8 + j];
+      for (int k = 0; k < 16; ++k)
+        want += a[i * 16 + k] * b[k * 8 + j];
+      EXPECT_EQ(d[i * 8 + j], want) << i << ", " << j;
+    }
+}
+
+TEST(Emulator, TensorCoresBf16ThroughCpAsyncAndLdmatrix) { checkMma16(MmaBf16, toBf16); }
+TEST(Emulator, TensorCoresF16ThroughCpAsyncAndLdmatrix) { checkMma16(MmaF16, toF16); }
+
+// mma.m16n8k8 on tf32: every lane reads its A, B and C fragments from global memory by PTX's
+// layout (A: rows g and g + 8, columns t and t + 4; B: rows t and t + 4, column g), rounds A and
+// B to tf32 (cvt.rna), and stores D; its block size is a parameter of the test.
+const char *MmaTf32 = R"(
+declare {float, float, float, float} @llvm.nvvm.mma.m16n8k8.row.col.tf32(i32, i32, i32, i32, i32, i32, float, float, float, float)
+declare i32 @llvm.nvvm.f2tf32.rna(float)
+
+define i32 @tf32at(ptr %m, i64 %row, i64 %rowlen, i64 %col) {
+  %r = mul i64 %row, %rowlen
+  %o = add i64 %r, %col
+  %p = getelementptr float, ptr %m, i64 %o
+  %v = load float, ptr %p
+  %t = call i32 @llvm.nvvm.f2tf32.rna(float %v)
+  ret i32 %t
+}
+
+define void @mma_tf32(ptr %a, ptr %b, ptr %c, ptr %d, ptr %rounded) {
+entry:
+  %l = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %l64 = zext i32 %l to i64
+  %lane = and i64 %l64, 31
+  %g = lshr i64 %lane, 2
+  %t = and i64 %lane, 3
+  %g8 = add i64 %g, 8
+  %t4 = add i64 %t, 4
+  %a0 = call i32 @tf32at(ptr %a, i64 %g, i64 8, i64 %t)
+  %a1 = call i32 @tf32at(ptr %a, i64 %g8, i64 8, i64 %t)
+  %a2 = call i32 @tf32at(ptr %a, i64 %g, i64 8, i64 %t4)
+  %a3 = call i32 @tf32at(ptr %a, i64 %g8, i64 8, i64 %t4)
+  %b0 = call i32 @tf32at(ptr %b, i64 %t, i64 8, i64 %g)
+  %b1 = call i32 @tf32at(ptr %b, i64 %t4, i64 8, i64 %g)
+  %rp = getelementptr i32, ptr %rounded, i64 %l64
+  store i32 %a0, ptr %rp
+  %t2 = mul i64 %t, 2
+  %row = mul i64 %g, 8
+  %o0 = add i64 %row, %t2
+  %o1 = add i64 %o0, 1
+  %o2 = add i64 %o0, 64
+  %o3 = add i64 %o0, 65
+  %cp0 = getelementptr float, ptr %c, i64 %o0
+  %cp1 = getelementptr float, ptr %c, i64 %o1
+  %cp2 = getelementptr float, ptr %c, i64 %o2
+  %cp3 = getelementptr float, ptr %c, i64 %o3
+  %c0 = load float, ptr %cp0
+  %c1 = load float, ptr %cp1
+  %c2 = load float, ptr %cp2
+  %c3 = load float, ptr %cp3
+  %r = call {float, float, float, float} @llvm.nvvm.mma.m16n8k8.row.col.tf32(i32 %a0, i32 %a1, i32 %a2, i32 %a3, i32 %b0, i32 %b1, float %c0, float %c1, float %c2, float %c3)
+  %d0 = extractvalue {float, float, float, float} %r, 0
+  %d1 = extractvalue {float, float, float, float} %r, 1
+  %d2 = extractvalue {float, float, float, float} %r, 2
+  %d3 = extractvalue {float, float, float, float} %r, 3
+  %dp0 = getelementptr float, ptr %d, i64 %o0
+  %dp1 = getelementptr float, ptr %d, i64 %o1
+  %dp2 = getelementptr float, ptr %d, i64 %o2
+  %dp3 = getelementptr float, ptr %d, i64 %o3
+  store float %d0, ptr %dp0
+  store float %d1, ptr %dp1
+  store float %d2, ptr %dp2
+  store float %d3, ptr %dp3
+  ret void
+}
+!nvvm.annotations = !{!0}
+!0 = !{ptr @mma_tf32, !"kernel", i32 1}
+)";
+
+TEST(Emulator, TensorCoresTf32RoundNearestTiesAway) {
+  auto m = loadOrFail(MmaTf32);
+  ASSERT_TRUE(m);
+  // 1 + 2^-11 lies halfway between the tf32 values 1 and 1 + 2^-10: cvt.rna rounds it away
+  // from zero; 1 + 2^-12 rounds down; the products of tf32 values are exact in f32.
+  const float half = 1 + 0x1p-11f, below = 1 + 0x1p-12f;
+  std::vector<float> a(128), b(64), c(128), d(128, -1);
+  for (int i = 0; i < 128; ++i)
+    a[i] = i % 3 == 0 ? half : i % 3 == 1 ? -below : float(i % 7 - 3);
+  for (int i = 0; i < 64; ++i)
+    b[i] = float(i % 5 - 2) * 0.25f;
+  for (int i = 0; i < 128; ++i)
+    c[i] = float(i % 4) * 0.5f;
+  auto tf32 = [&](float x) { return x == half ? 1 + 0x1p-10f : x == -below ? -1.0f : x; };
+  std::vector<int32_t> rounded(32);
+  ASSERT_FALSE(
+      launch(*m, "mma_tf32", {1}, {32}, {a.data(), b.data(), c.data(), d.data(), rounded.data()}));
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) {
+      double want = c[i * 8 + j];
+      for (int k = 0; k < 8; ++k)
+        want += double(tf32(a[i * 8 + k])) * tf32(b[k * 8 + j]);
+      EXPECT_EQ(d[i * 8 + j], float(want)) << i << ", " << j;
+    }
+  // Lane 0's a0 is A[0][0] = 1 + 2^-11, lane 1's is A[0][1] = -(1 + 2^-12).
+  EXPECT_EQ(std::bit_cast<float>(rounded[0]), 1 + 0x1p-10f);
+  EXPECT_EQ(std::bit_cast<float>(rounded[1]), -1.0f);
+}
+
+// An mma needs all 32 lanes of its warp: in a block of 40 threads the second warp has 8.
+TEST(Emulator, TensorCoresInAPartialWarpAreAnError) {
+  auto m = loadOrFail(MmaTf32);
+  ASSERT_TRUE(m);
+  std::vector<float> a(128, 1), b(64, 1), c(128, 0), d(128);
+  std::vector<int32_t> rounded(40);
+  llvm::Error err =
+      launch(*m, "mma_tf32", {1}, {40}, {a.data(), b.data(), c.data(), d.data(), rounded.data()});
+  ASSERT_TRUE(static_cast<bool>(err));
+  EXPECT_EQ(llvm::toString(std::move(err)),
+            "kernel mma_tf32, block (0, 0, 0), warp 1: mma.sync.aligned needs every lane of a "
+            "full warp, and lanes 8..31 have exited or lie past the block's end");
+}
+
+// cp.async lands when a wait completes its group, not before: each thread reads its shared slot
+// before any wait (the old value), after wait_group 1 (the first group landed, the second not),
+// and after wait_all; a zero-filling copy with source size 0 writes zeros.
+const char *CpAsync = R"(
+@x = internal addrspace(3) global [64 x i32] undef, align 16
+@y = internal addrspace(3) global [64 x i32] undef, align 16
+declare void @llvm.nvvm.cp.async.ca.shared.global.4(ptr addrspace(3), ptr addrspace(1))
+declare void @llvm.nvvm.cp.async.ca.shared.global.4.s(ptr addrspace(3), ptr addrspace(1), i32)
+declare void @llvm.nvvm.cp.async.commit.group()
+declare void @llvm.nvvm.cp.async.wait.group(i32)
+declare void @llvm.nvvm.cp.async.wait.all()
+
+define void @copies(ptr %src, ptr %out) {
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %t64 = zext i32 %tid to i64
+  %xs = getelementptr i32, ptr addrspace(3) @x, i64 %t64
+  %ys = getelementptr i32, ptr addrspace(3) @y, i64 %t64
+  store i32 -1, ptr addrspace(3) %xs
+  store i32 -2, ptr addrspace(3) %ys
+  call void @llvm.nvvm.barrier0()
+  %s = getelementptr i32, ptr %src, i64 %t64
+  %s1 = addrspacecast ptr %s to ptr addrspace(1)
+  call void @llvm.nvvm.cp.async.ca.shared.global.4(ptr addrspace(3) %xs, ptr addrspace(1) %s1)
+  call void @llvm.nvvm.cp.async.commit.group()
+  %odd = and i32 %tid, 1
+  %size = mul i32 %odd, 4
+  call void @llvm.nvvm.cp.async.ca.shared.global.4.s(ptr addrspace(3) %ys, ptr addrspace(1) %s1, i32 %size)
+  call void @llvm.nvvm.cp.async.commit.group()
+  %r0 = load i32, ptr addrspace(3) %xs
+  call void @llvm.nvvm.cp.async.wait.group(i32 1)
+  %r1 = load i32, ptr addrspace(3) %xs
+  %r2 = load i32, ptr addrspace(3) %ys
+  call void @llvm.nvvm.cp.async.wait.all()
+  %r3 = load i32, ptr addrspace(3) %ys
+  %o = mul i64 %t64, 4
+  %p0 = getelementptr i32, ptr %out, i64 %o
+  store i32 %r0, ptr %p0
+  %p1 = getelementptr i32, ptr %p0, i64 1
+  store i32 %r1, ptr %p1
+  %p2 = getelementptr i32, ptr %p0, i64 2
+  store i32 %r2, ptr %p2
+  %p3 = getelementptr i32, ptr %p0, i64 3
+  store i32 %r3, ptr %p3
+  ret void
+}
+!nvvm.annotations = !{!0}
+!0 = !{ptr @copies, !"kernel", i32 1}
+)";
+
+TEST(Emulator, CpAsyncLandsWhenItsGroupIsWaitedFor) {
+  auto m = loadOrFail(CpAsync);
+  ASSERT_TRUE(m);
+  std::vector<int32_t> src(64), out(256, 7);
+  std::iota(src.begin(), src.end(), 100);
+  ASSERT_FALSE(launch(*m, "copies", {1}, {64}, {src.data(), out.data()}));
+  for (int t = 0; t < 64; ++t) {
+    EXPECT_EQ(out[t * 4], -1) << t;
+    EXPECT_EQ(out[t * 4 + 1], 100 + t) << t;
+    EXPECT_EQ(out[t * 4 + 2], -2) << t;
+    EXPECT_EQ(out[t * 4 + 3], t % 2 ? 100 + t : 0) << t;
+  }
 }
 
 } // namespace

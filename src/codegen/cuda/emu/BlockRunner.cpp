@@ -11,7 +11,10 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
+#include <cstring>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define AOTC_EMU_ASAN 1
@@ -71,17 +74,48 @@ void finishSwitch(void *fakeStack, const void **bottomOld, size_t *sizeOld) {
 
 } // namespace
 
+/// A cp.async copy not yet complete: `group` is the number of commits before it was issued, so
+/// that it belongs to the group the next commit closes.
+struct PendingCopy {
+  uint8_t *dst;
+  const uint8_t *src;
+  uint32_t bytes, srcBytes, group;
+};
+
 struct BlockRunner::Fiber {
   enum class State : uint8_t { Ready, Barrier, Warp, Done };
   ucontext_t ctx;
   ThreadContext thread;
   State state = State::Ready;
-  // The warp collective it waits in, and its result once released.
+  // The warp collective it waits in, and its result once released; a matrix collective's
+  // operands and results through `in` and `out`.
   WarpOp op = WarpOp::All;
   uint32_t mask = 0, value = 0, b = 0, c = 0, result = 0;
+  const void *in = nullptr;
+  void *out = nullptr;
+  // Its cp.async copies that no wait has completed yet, and how many groups it committed.
+  SmallVector<PendingCopy, 16> copies;
+  uint32_t commits = 0;
   char *stack = nullptr;
   void *fakeStack = nullptr; // ASan's, while switched out
 };
+
+namespace {
+
+// Completes the copies of every committed group but the `keep` most recent ones.
+void completeCopies(BlockRunner::Fiber &f, uint32_t keep) {
+  uint32_t below = f.commits > keep ? f.commits - keep : 0;
+  auto done = [&](const PendingCopy &c) {
+    if (c.group >= below)
+      return false;
+    std::memcpy(c.dst, c.src, c.srcBytes);
+    std::memset(c.dst + c.srcBytes, 0, c.bytes - c.srcBytes);
+    return true;
+  };
+  f.copies.erase(std::remove_if(f.copies.begin(), f.copies.end(), done), f.copies.end());
+}
+
+} // namespace
 
 // What a fiber's runtime calls and entry need of the runner that schedules it.
 struct FiberAccess {
@@ -110,6 +144,9 @@ struct FiberAccess {
     BlockRunner::Fiber &f = current();
     finishSwitch(nullptr, &Sched.bottom, &Sched.size);
     Sched.entry(Sched.params);
+    // Copies a thread never waited for still land (on a GPU, before the grid completes).
+    f.commits += 1;
+    completeCopies(f, 0);
     f.state = BlockRunner::Fiber::State::Done;
     // No fake stack to keep: this fiber never runs again.
     startSwitch(nullptr, Sched.bottom, Sched.size);
@@ -146,13 +183,146 @@ uint32_t aotcEmuVote(uint32_t mode, uint32_t mask, uint32_t pred) {
   return warpCollective(WarpOp(mode), mask, pred != 0, 0, 0);
 }
 
+// A matrix collective: the whole warp, `value` the kind or mode that every lane must agree on.
+void matrixCollective(WarpOp op, uint32_t value, const void *in, void *out) {
+  BlockRunner::Fiber &f = FiberAccess::current();
+  f.in = in;
+  f.out = out;
+  warpCollective(op, ~0u, value, 0, 0);
+}
+
+void aotcEmuMma(uint32_t kind, MmaFragment *frag) {
+  matrixCollective(WarpOp::Mma, kind, frag, frag);
+}
+
+void aotcEmuLdmatrix(uint32_t mode, const void *row, uint32_t *out) {
+  matrixCollective(WarpOp::Ldmatrix, mode, row, out);
+}
+
+// cp.async: `bytes` from `src` to shared `dst`, the part past `srcBytes` zero-filled. The copy
+// lands when a wait completes its group: a thread that reads its destination before waiting
+// sees what was there before, as it may on a GPU. Without fibers (a kernel that never
+// synchronizes) it lands at once.
+void aotcEmuCpAsync(uint8_t *dst, const uint8_t *src, uint32_t bytes, uint32_t srcBytes) {
+  srcBytes = std::min(srcBytes, bytes);
+  if (!Current->fiber) {
+    std::memcpy(dst, src, srcBytes);
+    std::memset(dst + srcBytes, 0, bytes - srcBytes);
+    return;
+  }
+  BlockRunner::Fiber &f = FiberAccess::current();
+  f.copies.push_back({dst, src, bytes, srcBytes, f.commits});
+}
+
+void aotcEmuCpAsyncCommit() {
+  if (Current->fiber)
+    FiberAccess::current().commits += 1;
+}
+
+// cp.async.wait_group n: every committed group but the n most recent is complete.
+void aotcEmuCpAsyncWait(uint32_t n) {
+  if (Current->fiber)
+    completeCopies(FiberAccess::current(), n);
+}
+
+// cvt.rna.tf32.f32: round to the nearest tf32 (10 explicit mantissa bits), ties away from zero;
+// NaN and infinities pass (a NaN keeps a mantissa bit set).
+uint32_t aotcEmuF2Tf32(float x) {
+  uint32_t bits = std::bit_cast<uint32_t>(x);
+  if ((bits & 0x7f800000u) == 0x7f800000u)
+    return bits & 0x7fffffu ? (bits | 0x400000u) & 0xffffe000u : bits;
+  return (bits + 0x1000u) & 0xffffe000u;
+}
+
 const RuntimeSymbol Symbols[] = {
     {"aotc_emu_sreg", reinterpret_cast<void *>(&aotcEmuSreg)},
     {"aotc_emu_shared", reinterpret_cast<void *>(&aotcEmuShared)},
     {"aotc_emu_barrier", reinterpret_cast<void *>(&aotcEmuBarrier)},
     {"aotc_emu_shfl", reinterpret_cast<void *>(&aotcEmuShfl)},
     {"aotc_emu_vote", reinterpret_cast<void *>(&aotcEmuVote)},
+    {"aotc_emu_mma", reinterpret_cast<void *>(&aotcEmuMma)},
+    {"aotc_emu_ldmatrix", reinterpret_cast<void *>(&aotcEmuLdmatrix)},
+    {"aotc_emu_cp_async", reinterpret_cast<void *>(&aotcEmuCpAsync)},
+    {"aotc_emu_cp_async_commit", reinterpret_cast<void *>(&aotcEmuCpAsyncCommit)},
+    {"aotc_emu_cp_async_wait", reinterpret_cast<void *>(&aotcEmuCpAsyncWait)},
+    {"aotc_emu_f2tf32", reinterpret_cast<void *>(&aotcEmuF2Tf32)},
 };
+
+float bf16ToFloat(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
+
+float f16ToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  if (exp == 0x1f)
+    return std::bit_cast<float>(sign | 0x7f800000u | man << 13);
+  if (exp == 0) // zero or subnormal: man * 2^-24
+    return std::bit_cast<float>(sign) + (sign ? -1.0f : 1.0f) * std::ldexp(float(man), -24);
+  return std::bit_cast<float>(sign | (exp + 112) << 23 | man << 13);
+}
+
+// One element of a lane's A or B register: a tf32 (the low 13 bits ignored, as the tensor
+// cores do) or the lower or upper 16-bit half.
+float fragmentElement(MmaKind kind, uint32_t reg, unsigned half) {
+  if (kind == MmaKind::M16N8K8Tf32)
+    return std::bit_cast<float>(reg & 0xffffe000u);
+  uint16_t h = uint16_t(half ? reg >> 16 : reg);
+  return kind == MmaKind::M16N8K16Bf16 ? bf16ToFloat(h) : f16ToFloat(h);
+}
+
+// mma.sync.aligned.m16n8k{8,16}.row.col.f32: D = A (16 x k) * B (k x 8) + C, each dot product
+// summed exactly in double and rounded once (the tensor cores' own order and rounding of the
+// partial sums are unspecified; they differ from this in the last bits of f32).
+void multiplyFragments(MmaKind kind, ArrayRef<MmaFragment *> lanes) {
+  unsigned k = kind == MmaKind::M16N8K8Tf32 ? 8 : 16;
+  double a[16][16], b[16][8];
+  for (unsigned l = 0; l < WarpSize; ++l) {
+    const MmaFragment &f = *lanes[l];
+    unsigned g = l / 4, t = l % 4;
+    if (kind == MmaKind::M16N8K8Tf32) {
+      for (unsigned i = 0; i < 4; ++i)
+        a[g + (i & 1) * 8][t + (i >> 1) * 4] = fragmentElement(kind, f.a[i], 0);
+      for (unsigned i = 0; i < 2; ++i)
+        b[t + i * 4][g] = fragmentElement(kind, f.b[i], 0);
+      continue;
+    }
+    for (unsigned i = 0; i < 4; ++i)
+      for (unsigned h = 0; h < 2; ++h)
+        a[g + (i & 1) * 8][2 * t + h + (i >> 1) * 8] = fragmentElement(kind, f.a[i], h);
+    for (unsigned i = 0; i < 2; ++i)
+      for (unsigned h = 0; h < 2; ++h)
+        b[2 * t + h + i * 8][g] = fragmentElement(kind, f.b[i], h);
+  }
+  for (unsigned l = 0; l < WarpSize; ++l) {
+    MmaFragment &f = *lanes[l];
+    unsigned g = l / 4, t = l % 4;
+    for (unsigned i = 0; i < 4; ++i) {
+      unsigned row = g + (i >> 1) * 8, col = 2 * t + (i & 1);
+      double sum = 0;
+      for (unsigned e = 0; e < k; ++e)
+        sum += a[row][e] * b[e][col];
+      f.d[i] = float(sum + double(f.c[i]));
+    }
+  }
+}
+
+// ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].b16: lanes 8i..8i+7 give the rows of matrix i;
+// lane l receives, of each matrix, the two 16-bit elements at row l / 4, columns 2 (l % 4) and
+// 2 (l % 4) + 1 (of the transposed matrix with .trans).
+void loadMatrices(uint32_t mode, ArrayRef<const uint8_t *> rows, ArrayRef<uint32_t *> outs) {
+  unsigned count = mode & 0xff;
+  bool trans = mode & LdmatrixTrans;
+  auto element = [&](unsigned matrix, unsigned r, unsigned c) {
+    uint16_t h;
+    std::memcpy(&h, rows[matrix * 8 + r] + 2 * c, 2);
+    return uint32_t(h);
+  };
+  for (unsigned l = 0; l < WarpSize; ++l)
+    for (unsigned m = 0; m < count; ++m) {
+      unsigned r = l / 4, c = 2 * (l % 4);
+      uint32_t lo = trans ? element(m, c, r) : element(m, r, c);
+      uint32_t hi = trans ? element(m, c + 1, r) : element(m, r, c + 1);
+      outs[l][m] = lo | hi << 16;
+    }
+}
 
 // PTX's shfl.sync: the source lane of `lane`, or `lane` itself when out of range.
 unsigned shuffleSource(WarpOp op, unsigned lane, uint32_t b, uint32_t c) {
@@ -185,9 +355,10 @@ unsigned shuffleSource(WarpOp op, unsigned lane, uint32_t b, uint32_t c) {
 }
 
 const char *opName(WarpOp op) {
-  static const char *names[] = {"shfl.sync.up",  "shfl.sync.down",  "shfl.sync.bfly",
-                                "shfl.sync.idx", "vote.sync.all",   "vote.sync.any",
-                                "vote.sync.uni", "vote.sync.ballot"};
+  static const char *names[] = {"shfl.sync.up",         "shfl.sync.down",   "shfl.sync.bfly",
+                                "shfl.sync.idx",        "vote.sync.all",    "vote.sync.any",
+                                "vote.sync.uni",        "vote.sync.ballot", "mma.sync.aligned",
+                                "ldmatrix.sync.aligned"};
   return names[unsigned(op)];
 }
 
@@ -203,6 +374,15 @@ std::string ranges(ArrayRef<unsigned> threads) {
     i = j + 1;
   }
   return out;
+}
+
+// The lanes of a full warp that `group` leaves out, as ranges().
+std::string missingLanes(uint32_t group) {
+  SmallVector<unsigned, WarpSize> missing;
+  for (unsigned l = 0; l < WarpSize; ++l)
+    if (!(group >> l & 1))
+      missing.push_back(l);
+  return ranges(missing);
 }
 
 } // namespace
@@ -288,6 +468,8 @@ Error BlockRunner::run(StringRef kernel, Trampoline entry, void *const *params,
                     i / (block.ntid.x * block.ntid.y)};
     f.thread.fiber = &f;
     f.state = Fiber::State::Ready;
+    f.copies.clear();
+    f.commits = 0;
     getcontext(&f.ctx);
     f.ctx.uc_stack.ss_sp = f.stack;
     f.ctx.uc_stack.ss_size = StackBytes;
@@ -355,7 +537,7 @@ Expected<bool> BlockRunner::releaseWarps(StringRef kernel) {
           waiting = false;
           continue;
         }
-        if (g.op != f.op || g.mask != f.mask)
+        if (g.op != f.op || g.mask != f.mask || (f.op >= WarpOp::Mma && g.value != f.value))
           return createStringError(fmt::format(
               "{}: lanes {} and {} meet in different warp collectives ({} mask {:#010x}, {} mask "
               "{:#010x})",
@@ -363,6 +545,16 @@ Expected<bool> BlockRunner::releaseWarps(StringRef kernel) {
       }
       if (!waiting)
         continue; // some lane of the mask waits at a barrier: a deadlock unless it is released
+      if (f.op >= WarpOp::Mma) {
+        if (lanes < WarpSize || group != ~0u)
+          return createStringError(fmt::format(
+              "{}: {} needs every lane of a full warp, and lanes {} have exited or lie past the "
+              "block's end",
+              where(), opName(f.op), missingLanes(group)));
+        matrixRelease(f.op, f.value, base);
+        released = true;
+        continue;
+      }
       uint32_t votes = 0;
       for (unsigned o = 0; o < lanes; ++o)
         if (group >> o & 1 && fiber(o).value)
@@ -397,6 +589,28 @@ Expected<bool> BlockRunner::releaseWarps(StringRef kernel) {
     }
   }
   return released;
+}
+
+void BlockRunner::matrixRelease(WarpOp op, uint32_t value, unsigned base) {
+  SmallVector<const uint8_t *, WarpSize> in;
+  SmallVector<void *, WarpSize> out;
+  for (unsigned l = 0; l < WarpSize; ++l) {
+    Fiber &g = Fibers[base + l];
+    in.push_back(static_cast<const uint8_t *>(g.in));
+    out.push_back(g.out);
+    g.state = Fiber::State::Ready;
+  }
+  if (op == WarpOp::Mma) {
+    SmallVector<MmaFragment *, WarpSize> frags;
+    for (void *p : out)
+      frags.push_back(static_cast<MmaFragment *>(p));
+    multiplyFragments(MmaKind(value), frags);
+    return;
+  }
+  SmallVector<uint32_t *, WarpSize> regs;
+  for (void *p : out)
+    regs.push_back(static_cast<uint32_t *>(p));
+  loadMatrices(value, in, regs);
 }
 
 Error BlockRunner::deadlock(StringRef kernel) const {

@@ -27,8 +27,37 @@ llvm::ArrayRef<RuntimeSymbol> runtimeSymbols();
 /// Indices of aotc_emu_sreg: tid.{x,y,z}, ntid.*, ctaid.*, nctaid.* are 0..11 in that order.
 inline constexpr uint32_t SregLaneId = 12, SregWarpSize = 13;
 
-/// The operations aotc_emu_shfl (0..3, PTX's shfl.sync modes) and aotc_emu_vote (4..7) perform.
-enum class WarpOp : uint32_t { ShflUp, ShflDown, ShflBfly, ShflIdx, All, Any, Uni, Ballot };
+/// The operations aotc_emu_shfl (0..3, PTX's shfl.sync modes) and aotc_emu_vote (4..7) perform,
+/// and the matrix collectives of the tensor cores: aotc_emu_mma (mma.sync.aligned) and
+/// aotc_emu_ldmatrix (ldmatrix.sync.aligned), which every lane of a full warp must reach.
+enum class WarpOp : uint32_t {
+  ShflUp,
+  ShflDown,
+  ShflBfly,
+  ShflIdx,
+  All,
+  Any,
+  Uni,
+  Ballot,
+  Mma,
+  Ldmatrix
+};
+
+/// The shapes and types of aotc_emu_mma: row.col, f32 accumulators (PTX ISA "Matrix Fragments
+/// for mma.m16n8k8" and "mma.m16n8k16").
+enum class MmaKind : uint32_t { M16N8K8Tf32, M16N8K16Bf16, M16N8K16F16 };
+
+/// One lane's operands of aotc_emu_mma as the registers hold them: A in 4 and B in 2 32-bit
+/// registers (a tf32 each, or two bf16/f16 with the lower column or row in the low half), the
+/// accumulators C, and the results D it receives.
+struct MmaFragment {
+  uint32_t a[4], b[2];
+  float c[4], d[4];
+};
+
+/// aotc_emu_ldmatrix's mode: the number of 8x8 matrices (1, 2 or 4) in the low byte, and
+/// LdmatrixTrans for .trans.
+inline constexpr uint32_t LdmatrixTrans = 0x100;
 
 using Trampoline = void (*)(void *const *params);
 
@@ -65,6 +94,8 @@ private:
   BlockRunner() = default;
   bool releaseBarrier();
   llvm::Expected<bool> releaseWarps(llvm::StringRef kernel);
+  /// Performs the matrix collective every lane of the warp from thread `base` waits in.
+  void matrixRelease(WarpOp op, uint32_t value, unsigned base);
   llvm::Error deadlock(llvm::StringRef kernel) const;
   void enter(Fiber &f);
 

@@ -8,7 +8,6 @@
 
 #include "fmt/format.h"
 
-
 #include <atomic>
 #include <cstdlib>
 #include <cstring>

@@ -61,6 +61,44 @@ std::optional<WarpOp> warpOp(StringRef intrinsic) {
   return std::nullopt;
 }
 
+// llvm.nvvm.mma.m16n8k*.row.col.* -> aotc_emu_mma's kind.
+std::optional<MmaKind> mmaKind(StringRef intrinsic) {
+  if (intrinsic == "llvm.nvvm.mma.m16n8k8.row.col.tf32")
+    return MmaKind::M16N8K8Tf32;
+  if (intrinsic == "llvm.nvvm.mma.m16n8k16.row.col.bf16")
+    return MmaKind::M16N8K16Bf16;
+  if (intrinsic == "llvm.nvvm.mma.m16n8k16.row.col.f32.f32")
+    return MmaKind::M16N8K16F16;
+  return std::nullopt;
+}
+
+// llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].b16.p<addrspace> -> aotc_emu_ldmatrix's
+// mode.
+std::optional<uint32_t> ldmatrixMode(StringRef intrinsic) {
+  intrinsic = intrinsic.rsplit(".p").first;
+  if (!intrinsic.consume_front("llvm.nvvm.ldmatrix.sync.aligned.m8n8.x") ||
+      !intrinsic.consume_back(".b16"))
+    return std::nullopt;
+  uint32_t trans = intrinsic.consume_back(".trans") ? LdmatrixTrans : 0;
+  if (intrinsic != "1" && intrinsic != "2" && intrinsic != "4")
+    return std::nullopt;
+  return uint32_t(intrinsic[0] - '0') | trans;
+}
+
+// llvm.nvvm.cp.async.{ca,cg}.shared.global.{4,8,16}[.s] -> its size in bytes, and whether it
+// takes a source size (the rest zero-filled).
+std::optional<std::pair<uint32_t, bool>> cpAsync(StringRef intrinsic) {
+  if (!intrinsic.consume_front("llvm.nvvm.cp.async.") ||
+      !(intrinsic.consume_front("ca.") || intrinsic.consume_front("cg.")) ||
+      !intrinsic.consume_front("shared.global."))
+    return std::nullopt;
+  bool sized = intrinsic.consume_back(".s");
+  uint32_t bytes = 0;
+  if (intrinsic.getAsInteger(10, bytes) || (bytes != 4 && bytes != 8 && bytes != 16))
+    return std::nullopt;
+  return std::pair(bytes, sized);
+}
+
 // libdevice's name -> the host libm's. Every function the CUDA backend calls maps to the libm
 // function of the same name and type; results may differ from libdevice's in the last ulps
 // (libdevice documents its error bounds per function, glibc its own), well inside the 1e-5
@@ -95,6 +133,18 @@ public:
     Shfl = M.getOrInsertFunction("aotc_emu_shfl",
                                  FunctionType::get(i32, {i32, i32, i32, i32, i32}, false));
     Vote = M.getOrInsertFunction("aotc_emu_vote", FunctionType::get(i32, {i32, i32, i32}, false));
+    Type *voidTy = Type::getVoidTy(C);
+    Mma = M.getOrInsertFunction("aotc_emu_mma", FunctionType::get(voidTy, {i32, ptr}, false));
+    Ldmatrix = M.getOrInsertFunction("aotc_emu_ldmatrix",
+                                     FunctionType::get(voidTy, {i32, ptr, ptr}, false));
+    CpAsync = M.getOrInsertFunction("aotc_emu_cp_async",
+                                    FunctionType::get(voidTy, {ptr, ptr, i32, i32}, false));
+    CpAsyncCommit =
+        M.getOrInsertFunction("aotc_emu_cp_async_commit", FunctionType::get(voidTy, false));
+    CpAsyncWait =
+        M.getOrInsertFunction("aotc_emu_cp_async_wait", FunctionType::get(voidTy, {i32}, false));
+    F2Tf32 = M.getOrInsertFunction("aotc_emu_f2tf32",
+                                   FunctionType::get(i32, {Type::getFloatTy(C)}, false));
     if (Error err = sharedMemory())
       return err;
     for (Function &f : make_early_inc_range(M)) {
@@ -191,6 +241,38 @@ private:
       return replaceCalls(f, [&](IRBuilder<> &b, CallInst *call) -> Expected<Value *> {
         return warpCall(b, call, *op);
       });
+    if (std::optional<MmaKind> kind = mmaKind(name))
+      return replaceCalls(f, [&](IRBuilder<> &b, CallInst *call) -> Expected<Value *> {
+        return mmaCall(b, call, *kind);
+      });
+    if (std::optional<uint32_t> mode = ldmatrixMode(name))
+      return replaceCalls(f, [&](IRBuilder<> &b, CallInst *call) -> Expected<Value *> {
+        return ldmatrixCall(b, call, *mode);
+      });
+    if (std::optional<std::pair<uint32_t, bool>> copy = cpAsync(name))
+      return replaceCalls(f, [&](IRBuilder<> &b, CallInst *call) -> Expected<Value *> {
+        Value *dst = b.CreateAddrSpaceCast(call->getArgOperand(0), b.getPtrTy());
+        Value *src = b.CreateAddrSpaceCast(call->getArgOperand(1), b.getPtrTy());
+        Value *srcBytes = copy->second ? call->getArgOperand(2) : b.getInt32(copy->first);
+        return b.CreateCall(CpAsync, {dst, src, b.getInt32(copy->first), srcBytes});
+      });
+    if (name == "llvm.nvvm.cp.async.commit.group")
+      return replaceCalls(f, [&](IRBuilder<> &b, CallInst *) -> Expected<Value *> {
+        return b.CreateCall(CpAsyncCommit, {});
+      });
+    if (name == "llvm.nvvm.cp.async.wait.group")
+      return replaceCalls(f, [&](IRBuilder<> &b, CallInst *call) -> Expected<Value *> {
+        return b.CreateCall(CpAsyncWait, {call->getArgOperand(0)});
+      });
+    if (name == "llvm.nvvm.cp.async.wait.all") // commit_group, then wait_group 0
+      return replaceCalls(f, [&](IRBuilder<> &b, CallInst *) -> Expected<Value *> {
+        b.CreateCall(CpAsyncCommit, {});
+        return b.CreateCall(CpAsyncWait, {b.getInt32(0)});
+      });
+    if (name == "llvm.nvvm.f2tf32.rna")
+      return replaceCalls(f, [&](IRBuilder<> &b, CallInst *call) -> Expected<Value *> {
+        return b.CreateCall(F2Tf32, {call->getArgOperand(0)});
+      });
     if (std::optional<std::string> host = hostMathName(name)) {
       f.setName(*host);
       return Error::success();
@@ -218,6 +300,50 @@ private:
     return b.CreateBitCast(r, ty);
   }
 
+  // An alloca of `n` i32 at the start of the call's function: a lane's registers for a matrix
+  // collective (the fiber's stack keeps them while the warp gathers).
+  Value *registers(CallInst *call, unsigned n) {
+    Function *f = call->getFunction();
+    IRBuilder<> entry(&*f->getEntryBlock().getFirstInsertionPt());
+    return entry.CreateAlloca(ArrayType::get(entry.getInt32Ty(), n), nullptr, "regs");
+  }
+
+  // The mma's 10 operand registers into an MmaFragment, its 4 results out of it.
+  Value *mmaCall(IRBuilder<> &b, CallInst *call, MmaKind kind) {
+    static_assert(sizeof(MmaFragment) == 14 * sizeof(uint32_t), "a, b, c and d in order");
+    Value *frag = registers(call, 14);
+    for (unsigned i = 0; i < 10; ++i) {
+      Value *v = call->getArgOperand(i);
+      Value *bits = b.CreateBitCast(v, b.getInt32Ty());
+      Value *slot = b.CreateConstInBoundsGEP1_32(b.getInt32Ty(), frag, i);
+      b.CreateStore(bits, slot);
+    }
+    b.CreateCall(Mma, {b.getInt32(uint32_t(kind)), frag});
+    Value *result = PoisonValue::get(call->getType());
+    for (unsigned i = 0; i < 4; ++i) {
+      Value *slot = b.CreateConstInBoundsGEP1_32(b.getInt32Ty(), frag, 10 + i);
+      Value *d = b.CreateLoad(b.getFloatTy(), slot);
+      result = b.CreateInsertValue(result, d, i);
+    }
+    return result;
+  }
+
+  Value *ldmatrixCall(IRBuilder<> &b, CallInst *call, uint32_t mode) {
+    unsigned count = mode & 0xff;
+    Value *regs = registers(call, count);
+    Value *row = b.CreateAddrSpaceCast(call->getArgOperand(0), b.getPtrTy());
+    b.CreateCall(Ldmatrix, {b.getInt32(mode), row, regs});
+    if (count == 1)
+      return b.CreateLoad(b.getInt32Ty(), regs);
+    Value *result = PoisonValue::get(call->getType());
+    for (unsigned i = 0; i < count; ++i) {
+      Value *slot = b.CreateConstInBoundsGEP1_32(b.getInt32Ty(), regs, i);
+      Value *r = b.CreateLoad(b.getInt32Ty(), slot);
+      result = b.CreateInsertValue(result, r, i);
+    }
+    return result;
+  }
+
   template <typename Fn> Error replaceCalls(Function &f, Fn &&make) {
     for (User *u : make_early_inc_range(f.users())) {
       auto *call = dyn_cast<CallInst>(u);
@@ -238,7 +364,7 @@ private:
   // A kernel needs fibers when it, or a function it calls, reaches a barrier or collective.
   void markFiberKernels() {
     SmallPtrSet<const Function *, 8> sync;
-    for (FunctionCallee callee : {Barrier, Shfl, Vote})
+    for (FunctionCallee callee : {Barrier, Shfl, Vote, Mma, Ldmatrix})
       for (User *u : callee.getCallee()->users())
         if (auto *call = dyn_cast<CallInst>(u))
           sync.insert(call->getFunction());
@@ -276,7 +402,8 @@ private:
   Module &M;
   LLVMContext &C;
   RetargetInfo Info;
-  FunctionCallee Sreg, Shared, Barrier, Shfl, Vote;
+  FunctionCallee Sreg, Shared, Barrier, Shfl, Vote, Mma, Ldmatrix, CpAsync, CpAsyncCommit,
+      CpAsyncWait, F2Tf32;
 };
 
 } // namespace

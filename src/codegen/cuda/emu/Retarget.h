@@ -22,12 +22,14 @@ struct RetargetInfo {
 
 /// Rewrites `m` for the host: special registers, barriers (llvm.nvvm.barrier0, barrier.sync 0),
 /// warp shuffles (shfl.sync.{up,down,bfly,idx}.{i32,f32}) and votes (vote.{all,any,uni,ballot}
-/// .sync) become calls of the emulator's runtime; every addrspace(3) global (static shared
-/// memory, and an external one as dynamic shared memory) becomes an offset into the block's
-/// shared memory; libdevice's `__nv_*` functions become the host libm's; NVPTX metadata and
-/// attributes go, the host's triple and data layout come; each kernel gets a trampoline taking
-/// cuLaunchKernel's array of parameter pointers. Anything NVPTX the emulator does not know is a
-/// one-line error naming it.
+/// .sync), the tensor cores' mma.sync (m16n8k8 tf32, m16n8k16 bf16 and f16, f32 accumulators)
+/// and ldmatrix (x1, x2, x4, .trans), cp.async (ca/cg, 4/8/16 bytes, zero-filling; commit and
+/// wait groups) and cvt.rna.tf32.f32 become calls of the emulator's runtime; every addrspace(3)
+/// global (static shared memory, and an external one as dynamic shared memory) becomes an offset
+/// into the block's shared memory; libdevice's `__nv_*` functions become the host libm's; NVPTX
+/// metadata and attributes go, the host's triple and data layout come; each kernel gets a
+/// trampoline taking cuLaunchKernel's array of parameter pointers. Anything NVPTX the emulator does
+/// not know is a one-line error naming it.
 llvm::Expected<RetargetInfo> retarget(llvm::Module &m, const llvm::DataLayout &hostLayout,
                                       const std::string &hostTriple);
 
