@@ -4,11 +4,27 @@
 #include "aotc/ir/Attribute.h"
 #include "aotc/ir/Type.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
 
 namespace aotc::kir {
+
+namespace {
+constexpr llvm::StringLiteral PrecisionNames[] = {"fp32", "tf32", "bf16", "fp16"};
+} // namespace
+
+llvm::StringRef toString(Precision p) { return PrecisionNames[unsigned(p)]; }
+
+llvm::Expected<Precision> parsePrecision(llvm::StringRef name) {
+  for (auto [i, n] : llvm::enumerate(PrecisionNames))
+    if (name == n)
+      return Precision(i);
+  return llvm::createStringError(
+      fmt::format("unknown precision '{}' (expected fp32, tf32, bf16 or fp16)", name.str()));
+}
 
 namespace {
 
@@ -130,13 +146,13 @@ const WinogradMatrices &winogradMatrices(int tile) {
   static const double inputT2[] = {1, 0, -1, 0, 0, 1, 1, 0, 0, -1, 1, 0, 0, 1, 0, -1};
   static const double filter2[] = {1, 0, 0, 0.5, 0.5, 0.5, 0.5, -0.5, 0.5, 0, 0, 1};
   static const double outputT2[] = {1, 1, 1, 0, 0, 1, -1, -1};
-  static const double inputT4[] = {4, 0, -5, 0,  1, 0, 0, -4, -4, 1, 1, 0, 0, 4, -4, -1, 1, 0,
-                                   0, -2, -1, 2, 1, 0, 0, 2, -1, -2, 1, 0, 0, 4, 0, -5, 0, 1};
-  static const double filter4[] = {1.0 / 4,  0,         0,       -1.0 / 6, -1.0 / 6, -1.0 / 6,
+  static const double inputT4[] = {4, 0,  -5, 0, 1, 0, 0, -4, -4, 1,  1, 0, 0, 4, -4, -1, 1, 0,
+                                   0, -2, -1, 2, 1, 0, 0, 2,  -1, -2, 1, 0, 0, 4, 0,  -5, 0, 1};
+  static const double filter4[] = {1.0 / 4,  0,         0,        -1.0 / 6, -1.0 / 6, -1.0 / 6,
                                    -1.0 / 6, 1.0 / 6,   -1.0 / 6, 1.0 / 24, 1.0 / 12, 1.0 / 6,
                                    1.0 / 24, -1.0 / 12, 1.0 / 6,  0,        0,        1};
-  static const double outputT4[] = {1, 1, 1,  1, 1,  0, 0, 1, -1, 2, -2, 0,
-                                    0, 1, 1,  4, 4,  0, 0, 1, -1, 8, -8, 1};
+  static const double outputT4[] = {1, 1, 1, 1, 1, 0, 0, 1, -1, 2, -2, 0,
+                                    0, 1, 1, 4, 4, 0, 0, 1, -1, 8, -8, 1};
   static const WinogradMatrices f2{2, 4, inputT2, filter2, outputT2};
   static const WinogradMatrices f4{4, 6, inputT4, filter4, outputT4};
   return tile == 4 ? f4 : f2;
@@ -179,9 +195,8 @@ std::string operandText(const MatrixOperand &m) {
     return fmt::format("b{}[{} + batch*{} + panels of {} rows]", m.buffer, symStr(m.offset),
                        symStr(m.batchStride), m.panelRows);
   if (m.winogradTile)
-    return fmt::format("winograd F({0}x{0}, 3x3) of b{1}[{2} + row*{3} + col*{4}]",
-                       m.winogradTile, m.buffer, symStr(m.offset), symStr(m.rowStride),
-                       symStr(m.colStride));
+    return fmt::format("winograd F({0}x{0}, 3x3) of b{1}[{2} + row*{3} + col*{4}]", m.winogradTile,
+                       m.buffer, symStr(m.offset), symStr(m.rowStride), symStr(m.colStride));
   return fmt::format("b{}[{} + batch*{} + row*{} + col*{}]", m.buffer, symStr(m.offset),
                      symStr(m.batchStride), symStr(m.rowStride), symStr(m.colStride));
 }
@@ -204,9 +219,11 @@ void printSteps(const ExprPrinter &p, const std::vector<Step> &steps, const std:
              << "] = " << p.str(st.value) << "\n";
       }
     } else if (const auto *g = std::get_if<GemmCall>(&step)) {
-      os << indent << "gemm " << g->name << " " << toString(g->dtype) << " batch " << g->batch.str()
-         << " m " << g->m.str() << " n " << g->n.str() << " k " << g->k.str() << "  # "
-         << g->loc.str() << "\n";
+      os << indent << "gemm " << g->name << " " << toString(g->dtype);
+      if (g->precision != Precision::FP32)
+        os << " precision " << toString(g->precision);
+      os << " batch " << g->batch.str() << " m " << g->m.str() << " n " << g->n.str() << " k "
+         << g->k.str() << "  # " << g->loc.str() << "\n";
       os << indent << "  a = " << operandText(g->a) << "\n";
       os << indent << "  b = " << operandText(g->b) << "\n";
       os << indent << "  out = b" << g->out;

@@ -12,6 +12,7 @@
 #include "aotc/ir/SymExpr.h"
 
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
@@ -175,10 +176,10 @@ inline int64_t panelOffset(int64_t row, int64_t col, int64_t k, int64_t panelRow
 /// Winograd F(t x t, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks"),
 /// t = 2 or 4: an output tile is A^T [(G g G^T) .* (B^T d B)] A over the (t+2)^2 input tile d.
 struct WinogradMatrices {
-  int tile, points;         // t, and t + 2
-  const double *inputT;     // B^T, points x points, row-major
-  const double *filter;     // G, points x 3
-  const double *outputT;    // A^T, tile x points
+  int tile, points;      // t, and t + 2
+  const double *inputT;  // B^T, points x points, row-major
+  const double *filter;  // G, points x 3
+  const double *outputT; // A^T, tile x points
 };
 const WinogradMatrices &winogradMatrices(int tile);
 /// The points x points transform U = G g G^T of a 3x3 filter `g` (row-major), in double and
@@ -188,9 +189,20 @@ void winogradFilter(int tile, const float g[9], float *u);
 /// out[b, m, n] = epilogue(sum_k a[b, m, k] * b[b, k, n]) over a batch of GEMMs; `out` is a dense
 /// [batch, m, n] row-major buffer. The epilogue is an expression over loop vars 0, 1, 2 = b, m, n
 /// and Acc (the sum); without one the sum is stored as is.
+/// The precision a GEMM may round its f32 operands to before multiplying, accumulating in f32
+/// (--precision, as torch.backends.cuda.matmul.allow_tf32 and torch.autocast): fp32 rounds
+/// nothing; tf32 keeps 10 mantissa bits (the tensor cores' TensorFloat-32), bf16 7 and fp16 10
+/// with fp16's range. A permission, not a demand: a backend without the lower-precision
+/// instructions may compute in f32.
+enum class Precision : uint8_t { FP32, TF32, BF16, FP16 };
+llvm::StringRef toString(Precision p);
+/// "fp32", "tf32", "bf16", "fp16"; anything else is one line listing them.
+llvm::Expected<Precision> parsePrecision(llvm::StringRef name);
+
 struct GemmCall {
   std::string name;
   DType dtype = DType::F32; // of a, b, out; accumulation in the same type
+  Precision precision = Precision::FP32;
   SymExpr batch = 1, m, n, k;
   MatrixOperand a, b;
   uint32_t out = 0;

@@ -18,6 +18,8 @@ struct LowerOptions {
   /// 3x3 stride-1 f32 convolutions as Winograd F(2x2, 3x3) where the shape suits it (2.25x fewer
   /// multiplications; the sums round differently from the direct GEMM's).
   bool winograd = true;
+  /// What each f32 GEMM may round its operands to (GemmCall::precision).
+  kir::Precision precision = kir::Precision::FP32;
 };
 
 /// Lowers every entry of `graph` (after decompose + canonicalize/cse/dce) for `target`, whose

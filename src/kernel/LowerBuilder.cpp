@@ -693,6 +693,7 @@ llvm::Error Lowerer::emitGemm(LValue *root, LValue *g, uint32_t buffer) {
   ExprId value = read(root, s, idx);
   GemmCall call;
   call.dtype = DType::F32;
+  call.precision = Options.precision;
   call.batch = spec.batch;
   call.m = spec.m;
   call.n = spec.n;

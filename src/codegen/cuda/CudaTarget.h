@@ -78,6 +78,33 @@ struct GemmTiles {
 /// blocks share an SM; each A and B element loaded from shared memory feeds 4 FMAs.
 inline constexpr GemmTiles CudaCoreGemmTiles = {64, 64, 8, 4, 4};
 
+/// The tiles of the tensor-core GEMM (MmaGemm.cpp), mma.sync on sm_80 and later: a block of
+/// warpsM x warpsN warps computes a blockM x blockN output tile, each warp a
+/// (blockM / warpsM) x (blockN / warpsN) part of it in m16n8 accumulator fragments; A and B
+/// stream through shared memory blockK columns (rows) at a time in a cp.async pipeline of
+/// `stages` buffers, each shared row padded by padA (padB) f32 words so that a warp's fragment
+/// loads hit 32 different banks.
+struct MmaGemmTiles {
+  unsigned blockM, blockN, blockK;
+  unsigned warpsM, warpsN;
+  unsigned stages;
+  unsigned padA, padB;
+  constexpr unsigned threads() const { return warpsM * warpsN * 32; }
+  constexpr unsigned warpM() const { return blockM / warpsM; }
+  constexpr unsigned warpN() const { return blockN / warpsN; }
+  constexpr unsigned aStageFloats() const { return blockM * (blockK + padA); }
+  constexpr unsigned bStageFloats() const { return blockK * (blockN + padB); }
+  constexpr unsigned sharedBytes() const { return stages * (aStageFloats() + bStageFloats()) * 4; }
+};
+
+/// 128 x 64 x 16 on 4 warps (64 x 32 each: 4 x 4 mma tiles, 64 f32 accumulators a thread),
+/// three stages: 43.5 KiB of static shared memory, under the 48 KiB every arch gives without
+/// opting in. The operands stay f32 in memory and are rounded to the GEMM's precision as the
+/// fragments are loaded, so that one kernel serves tf32 (two k8 steps per tile), bf16 and fp16
+/// (one k16 step).
+inline constexpr MmaGemmTiles TensorCoreGemmTiles = {128, 64, 16, 2, 2, 3, 4, 8};
+static_assert(TensorCoreGemmTiles.sharedBytes() <= 48 * 1024, "static shared memory");
+
 /// The most blocks in x a grid-stride kernel is launched with: 64 per SM on the largest GPUs
 /// (132 SMs), plenty to fill them, few enough that no thread idles on a big tensor.
 inline constexpr uint32_t MaxGridStrideBlocks = 8192;

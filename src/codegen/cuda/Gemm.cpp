@@ -5,6 +5,7 @@
 // strides (transposed and broadcast operands as they are) or a convolution's window (implicit
 // GEMM: the im2col matrix is never built).
 #include "codegen/cuda/Gemm.h"
+#include "codegen/cuda/GemmOperands.h"
 #include "codegen/cuda/KernelBuilder.h"
 #include "kernel/MemoryPlan.h"
 
@@ -19,151 +20,25 @@ using codegen::Builder;
 
 namespace {
 
-/// A matrix operand's symbolic fields as i64 values, its batch element's base folded in.
-struct OperandValues {
-  Value *data = nullptr;
-  Value *base = nullptr; // offset + batch * batchStride: element (batch, 0, 0)
-  Value *rowStride = nullptr, *colStride = nullptr;
-};
-
-/// A convolution window's fields as i64 values (kir::ConvWindow).
-struct WindowValues {
-  Value *channelStride, *heightStride, *widthStride, *height, *width, *kernelH, *kernelW;
-  Value *strideH, *strideW, *padH, *padW, *dilH, *dilW, *outWidth;
-};
-
 class GemmKernel {
 public:
   GemmKernel(Builder &b, codegen::ExprEmitter &ex, const kir::GemmCall &g, const GemmTiles &t,
              const KernelFunction &kf, GlobalVariable *aTile, GlobalVariable *bTile)
-      : B(b), Ex(ex), G(g), T(t), Kf(kf), ATile(aTile), BTile(bTile) {}
+      : B(b), T(t), Ops(b, ex, g, kf), ATile(aTile), BTile(bTile) {}
 
   void emit() {
-    M = Ex.sym(G.m);
-    N = Ex.sym(G.n);
-    K = Ex.sym(G.k);
     Tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
     Value *block = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
-    // The grid is one-dimensional (see emitGemmKernel): n tiles fastest, so that neighbouring
-    // blocks share their A rows in L2, then m tiles, then the batch.
-    Value *nTiles = ceilDiv(N, T.blockN);
-    Value *mTiles = ceilDiv(M, T.blockM);
-    Value *nTile = B.CreateURem(block, nTiles);
-    Value *rest = B.CreateUDiv(block, nTiles);
-    Value *mTile = B.CreateURem(rest, mTiles);
-    Batch = B.CreateUDiv(rest, mTiles, "batch");
-    M0 = B.CreateMul(mTile, B.getInt64(T.blockM), "m0");
-    N0 = B.CreateMul(nTile, B.getInt64(T.blockN), "n0");
+    std::tie(M0, N0) = Ops.beginTile(block, T.blockM, T.blockN);
     Value *tn = B.getInt64(T.blockN / T.threadN);
     Tx = B.CreateURem(Tid, tn, "tx");
     Ty = B.CreateUDiv(Tid, tn, "ty");
-    A = operand(G.a);
-    Bop = operand(G.b);
-    if (G.b.conv)
-      Win = window(*G.b.conv);
-    Value *kTiles = ceilDiv(K, T.blockK);
+    Value *kTiles = ceilDiv(B, Ops.k(), T.blockK);
     accumulate(kTiles);
     storeOutputs();
   }
 
 private:
-  Value *ceilDiv(Value *x, unsigned d) {
-    Value *up = B.CreateAdd(x, B.getInt64(d - 1));
-    return B.CreateUDiv(up, B.getInt64(d));
-  }
-
-  OperandValues operand(const kir::MatrixOperand &op) {
-    OperandValues v;
-    v.data = Kf.buffers[op.buffer];
-    Value *offset = Ex.sym(op.offset);
-    Value *batchStride = Ex.sym(op.batchStride);
-    Value *batchOffset = B.CreateMul(Batch, batchStride);
-    v.base = B.CreateAdd(offset, batchOffset);
-    if (!op.conv) {
-      v.rowStride = Ex.sym(op.rowStride);
-      v.colStride = Ex.sym(op.colStride);
-    }
-    return v;
-  }
-
-  WindowValues window(const kir::ConvWindow &w) {
-    WindowValues v;
-    std::pair<Value **, const SymExpr *> fields[] = {{&v.channelStride, &w.channelStride},
-                                                     {&v.heightStride, &w.heightStride},
-                                                     {&v.widthStride, &w.widthStride},
-                                                     {&v.height, &w.height},
-                                                     {&v.width, &w.width},
-                                                     {&v.kernelH, &w.kernelH},
-                                                     {&v.kernelW, &w.kernelW},
-                                                     {&v.strideH, &w.strideH},
-                                                     {&v.strideW, &w.strideW},
-                                                     {&v.padH, &w.padH},
-                                                     {&v.padW, &w.padW},
-                                                     {&v.dilH, &w.dilH},
-                                                     {&v.dilW, &w.dilW},
-                                                     {&v.outWidth, &w.outWidth}};
-    for (auto [value, sym] : fields)
-      *value = Ex.sym(*sym);
-    return v;
-  }
-
-  Value *inRange(Value *row, Value *rows, Value *col, Value *cols) {
-    Value *r = B.CreateICmpSLT(row, rows);
-    Value *c = B.CreateICmpSLT(col, cols);
-    return B.CreateAnd(r, c);
-  }
-
-  // data[offset] where `ok`, else 0 (reading element (batch, 0, 0), which exists whenever a
-  // block runs, so that no address past the operand is formed).
-  Value *guardedLoad(const OperandValues &op, Value *offset, Value *ok) {
-    Type *f32 = B.getFloatTy();
-    Value *safe = B.CreateSelect(ok, offset, op.base);
-    Value *ptr = B.CreateInBoundsGEP(f32, op.data, safe);
-    Value *v = B.CreateLoad(f32, ptr);
-    return B.CreateSelect(ok, v, ConstantFP::get(f32, 0.0));
-  }
-
-  Value *strided(const OperandValues &op, Value *row, Value *col) {
-    Value *r = B.CreateMul(row, op.rowStride);
-    Value *c = B.CreateMul(col, op.colStride);
-    Value *rc = B.CreateAdd(r, c);
-    return B.CreateAdd(op.base, rc);
-  }
-
-  // B[batch, row, col] through the convolution window: row = (ci, kh, kw), col = (oh, ow); 0
-  // in the padding (kir::ConvWindow).
-  Value *windowLoad(Value *row, Value *col, Value *ok) {
-    const WindowValues &w = *Win;
-    Value *taps = B.CreateMul(w.kernelH, w.kernelW);
-    Value *ci = B.CreateUDiv(row, taps);
-    Value *tap = B.CreateURem(row, taps);
-    Value *fh = B.CreateUDiv(tap, w.kernelW);
-    Value *fw = B.CreateURem(tap, w.kernelW);
-    Value *oh = B.CreateUDiv(col, w.outWidth);
-    Value *ow = B.CreateURem(col, w.outWidth);
-    Value *ih = windowCoord(oh, w.strideH, w.padH, fh, w.dilH);
-    Value *iw = windowCoord(ow, w.strideW, w.padW, fw, w.dilW);
-    // Unsigned compares: a coordinate in the leading padding is negative.
-    Value *insideH = B.CreateICmpULT(ih, w.height);
-    Value *insideW = B.CreateICmpULT(iw, w.width);
-    Value *inside = B.CreateAnd(insideH, insideW);
-    Value *chan = B.CreateMul(ci, w.channelStride);
-    Value *y = B.CreateMul(ih, w.heightStride);
-    Value *x = B.CreateMul(iw, w.widthStride);
-    Value *plane = B.CreateAdd(y, x);
-    Value *at = B.CreateAdd(Bop.base, chan);
-    Value *offset = B.CreateAdd(at, plane);
-    Value *both = B.CreateAnd(ok, inside);
-    return guardedLoad(Bop, offset, both);
-  }
-
-  Value *windowCoord(Value *out, Value *stride, Value *pad, Value *tap, Value *dil) {
-    Value *start = B.CreateMul(out, stride);
-    Value *shifted = B.CreateSub(start, pad);
-    Value *reach = B.CreateMul(tap, dil);
-    return B.CreateAdd(shifted, reach);
-  }
-
   Value *sharedSlot(GlobalVariable *tile, Value *index) {
     Value *zero = B.getInt64(0);
     return B.CreateInBoundsGEP(tile->getValueType(), tile, {zero, index});
@@ -180,8 +55,7 @@ private:
       Value *c = B.CreateURem(idx, B.getInt64(T.blockK));
       Value *row = B.CreateAdd(M0, r);
       Value *col = B.CreateAdd(k0, c);
-      Value *ok = inRange(row, M, col, K);
-      Value *v = guardedLoad(A, strided(A, row, col), ok);
+      Value *v = Ops.load(Ops.aData(), Ops.a(row, col));
       Value *cm = B.CreateMul(c, B.getInt64(T.blockM));
       Value *slot = B.CreateAdd(cm, r);
       B.CreateStore(v, sharedSlot(ATile, slot));
@@ -192,8 +66,7 @@ private:
       Value *c = B.CreateURem(idx, B.getInt64(T.blockN));
       Value *row = B.CreateAdd(k0, r);
       Value *col = B.CreateAdd(N0, c);
-      Value *ok = inRange(row, K, col, N);
-      Value *v = Win ? windowLoad(row, col, ok) : guardedLoad(Bop, strided(Bop, row, col), ok);
+      Value *v = Ops.load(Ops.bData(), Ops.b(row, col));
       B.CreateStore(v, sharedSlot(BTile, idx));
     }
   }
@@ -266,77 +139,40 @@ private:
 
   // out[batch, row, col] = epilogue(acc) for each element of the register tile inside m x n.
   void storeOutputs() {
-    Function *f = B.GetInsertBlock()->getParent();
-    LLVMContext &c = f->getContext();
-    Type *f32 = B.getFloatTy();
-    Value *batchRows = B.CreateMul(Batch, M);
     for (unsigned i = 0; i < T.threadM; ++i) {
       Value *row = B.CreateAdd(M0, tileRow(i), "row");
-      Value *rowOk = B.CreateICmpSLT(row, M);
-      Value *outRow = B.CreateAdd(batchRows, row);
-      Value *rowBase = B.CreateMul(outRow, N);
       for (unsigned j = 0; j < T.threadN; ++j) {
         Value *col = B.CreateAdd(N0, tileCol(j), "col");
-        Value *colOk = B.CreateICmpSLT(col, N);
-        Value *ok = B.CreateAnd(rowOk, colOk);
-        BasicBlock *store = BasicBlock::Create(c, "store", f);
-        BasicBlock *next = BasicBlock::Create(c, "store.next", f);
-        B.CreateCondBr(ok, store, next);
-        B.SetInsertPoint(store);
-        Value *v = epilogue(row, col, Acc[i * T.threadN + j]);
-        Value *offset = B.CreateAdd(rowBase, col);
-        Value *ptr = B.CreateInBoundsGEP(f32, Kf.buffers[G.out], offset);
-        B.CreateStore(v, ptr);
-        B.CreateBr(next);
-        B.SetInsertPoint(next);
+        Ops.store(row, col, Acc[i * T.threadN + j]);
       }
     }
   }
 
-  Value *epilogue(Value *row, Value *col, Value *acc) {
-    if (G.epilogue == kir::NoExpr)
-      return acc;
-    // Values cached for another element do not dominate this one.
-    Ex.clearCache();
-    Ex.loopVars = {Batch, row, col};
-    Ex.acc = acc;
-    Value *v = Ex.emit(G.epilogue);
-    v = codegen::convert(B, v, Ex.exprType(G.epilogue), DType::F32);
-    Ex.clearCache();
-    return v;
-  }
-
   Builder &B;
-  codegen::ExprEmitter &Ex;
-  const kir::GemmCall &G;
   const GemmTiles &T;
-  const KernelFunction &Kf;
+  GemmOperands Ops;
   GlobalVariable *ATile, *BTile;
-  Value *M = nullptr, *N = nullptr, *K = nullptr, *Tid = nullptr, *Tx = nullptr, *Ty = nullptr;
-  Value *Batch = nullptr, *M0 = nullptr, *N0 = nullptr;
-  OperandValues A, Bop;
-  std::optional<WindowValues> Win;
+  Value *Tid = nullptr, *Tx = nullptr, *Ty = nullptr, *M0 = nullptr, *N0 = nullptr;
   SmallVector<Value *, 16> Acc;
 };
 
-Error unsupported(const kir::EntryKernels &entry, const kir::GemmCall &g, const std::string &what) {
-  return createStringError(fmt::format("{}: GEMM '{}': {} is not supported by the CUDA backend",
-                                       entry.name, g.name, what));
-}
-
 } // namespace
 
-Expected<CudaKernel> emitGemmKernel(Module &m, codegen::MathLibrary &math,
-                                    const kir::EntryKernels &entry, const kir::Step &step,
-                                    const StringMap<unsigned> &symIndex, const GemmTiles &tiles) {
-  const kir::GemmCall &g = std::get<kir::GemmCall>(step);
+Error checkGemm(const kir::EntryKernels &entry, const kir::GemmCall &g) {
+  auto unsupported = [&](const std::string &what) {
+    return createStringError(fmt::format("{}: GEMM '{}': {} is not supported by the CUDA backend",
+                                         entry.name, g.name, what));
+  };
   if (g.dtype != DType::F32)
-    return unsupported(entry, g, (toString(g.dtype) + " data").str());
+    return unsupported((toString(g.dtype) + " data").str());
   if (g.a.panelRows || g.b.panelRows || g.a.winogradTile || g.b.winogradTile)
-    return unsupported(entry, g, "a packed (panel or Winograd) operand");
-  assert(tiles.blockM % tiles.threadM == 0 && tiles.blockN % tiles.threadN == 0 &&
-         tiles.blockM * tiles.blockK % tiles.threads() == 0 &&
-         tiles.blockK * tiles.blockN % tiles.threads() == 0 && "tiles the threads can load");
+    return unsupported("a packed (panel or Winograd) operand");
+  return Error::success();
+}
+
+CudaKernel tiledGemmKernel(const kir::EntryKernels &entry, const kir::Step &step, unsigned blockM,
+                           unsigned blockN, unsigned threads) {
+  const kir::GemmCall &g = std::get<kir::GemmCall>(step);
   CudaKernel out;
   std::vector<uint32_t> used = kir::buffersOfStep(entry, step);
   out.buffers.assign(used.begin(), used.end());
@@ -344,10 +180,23 @@ Expected<CudaKernel> emitGemmKernel(Module &m, codegen::MathLibrary &math,
   // Every tile in x: the grid's y and z extents stop at 65535, which m / blockM and the batch
   // (images x groups, batch x heads) can pass over a dynamic range; x goes to 2^31 - 1 blocks,
   // more tiles than any output in device memory has. The kernel splits its block index back.
-  SymExpr nTiles = SymExpr::floorDiv(g.n + (tiles.blockN - 1), tiles.blockN);
-  SymExpr mTiles = SymExpr::floorDiv(g.m + (tiles.blockM - 1), tiles.blockM);
+  SymExpr nTiles = SymExpr::floorDiv(g.n + (blockN - 1), blockN);
+  SymExpr mTiles = SymExpr::floorDiv(g.m + (blockM - 1), blockM);
   out.launch.grid = {nTiles * mTiles * g.batch};
-  out.launch.block[0] = tiles.threads();
+  out.launch.block[0] = threads;
+  return out;
+}
+
+Expected<CudaKernel> emitGemmKernel(Module &m, codegen::MathLibrary &math,
+                                    const kir::EntryKernels &entry, const kir::Step &step,
+                                    const StringMap<unsigned> &symIndex, const GemmTiles &tiles) {
+  const kir::GemmCall &g = std::get<kir::GemmCall>(step);
+  if (Error err = checkGemm(entry, g))
+    return std::move(err);
+  assert(tiles.blockM % tiles.threadM == 0 && tiles.blockN % tiles.threadN == 0 &&
+         tiles.blockM * tiles.blockK % tiles.threads() == 0 &&
+         tiles.blockK * tiles.blockN % tiles.threads() == 0 && "tiles the threads can load");
+  CudaKernel out = tiledGemmKernel(entry, step, tiles.blockM, tiles.blockN, tiles.threads());
   LLVMContext &c = m.getContext();
   Builder b(c);
   KernelFunction kf = beginKernel(m, entry, g.name, out, b);

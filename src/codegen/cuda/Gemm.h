@@ -18,6 +18,18 @@ llvm::Expected<CudaKernel> emitGemmKernel(llvm::Module &m, codegen::MathLibrary 
                                           const llvm::StringMap<unsigned> &symIndex,
                                           const GemmTiles &tiles);
 
+/// The same GemmCall on the tensor cores (mma.sync, sm_80 and later) for a GEMM whose
+/// precision is tf32, bf16 or fp16: one block of tiles.threads() threads per blockM x blockN
+/// output tile, operands streamed by cp.async, rounded to the precision as fragments are
+/// loaded, accumulated in f32. The same errors as emitGemmKernel, and one for fp32.
+llvm::Expected<CudaKernel> emitMmaGemmKernel(llvm::Module &m, codegen::MathLibrary &math,
+                                             const kir::EntryKernels &entry, const kir::Step &step,
+                                             const llvm::StringMap<unsigned> &symIndex,
+                                             const MmaGemmTiles &tiles);
+
+/// Why the CUDA GEMM kernels cannot run `g`, if they cannot: not f32 data, a packed operand.
+llvm::Error checkGemm(const kir::EntryKernels &entry, const kir::GemmCall &g);
+
 } // namespace aotc::cuda
 
 #endif

@@ -305,7 +305,12 @@ Expected<CudaModule> emitEntryKernels(LLVMContext &c, const kir::EntryKernels &e
     if (std::holds_alternative<kir::LoopKernel>(step))
       out.kernels.push_back(emitKernel(m, math, entry, step, symIndex));
     else if (std::holds_alternative<kir::GemmCall>(step)) {
-      Expected<CudaKernel> k = emitGemmKernel(m, math, entry, step, symIndex, CudaCoreGemmTiles);
+      // fp32 GEMMs compute in f32 on the CUDA cores; tf32, bf16 and fp16 ones on the tensor
+      // cores, which every arch of CudaTarget.h has.
+      bool tensorCores = std::get<kir::GemmCall>(step).precision != kir::Precision::FP32;
+      Expected<CudaKernel> k =
+          tensorCores ? emitMmaGemmKernel(m, math, entry, step, symIndex, TensorCoreGemmTiles)
+                      : emitGemmKernel(m, math, entry, step, symIndex, CudaCoreGemmTiles);
       if (!k)
         err = k.takeError();
       else

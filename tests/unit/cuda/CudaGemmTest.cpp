@@ -2,9 +2,12 @@
 // through ptxas for sm_80 and sm_90 without register spills: matmuls at odd sizes (m, n, k not
 // multiples of the tiles, k = 1), batched and transposed operands, linear layers with their bias
 // and relu / gelu fused into the epilogue, convolutions as implicit GEMMs (stride, padding,
-// dilation, 1x1, a residual), and grouped convolutions, which stay loop kernels.
+// dilation, 1x1, a residual), and grouped convolutions, which stay loop kernels; the same on
+// the tensor cores at tf32, bf16 and fp16.
 #include "../kernel/KernelTestUtil.h"
 #include "CudaTestUtil.h"
+#include "codegen/cuda/Gemm.h"
+#include "codegen/cuda/KernelBuilder.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -151,15 +154,90 @@ entry @f(%0 : f32[batch, 8, 6, 7] = input "x", %1 : f32[16, 4, 3, 3] = input "w"
 )";
 CUDA_GEMM_TEST(ConvGroupedStaysDirect, ConvGrouped, Images, 0u)
 
+// The tensor-core kernel (mma.sync through cp.async) on the same graphs at each precision that
+// runs there. The inputs are rounded to the precision first, so that the kernel multiplies
+// exactly what the interpreter does and only the order of f32 sums differs (1e-5, as for
+// fp32): a wrong fragment element, a stage read early or overwritten late would show. Linear
+// rounds its hidden layer inside the kernel too, which the interpreter does not: within what
+// 10 (tf32, fp16) or 7 (bf16) mantissa bits allow there.
+const kir::Precision TensorCorePrecisions[] = {kir::Precision::TF32, kir::Precision::BF16,
+                                               kir::Precision::FP16};
+
+#define CUDA_MMA_TEST(Name, Text, Runs, Gemms)                                                     \
+  TEST(CudaMmaGemm, Name) {                                                                        \
+    EXPECT_EQ(gemms(Text), Gemms);                                                                 \
+    for (kir::Precision precision : TensorCorePrecisions) {                                        \
+      SCOPED_TRACE(toString(precision).str());                                                     \
+      test::expectEmulatedMatches(Text, Runs, 1e-5, true, true, precision, true);                  \
+    }                                                                                              \
+  }                                                                                                \
+  TEST(CudaMmaGemmPtxas, Name) {                                                                   \
+    for (kir::Precision precision : TensorCorePrecisions)                                          \
+      test::expectPtxasAccepts(Text, true, precision);                                             \
+  }
+
+CUDA_MMA_TEST(MmOddSizes, Mm, Rows, 1u)
+CUDA_MMA_TEST(KOfOne, OuterProduct, Rows, 1u)
+CUDA_MMA_TEST(Batched, Batched, Batches, 3u)
+CUDA_MMA_TEST(ConvStridePaddingDilation, ConvStrided, Images, 1u)
+CUDA_MMA_TEST(ConvBiasReluResidual, ConvResidual, Images, 1u)
+
+TEST(CudaMmaGemm, LinearBiasReluGelu) {
+  for (auto [precision, tol] :
+       {std::pair(kir::Precision::TF32, 2e-2), std::pair(kir::Precision::BF16, 1e-1),
+        std::pair(kir::Precision::FP16, 2e-2)}) {
+    SCOPED_TRACE(toString(precision).str());
+    test::expectEmulatedMatches(Linear, Tokens, tol, true, true, precision, true);
+  }
+}
+
+// A long k (25 k-tiles, the 3-stage pipeline wrapping around 8 times) and m, n over several
+// block tiles: the waits let no stage be read before its copies land or be overwritten before
+// every warp is done with it (the emulator lands a copy only at the wait that completes it).
+const char *LongK = R"(graph @t opset 1.0
+dim rows in 1..300
+entry @f(%0 : f32[rows, 397] = input "x", %1 : f32[397, 150] = input "w") {
+  %2 = aten.mm(%0, %1) : f32[rows, 150]
+  return %2 as output "y"
+}
+)";
+TEST(CudaMmaGemm, LongKThroughThePipeline) {
+  test::expectEmulatedMatches(LongK, {{{"rows", 300}}}, 1e-5, true, true, kir::Precision::TF32,
+                              true);
+}
+
+// fp32 stays on the CUDA cores, and a GEMM at fp32 is no tensor-core kernel.
+TEST(CudaMmaGemm, Fp32IsNotForTheTensorCores) {
+  std::unique_ptr<Graph> g = aotc::test::prepare(Mm, true);
+  ASSERT_TRUE(g);
+  auto p = test::lowerForCuda(*g, true);
+  ASSERT_TRUE(p);
+  llvm::LLVMContext ctx;
+  llvm::Module m("test", ctx);
+  LibdeviceMath math(m);
+  auto k =
+      emitMmaGemmKernel(m, math, p->entries[0], p->entries[0].steps[0], {}, TensorCoreGemmTiles);
+  ASSERT_FALSE(static_cast<bool>(k));
+  EXPECT_EQ(llvm::toString(k.takeError()),
+            "f: GEMM '" + std::get<kir::GemmCall>(p->entries[0].steps[0]).name +
+                "': fp32 precision does not run on the tensor cores");
+}
+
 // ptxas -v on the GEMM kernels of the linear and convolution graphs: no register spills on
-// sm_80 and sm_90, and the register tile fits well under the 255 registers a thread may have.
+// sm_80 and sm_90, and the register tile fits well under the 255 registers a thread may have
+// (the tensor-core kernel holds 64 accumulators and 24 fragment registers a thread: 130-192
+// registers, two 128-thread blocks an SM).
 TEST(CudaGemmPtxas, NoSpills) {
   if (auto dir = cudaToolkitDir(); !dir)
     GTEST_SKIP() << llvm::toString(dir.takeError());
-  for (const char *text : {Linear, ConvStrided}) {
+  for (auto [text, precision] :
+       {std::pair(Linear, kir::Precision::FP32), std::pair(ConvStrided, kir::Precision::FP32),
+        std::pair(Linear, kir::Precision::TF32), std::pair(ConvStrided, kir::Precision::BF16),
+        std::pair(Linear, kir::Precision::FP16)}) {
+    SCOPED_TRACE(toString(precision).str());
     std::unique_ptr<Graph> g = aotc::test::prepare(text, true);
     ASSERT_TRUE(g);
-    auto program = test::lowerForCuda(*g, true);
+    auto program = test::lowerForCuda(*g, true, precision);
     ASSERT_TRUE(program);
     llvm::LLVMContext ctx;
     auto cm = emitEntryKernels(ctx, program->entries[0], "test");
@@ -182,7 +260,7 @@ TEST(CudaGemmPtxas, NoSpills) {
       EXPECT_GE(kernels, 1u) << usage;
       for (auto it = std::sregex_iterator(usage.begin(), usage.end(), registers);
            it != std::sregex_iterator(); ++it)
-        EXPECT_LE(std::stoi((*it)[1]), 128) << usage;
+        EXPECT_LE(std::stoi((*it)[1]), precision == kir::Precision::FP32 ? 128 : 208) << usage;
       if (getenv("AOTC_PRINT_PTXAS"))
         llvm::errs() << archInfo(arch).name << ":\n" << usage << "\n";
     }

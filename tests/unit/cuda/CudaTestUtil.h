@@ -8,14 +8,18 @@
 #include "codegen/cuda/CudaCodegen.h"
 #include "codegen/cuda/emu/Emulator.h"
 
+#include <bit>
 #include <cstring>
 
 namespace aotc::cuda::test {
 
 using aotc::test::Dims;
 
-inline std::optional<kir::Program> lowerForCuda(const Graph &g, bool fuse) {
-  auto p = lowerToKernels(g, cuda::loweringTarget(), LowerOptions{fuse});
+inline std::optional<kir::Program> lowerForCuda(const Graph &g, bool fuse,
+                                                kir::Precision precision = kir::Precision::FP32) {
+  LowerOptions options{fuse};
+  options.precision = precision;
+  auto p = lowerToKernels(g, cuda::loweringTarget(), options);
   if (!p) {
     ADD_FAILURE() << llvm::toString(p.takeError());
     return std::nullopt;
@@ -115,16 +119,54 @@ runEmulated(const kir::Program &program, const CudaModule &cm, emu::EmulatedModu
   return outputs;
 }
 
+/// `x` rounded as the tensor cores' fragments round f32 at `p`: tf32 to nearest with ties away
+/// from zero (cvt.rna), bf16 and fp16 to nearest even.
+inline float roundTo(kir::Precision p, float x) {
+  uint32_t bits = std::bit_cast<uint32_t>(x);
+  switch (p) {
+  case kir::Precision::FP32:
+    return x;
+  case kir::Precision::TF32:
+    return std::bit_cast<float>((bits + 0x1000u) & 0xffffe000u);
+  case kir::Precision::BF16:
+    return std::bit_cast<float>((bits + 0x7fffu + (bits >> 16 & 1)) & 0xffff0000u);
+  case kir::Precision::FP16:
+    return float(static_cast<_Float16>(x));
+  }
+  return x;
+}
+
+/// Every f32 element of the inputs and weights of `args` rounded to `p`: a GEMM that reads them
+/// directly then multiplies exactly what the interpreter multiplies, and only the order of the
+/// f32 sums differs.
+inline void roundArgs(aotc::test::EntryArgs &args, kir::Precision p) {
+  auto round = [&](HostTensor &t) {
+    if (t.dtype() != DType::F32)
+      return;
+    auto *data = reinterpret_cast<float *>(t.mutableData());
+    for (int64_t i = 0; i < t.numel(); ++i)
+      data[i] = roundTo(p, data[i]);
+  };
+  for (HostTensor &t : args.inputs)
+    round(t);
+  for (HostTensor &t : args.weights)
+    round(t);
+  for (auto &[name, t] : args.state)
+    round(t);
+}
+
 /// expectMatches of KernelTestUtil.h on the emulated CUDA device: entry @f lowered for CUDA (fused
-/// and unfused) and run emulated at each assignment of the dims (runEmulated's `ownBlocks`).
+/// and unfused, its GEMMs at `precision`) and run emulated at each assignment of the dims
+/// (runEmulated's `ownBlocks`).
 inline void expectEmulatedMatches(const std::string &text, const std::vector<Dims> &runs,
-                                  double tol = 1e-5, bool decompose = true,
-                                  bool ownBlocks = false) {
+                                  double tol = 1e-5, bool decompose = true, bool ownBlocks = false,
+                                  kir::Precision precision = kir::Precision::FP32,
+                                  bool roundInputs = false) {
   std::unique_ptr<Graph> g = aotc::test::prepare(text, decompose);
   ASSERT_TRUE(g);
   std::mt19937_64 rng(0x5eed + text.size());
   for (bool fuse : {true, false}) {
-    auto program = lowerForCuda(*g, fuse);
+    auto program = lowerForCuda(*g, fuse, precision);
     ASSERT_TRUE(program);
     llvm::LLVMContext ctx;
     auto cm = emitEntryKernels(ctx, program->entries[0], "test");
@@ -133,6 +175,8 @@ inline void expectEmulatedMatches(const std::string &text, const std::vector<Dim
     ASSERT_TRUE(static_cast<bool>(dev)) << llvm::toString(dev.takeError());
     for (const Dims &dims : runs) {
       aotc::test::EntryArgs args = aotc::test::randomArgs(*g, dims, rng);
+      if (roundInputs)
+        roundArgs(args, precision);
       auto want = aotc::test::interpretArgs(*g, args);
       ASSERT_TRUE(static_cast<bool>(want)) << llvm::toString(want.takeError());
       int32_t failed = 0;
@@ -148,13 +192,14 @@ inline void expectEmulatedMatches(const std::string &text, const std::vector<Dim
 
 /// Every loop kernel of entry @f (fused and unfused) compiled to PTX and assembled by ptxas for
 /// sm_80 and sm_90; skipped where the toolkit is missing (CI has it).
-inline void expectPtxasAccepts(const std::string &text, bool decompose = true) {
+inline void expectPtxasAccepts(const std::string &text, bool decompose = true,
+                               kir::Precision precision = kir::Precision::FP32) {
   if (auto dir = cudaToolkitDir(); !dir)
     GTEST_SKIP() << llvm::toString(dir.takeError());
   std::unique_ptr<Graph> g = aotc::test::prepare(text, decompose);
   ASSERT_TRUE(g);
   for (bool fuse : {true, false}) {
-    auto program = lowerForCuda(*g, fuse);
+    auto program = lowerForCuda(*g, fuse, precision);
     ASSERT_TRUE(program);
     llvm::LLVMContext ctx;
     auto cm = emitEntryKernels(ctx, program->entries[0], "test");

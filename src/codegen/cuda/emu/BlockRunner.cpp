@@ -234,6 +234,38 @@ uint32_t aotcEmuF2Tf32(float x) {
   return (bits + 0x1000u) & 0xffffe000u;
 }
 
+// f32 -> bf16, round to nearest even; a NaN stays a (quiet) NaN.
+uint16_t floatToBf16(float x) {
+  uint32_t bits = std::bit_cast<uint32_t>(x);
+  if (std::isnan(x))
+    return uint16_t(bits >> 16 | 0x40);
+  uint32_t rounding = 0x7fff + (bits >> 16 & 1);
+  return uint16_t((bits + rounding) >> 16);
+}
+
+// f32 -> f16, round to nearest even, with f16's subnormals; overflow gives infinity.
+uint16_t floatToF16(float x) {
+  uint32_t bits = std::bit_cast<uint32_t>(x);
+  uint16_t sign = uint16_t(bits >> 16 & 0x8000);
+  float a = std::fabs(x);
+  if (std::isnan(x))
+    return sign | 0x7e00;
+  if (a >= 65520.0f) // rounds past the largest f16, 65504
+    return sign | 0x7c00;
+  if (a < 0x1p-14f) // subnormal: a multiple of 2^-24, rounded to nearest even
+    return sign | uint16_t(std::nearbyint(a * 0x1p24f));
+  uint32_t abits = std::bit_cast<uint32_t>(a);
+  uint32_t rounding = 0xfff + (abits >> 13 & 1);
+  uint32_t r = abits + rounding;
+  return sign | uint16_t(((r >> 23) - 112) << 10 | (r >> 13 & 0x3ff));
+}
+
+// cvt.rn.{bf16,f16}x2.f32 d, hi, lo: `hi` converted into the upper half, `lo` into the lower.
+uint32_t aotcEmuF2x2(uint32_t f16, float hi, float lo) {
+  auto convert = f16 ? floatToF16 : floatToBf16;
+  return uint32_t(convert(hi)) << 16 | convert(lo);
+}
+
 const RuntimeSymbol Symbols[] = {
     {"aotc_emu_sreg", reinterpret_cast<void *>(&aotcEmuSreg)},
     {"aotc_emu_shared", reinterpret_cast<void *>(&aotcEmuShared)},
@@ -246,6 +278,7 @@ const RuntimeSymbol Symbols[] = {
     {"aotc_emu_cp_async_commit", reinterpret_cast<void *>(&aotcEmuCpAsyncCommit)},
     {"aotc_emu_cp_async_wait", reinterpret_cast<void *>(&aotcEmuCpAsyncWait)},
     {"aotc_emu_f2tf32", reinterpret_cast<void *>(&aotcEmuF2Tf32)},
+    {"aotc_emu_f2x2", reinterpret_cast<void *>(&aotcEmuF2x2)},
 };
 
 float bf16ToFloat(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }

@@ -143,8 +143,9 @@ public:
         M.getOrInsertFunction("aotc_emu_cp_async_commit", FunctionType::get(voidTy, false));
     CpAsyncWait =
         M.getOrInsertFunction("aotc_emu_cp_async_wait", FunctionType::get(voidTy, {i32}, false));
-    F2Tf32 = M.getOrInsertFunction("aotc_emu_f2tf32",
-                                   FunctionType::get(i32, {Type::getFloatTy(C)}, false));
+    Type *f32 = Type::getFloatTy(C);
+    F2Tf32 = M.getOrInsertFunction("aotc_emu_f2tf32", FunctionType::get(i32, {f32}, false));
+    F2x2 = M.getOrInsertFunction("aotc_emu_f2x2", FunctionType::get(i32, {i32, f32, f32}, false));
     if (Error err = sharedMemory())
       return err;
     for (Function &f : make_early_inc_range(M)) {
@@ -268,6 +269,12 @@ private:
       return replaceCalls(f, [&](IRBuilder<> &b, CallInst *) -> Expected<Value *> {
         b.CreateCall(CpAsyncCommit, {});
         return b.CreateCall(CpAsyncWait, {b.getInt32(0)});
+      });
+    if (name == "llvm.nvvm.ff2bf16x2.rn" || name == "llvm.nvvm.ff2f16x2.rn")
+      return replaceCalls(f, [&](IRBuilder<> &b, CallInst *call) -> Expected<Value *> {
+        Value *half = b.getInt32(name == "llvm.nvvm.ff2f16x2.rn");
+        Value *bits = b.CreateCall(F2x2, {half, call->getArgOperand(0), call->getArgOperand(1)});
+        return b.CreateBitCast(bits, call->getType());
       });
     if (name == "llvm.nvvm.f2tf32.rna")
       return replaceCalls(f, [&](IRBuilder<> &b, CallInst *call) -> Expected<Value *> {
@@ -403,7 +410,7 @@ private:
   LLVMContext &C;
   RetargetInfo Info;
   FunctionCallee Sreg, Shared, Barrier, Shfl, Vote, Mma, Ldmatrix, CpAsync, CpAsyncCommit,
-      CpAsyncWait, F2Tf32;
+      CpAsyncWait, F2Tf32, F2x2;
 };
 
 } // namespace

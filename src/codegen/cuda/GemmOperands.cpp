@@ -1,0 +1,164 @@
+// Operand addressing and the epilogue of the CUDA GEMM kernels.
+#include "codegen/cuda/GemmOperands.h"
+
+namespace aotc::cuda {
+
+using namespace llvm;
+
+Value *ceilDiv(codegen::Builder &b, Value *x, unsigned d) {
+  Value *up = b.CreateAdd(x, b.getInt64(d - 1));
+  return b.CreateUDiv(up, b.getInt64(d));
+}
+
+std::pair<Value *, Value *> GemmOperands::beginTile(Value *block, unsigned blockM,
+                                                    unsigned blockN) {
+  M = Ex.sym(G.m);
+  N = Ex.sym(G.n);
+  K = Ex.sym(G.k);
+  Value *nTiles = ceilDiv(B, N, blockN);
+  Value *mTiles = ceilDiv(B, M, blockM);
+  Value *nTile = B.CreateURem(block, nTiles);
+  Value *rest = B.CreateUDiv(block, nTiles);
+  Value *mTile = B.CreateURem(rest, mTiles);
+  Batch = B.CreateUDiv(rest, mTiles, "batch");
+  Value *m0 = B.CreateMul(mTile, B.getInt64(blockM), "m0");
+  Value *n0 = B.CreateMul(nTile, B.getInt64(blockN), "n0");
+  A = operand(G.a);
+  Bop = operand(G.b);
+  if (G.b.conv)
+    Win = window(*G.b.conv);
+  return {m0, n0};
+}
+
+GemmOperands::OperandValues GemmOperands::operand(const kir::MatrixOperand &op) {
+  OperandValues v;
+  v.data = Kf.buffers[op.buffer];
+  Value *offset = Ex.sym(op.offset);
+  Value *batchStride = Ex.sym(op.batchStride);
+  Value *batchOffset = B.CreateMul(Batch, batchStride);
+  v.base = B.CreateAdd(offset, batchOffset);
+  if (!op.conv) {
+    v.rowStride = Ex.sym(op.rowStride);
+    v.colStride = Ex.sym(op.colStride);
+  }
+  return v;
+}
+
+GemmOperands::WindowValues GemmOperands::window(const kir::ConvWindow &w) {
+  WindowValues v;
+  std::pair<Value **, const SymExpr *> fields[] = {{&v.channelStride, &w.channelStride},
+                                                   {&v.heightStride, &w.heightStride},
+                                                   {&v.widthStride, &w.widthStride},
+                                                   {&v.height, &w.height},
+                                                   {&v.width, &w.width},
+                                                   {&v.kernelH, &w.kernelH},
+                                                   {&v.kernelW, &w.kernelW},
+                                                   {&v.strideH, &w.strideH},
+                                                   {&v.strideW, &w.strideW},
+                                                   {&v.padH, &w.padH},
+                                                   {&v.padW, &w.padW},
+                                                   {&v.dilH, &w.dilH},
+                                                   {&v.dilW, &w.dilW},
+                                                   {&v.outWidth, &w.outWidth}};
+  for (auto [value, sym] : fields)
+    *value = Ex.sym(*sym);
+  return v;
+}
+
+GemmOperands::Element GemmOperands::a(Value *row, Value *col) { return strided(A, row, M, col, K); }
+
+GemmOperands::Element GemmOperands::b(Value *row, Value *col) {
+  return Win ? windowElement(row, col) : strided(Bop, row, K, col, N);
+}
+
+GemmOperands::Element GemmOperands::strided(const OperandValues &op, Value *row, Value *rows,
+                                            Value *col, Value *cols) {
+  Value *rowOk = B.CreateICmpSLT(row, rows);
+  Value *colOk = B.CreateICmpSLT(col, cols);
+  Value *ok = B.CreateAnd(rowOk, colOk);
+  Value *r = B.CreateMul(row, op.rowStride);
+  Value *c = B.CreateMul(col, op.colStride);
+  Value *rc = B.CreateAdd(r, c);
+  Value *offset = B.CreateAdd(op.base, rc);
+  return {B.CreateSelect(ok, offset, op.base), ok};
+}
+
+// B[batch, row, col] through the convolution window: row = (ci, kh, kw), col = (oh, ow); absent
+// in the padding (kir::ConvWindow).
+GemmOperands::Element GemmOperands::windowElement(Value *row, Value *col) {
+  const WindowValues &w = *Win;
+  Value *rowOk = B.CreateICmpSLT(row, K);
+  Value *colOk = B.CreateICmpSLT(col, N);
+  Value *taps = B.CreateMul(w.kernelH, w.kernelW);
+  Value *ci = B.CreateUDiv(row, taps);
+  Value *tap = B.CreateURem(row, taps);
+  Value *fh = B.CreateUDiv(tap, w.kernelW);
+  Value *fw = B.CreateURem(tap, w.kernelW);
+  Value *oh = B.CreateUDiv(col, w.outWidth);
+  Value *ow = B.CreateURem(col, w.outWidth);
+  Value *ih = windowCoord(oh, w.strideH, w.padH, fh, w.dilH);
+  Value *iw = windowCoord(ow, w.strideW, w.padW, fw, w.dilW);
+  // Unsigned compares: a coordinate in the leading padding is negative.
+  Value *insideH = B.CreateICmpULT(ih, w.height);
+  Value *insideW = B.CreateICmpULT(iw, w.width);
+  Value *inside = B.CreateAnd(insideH, insideW);
+  Value *chan = B.CreateMul(ci, w.channelStride);
+  Value *y = B.CreateMul(ih, w.heightStride);
+  Value *x = B.CreateMul(iw, w.widthStride);
+  Value *plane = B.CreateAdd(y, x);
+  Value *at = B.CreateAdd(Bop.base, chan);
+  Value *offset = B.CreateAdd(at, plane);
+  Value *inMatrix = B.CreateAnd(rowOk, colOk);
+  Value *ok = B.CreateAnd(inMatrix, inside);
+  return {B.CreateSelect(ok, offset, Bop.base), ok};
+}
+
+Value *GemmOperands::windowCoord(Value *out, Value *stride, Value *pad, Value *tap, Value *dil) {
+  Value *start = B.CreateMul(out, stride);
+  Value *shifted = B.CreateSub(start, pad);
+  Value *reach = B.CreateMul(tap, dil);
+  return B.CreateAdd(shifted, reach);
+}
+
+Value *GemmOperands::load(Value *data, Element e) {
+  Type *f32 = B.getFloatTy();
+  Value *ptr = B.CreateInBoundsGEP(f32, data, e.offset);
+  Value *v = B.CreateLoad(f32, ptr);
+  return B.CreateSelect(e.ok, v, ConstantFP::get(f32, 0.0));
+}
+
+void GemmOperands::store(Value *row, Value *col, Value *acc) {
+  Function *f = B.GetInsertBlock()->getParent();
+  LLVMContext &c = f->getContext();
+  Value *rowOk = B.CreateICmpSLT(row, M);
+  Value *colOk = B.CreateICmpSLT(col, N);
+  Value *ok = B.CreateAnd(rowOk, colOk);
+  BasicBlock *store = BasicBlock::Create(c, "store", f);
+  BasicBlock *next = BasicBlock::Create(c, "store.next", f);
+  B.CreateCondBr(ok, store, next);
+  B.SetInsertPoint(store);
+  Value *v = epilogue(row, col, acc);
+  Value *batchRows = B.CreateMul(Batch, M);
+  Value *outRow = B.CreateAdd(batchRows, row);
+  Value *rowBase = B.CreateMul(outRow, N);
+  Value *offset = B.CreateAdd(rowBase, col);
+  Value *ptr = B.CreateInBoundsGEP(B.getFloatTy(), Kf.buffers[G.out], offset);
+  B.CreateStore(v, ptr);
+  B.CreateBr(next);
+  B.SetInsertPoint(next);
+}
+
+Value *GemmOperands::epilogue(Value *row, Value *col, Value *acc) {
+  if (G.epilogue == kir::NoExpr)
+    return acc;
+  // Values cached for another element do not dominate this one.
+  Ex.clearCache();
+  Ex.loopVars = {Batch, row, col};
+  Ex.acc = acc;
+  Value *v = Ex.emit(G.epilogue);
+  v = codegen::convert(B, v, Ex.exprType(G.epilogue), DType::F32);
+  Ex.clearCache();
+  return v;
+}
+
+} // namespace aotc::cuda

@@ -1,0 +1,91 @@
+// What the CUDA GEMM kernels (Gemm.cpp on CUDA cores, MmaGemm.cpp on tensor cores) share: the
+// addresses of a kir::GemmCall's operand elements, read through their strides or, for B, a
+// convolution's window (implicit GEMM: the im2col matrix is never built), and the fused
+// epilogue of an output element.
+#ifndef AOTC_CODEGEN_CUDA_GEMMOPERANDS_H
+#define AOTC_CODEGEN_CUDA_GEMMOPERANDS_H
+
+#include "codegen/ExprEmitter.h"
+#include "codegen/cuda/KernelBuilder.h"
+
+#include <optional>
+
+namespace aotc::cuda {
+
+/// A GEMM kernel's launch: one block of `threads` threads per blockM x blockN output tile of
+/// each batch element, all in x (GemmOperands::beginTile splits the index back); its buffers.
+CudaKernel tiledGemmKernel(const kir::EntryKernels &entry, const kir::Step &step, unsigned blockM,
+                           unsigned blockN, unsigned threads);
+
+/// ceil(x / d) of an i64.
+llvm::Value *ceilDiv(codegen::Builder &b, llvm::Value *x, unsigned d);
+
+class GemmOperands {
+public:
+  /// An element of an operand: its offset in the operand's buffer and whether it exists
+  /// (inside the matrix, outside a convolution's padding). Where it does not, `offset` is that
+  /// of element (batch, 0, 0), which exists whenever a block runs, so that no address past the
+  /// operand is ever formed.
+  struct Element {
+    llvm::Value *offset, *ok;
+  };
+
+  GemmOperands(codegen::Builder &b, codegen::ExprEmitter &ex, const kir::GemmCall &g,
+               const KernelFunction &kf)
+      : B(b), Ex(ex), G(g), Kf(kf) {}
+
+  /// The output tile of block `block` (the grid is one-dimensional, see emitGemmKernel: n tiles
+  /// fastest, so that neighbouring blocks share their A rows in L2, then m tiles, then the
+  /// batch): reads m, n, k and the operands' fields for its batch element, returns the tile's
+  /// first row and column (i64).
+  std::pair<llvm::Value *, llvm::Value *> beginTile(llvm::Value *block, unsigned blockM,
+                                                    unsigned blockN);
+
+  llvm::Value *m() const { return M; }
+  llvm::Value *n() const { return N; }
+  llvm::Value *k() const { return K; }
+  llvm::Value *aData() const { return A.data; }
+  llvm::Value *bData() const { return Bop.data; }
+
+  /// A[batch, row, col] and B[batch, row, col] (i64 coordinates, maybe past the matrix).
+  Element a(llvm::Value *row, llvm::Value *col);
+  Element b(llvm::Value *row, llvm::Value *col);
+
+  /// The f32 element `e` of operand data `data`, or 0 where it does not exist.
+  llvm::Value *load(llvm::Value *data, Element e);
+
+  /// out[batch, row, col] = epilogue(acc) where row < m and col < n.
+  void store(llvm::Value *row, llvm::Value *col, llvm::Value *acc);
+
+private:
+  struct OperandValues {
+    llvm::Value *data = nullptr;
+    llvm::Value *base = nullptr; // offset + batch * batchStride: element (batch, 0, 0)
+    llvm::Value *rowStride = nullptr, *colStride = nullptr;
+  };
+  struct WindowValues {
+    llvm::Value *channelStride, *heightStride, *widthStride, *height, *width, *kernelH, *kernelW;
+    llvm::Value *strideH, *strideW, *padH, *padW, *dilH, *dilW, *outWidth;
+  };
+
+  OperandValues operand(const kir::MatrixOperand &op);
+  WindowValues window(const kir::ConvWindow &w);
+  Element strided(const OperandValues &op, llvm::Value *row, llvm::Value *rows, llvm::Value *col,
+                  llvm::Value *cols);
+  Element windowElement(llvm::Value *row, llvm::Value *col);
+  llvm::Value *windowCoord(llvm::Value *out, llvm::Value *stride, llvm::Value *pad,
+                           llvm::Value *tap, llvm::Value *dil);
+  llvm::Value *epilogue(llvm::Value *row, llvm::Value *col, llvm::Value *acc);
+
+  codegen::Builder &B;
+  codegen::ExprEmitter &Ex;
+  const kir::GemmCall &G;
+  const KernelFunction &Kf;
+  llvm::Value *M = nullptr, *N = nullptr, *K = nullptr, *Batch = nullptr;
+  OperandValues A, Bop;
+  std::optional<WindowValues> Win;
+};
+
+} // namespace aotc::cuda
+
+#endif

@@ -1,0 +1,306 @@
+// The GEMM library kernel on the tensor cores (mma.sync, sm_80 and later), for GEMMs whose
+// precision allows tf32, bf16 or fp16 operands. Each block streams A and B tiles into shared
+// memory with cp.async, `stages` k-tiles in flight (zero-filled past the matrices' edges and in
+// a convolution's padding, so no thread branches around a copy); each warp loads its A and B
+// fragments from shared memory by PTX's layouts, rounding the f32 operands to the precision as
+// it does (cvt.rna.tf32.f32, cvt.rn.{bf16,f16}x2.f32), and accumulates m16n8 tiles in f32. The
+// fused epilogue runs on each output element as it is stored.
+#include "codegen/cuda/Gemm.h"
+#include "codegen/cuda/GemmOperands.h"
+#include "codegen/cuda/KernelBuilder.h"
+
+#include "fmt/format.h"
+
+#include "llvm/IR/IntrinsicsNVPTX.h"
+
+namespace aotc::cuda {
+
+using namespace llvm;
+using codegen::Builder;
+
+namespace {
+
+/// The mma shape of a precision: k = 8 for tf32, 16 for the 16-bit types; m16n8 always.
+unsigned mmaK(kir::Precision p) { return p == kir::Precision::TF32 ? 8 : 16; }
+
+class MmaGemmKernel {
+public:
+  MmaGemmKernel(Module &m, Builder &b, codegen::ExprEmitter &ex, const kir::GemmCall &g,
+                const MmaGemmTiles &t, const KernelFunction &kf, GlobalVariable *aTile,
+                GlobalVariable *bTile)
+      : Mod(m), B(b), P(g.precision), T(t), Ops(b, ex, g, kf), ATile(aTile), BTile(bTile) {}
+
+  void emit() {
+    Tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
+    Value *block = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+    std::tie(M0, N0) = Ops.beginTile(block, T.blockM, T.blockN);
+    Value *lane = B.CreateURem(Tid, B.getInt64(32), "lane");
+    Value *warp = B.CreateUDiv(Tid, B.getInt64(32), "warp");
+    // PTX's fragment layouts index a lane by its group of four (groupID) and its place in it.
+    Group = B.CreateUDiv(lane, B.getInt64(4), "group");
+    InGroup = B.CreateURem(lane, B.getInt64(4), "in.group");
+    Value *warpRow = B.CreateUDiv(warp, B.getInt64(T.warpsN));
+    Value *warpCol = B.CreateURem(warp, B.getInt64(T.warpsN));
+    WarpRow = B.CreateMul(warpRow, B.getInt64(T.warpM()), "warp.row");
+    WarpCol = B.CreateMul(warpCol, B.getInt64(T.warpN()), "warp.col");
+    Value *kTiles = ceilDiv(B, Ops.k(), T.blockK);
+    for (unsigned s = 0; s + 1 < T.stages; ++s)
+      issueStage(B.getInt64(s), B.getInt64(s), kTiles);
+    accumulate(kTiles);
+    storeOutputs();
+  }
+
+private:
+  static constexpr unsigned MmaM = 16, MmaN = 8;
+  unsigned tilesM() const { return T.warpM() / MmaM; }
+  unsigned tilesN() const { return T.warpN() / MmaN; }
+
+  Value *sharedSlot(GlobalVariable *tile, Value *index) {
+    Value *zero = B.getInt64(0);
+    return B.CreateInBoundsGEP(tile->getValueType(), tile, {zero, index});
+  }
+
+  // cp.async of one f32 operand element into `slot`, zeros where it does not exist.
+  void copyElement(Value *data, GemmOperands::Element e, Value *slot) {
+    Value *src = B.CreateInBoundsGEP(B.getFloatTy(), data, e.offset);
+    Value *global = B.CreateAddrSpaceCast(src, B.getPtrTy(1));
+    Value *bytes = B.CreateSelect(e.ok, B.getInt32(4), B.getInt32(0));
+    B.CreateIntrinsic(Intrinsic::nvvm_cp_async_ca_shared_global_4_s, {}, {slot, global, bytes});
+  }
+
+  // Starts the copies of k-tile `kt` into buffer `stage` (when kt < kTiles) and commits them as
+  // one group; a group with no copies keeps the count of groups the same in every iteration.
+  // Consecutive threads copy consecutive k (A) and n (B): coalesced for row-major operands.
+  void issueStage(Value *stage, Value *kt, Value *kTiles) {
+    Function *f = B.GetInsertBlock()->getParent();
+    BasicBlock *copy = BasicBlock::Create(f->getContext(), "copy", f);
+    BasicBlock *done = BasicBlock::Create(f->getContext(), "copy.done", f);
+    B.CreateCondBr(B.CreateICmpULT(kt, kTiles), copy, done);
+    B.SetInsertPoint(copy);
+    Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
+    unsigned threads = T.threads();
+    Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageFloats()));
+    for (unsigned e = 0; e < T.blockM * T.blockK / threads; ++e) {
+      Value *idx = B.CreateAdd(Tid, B.getInt64(uint64_t(e) * threads));
+      Value *r = B.CreateUDiv(idx, B.getInt64(T.blockK));
+      Value *c = B.CreateURem(idx, B.getInt64(T.blockK));
+      Value *row = B.CreateAdd(M0, r);
+      Value *col = B.CreateAdd(k0, c);
+      copyElement(Ops.aData(), Ops.a(row, col), sharedSlot(ATile, aSlot(aBase, r, c)));
+    }
+    Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageFloats()));
+    for (unsigned e = 0; e < T.blockK * T.blockN / threads; ++e) {
+      Value *idx = B.CreateAdd(Tid, B.getInt64(uint64_t(e) * threads));
+      Value *r = B.CreateUDiv(idx, B.getInt64(T.blockN));
+      Value *c = B.CreateURem(idx, B.getInt64(T.blockN));
+      Value *row = B.CreateAdd(k0, r);
+      Value *col = B.CreateAdd(N0, c);
+      copyElement(Ops.bData(), Ops.b(row, col), sharedSlot(BTile, bSlot(bBase, r, c)));
+    }
+    B.CreateBr(done);
+    B.SetInsertPoint(done);
+    B.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {}, {});
+  }
+
+  // A's tile element (row of the block tile, k of the k-tile), B's (k, column).
+  Value *aSlot(Value *base, Value *row, Value *k) {
+    Value *r = B.CreateMul(row, B.getInt64(T.blockK + T.padA));
+    Value *rk = B.CreateAdd(r, k);
+    return B.CreateAdd(base, rk);
+  }
+  Value *bSlot(Value *base, Value *k, Value *col) {
+    Value *r = B.CreateMul(k, B.getInt64(T.blockN + T.padB));
+    Value *rc = B.CreateAdd(r, col);
+    return B.CreateAdd(base, rc);
+  }
+
+  Value *loadShared(GlobalVariable *tile, Value *slot) {
+    return B.CreateLoad(B.getFloatTy(), sharedSlot(tile, slot));
+  }
+
+  // One fragment register from its elements: a tf32, or two 16-bit values with `lo` in the low
+  // half (cvt.rn.*x2.f32 puts its first operand in the high half).
+  Value *fragment(Value *lo, Value *hi) {
+    if (P == kir::Precision::TF32)
+      return B.CreateIntrinsic(Intrinsic::nvvm_f2tf32_rna, {}, {lo});
+    Intrinsic::ID pack =
+        P == kir::Precision::BF16 ? Intrinsic::nvvm_ff2bf16x2_rn : Intrinsic::nvvm_ff2f16x2_rn;
+    Value *packed = B.CreateIntrinsic(pack, {}, {hi, lo});
+    // The bf16 mma takes its registers as i32, the f16 one as <2 x half>.
+    Type *reg = P == kir::Precision::BF16
+                    ? B.getInt32Ty()
+                    : static_cast<Type *>(FixedVectorType::get(B.getHalfTy(), 2));
+    return B.CreateBitCast(packed, reg);
+  }
+
+  // A's fragment of mma tile `mi` at k-step `ks` (PTX ISA, "Matrix Fragments for mma.m16n8k8"
+  // and "mma.m16n8k16"): register i holds row group + 8 (i & 1) and, for tf32, column
+  // inGroup + 4 (i >> 1); for 16-bit types columns 2 inGroup + 8 (i >> 1) and the next.
+  SmallVector<Value *, 4> aFragment(Value *aBase, unsigned mi, unsigned ks) {
+    SmallVector<Value *, 4> regs;
+    Value *tileRow = B.CreateAdd(WarpRow, B.getInt64(mi * MmaM));
+    Value *row0 = B.CreateAdd(tileRow, Group);
+    for (unsigned i = 0; i < 4; ++i) {
+      Value *row = B.CreateAdd(row0, B.getInt64((i & 1) * 8));
+      if (P == kir::Precision::TF32) {
+        Value *k = B.CreateAdd(InGroup, B.getInt64(ks * 8 + (i >> 1) * 4));
+        regs.push_back(fragment(loadShared(ATile, aSlot(aBase, row, k)), nullptr));
+        continue;
+      }
+      Value *pair = B.CreateMul(InGroup, B.getInt64(2));
+      Value *k = B.CreateAdd(pair, B.getInt64(ks * 16 + (i >> 1) * 8));
+      Value *slot = aSlot(aBase, row, k);
+      Value *lo = loadShared(ATile, slot);
+      Value *hi = loadShared(ATile, B.CreateAdd(slot, B.getInt64(1)));
+      regs.push_back(fragment(lo, hi));
+    }
+    return regs;
+  }
+
+  // B's fragment of mma tile `ni`: register i holds column group and, for tf32, row
+  // inGroup + 4 i; for 16-bit types rows 2 inGroup + 8 i and the next.
+  SmallVector<Value *, 2> bFragment(Value *bBase, unsigned ni, unsigned ks) {
+    SmallVector<Value *, 2> regs;
+    Value *tileCol = B.CreateAdd(WarpCol, B.getInt64(ni * MmaN));
+    Value *col = B.CreateAdd(tileCol, Group);
+    for (unsigned i = 0; i < 2; ++i) {
+      if (P == kir::Precision::TF32) {
+        Value *k = B.CreateAdd(InGroup, B.getInt64(ks * 8 + i * 4));
+        regs.push_back(fragment(loadShared(BTile, bSlot(bBase, k, col)), nullptr));
+        continue;
+      }
+      Value *pair = B.CreateMul(InGroup, B.getInt64(2));
+      Value *k = B.CreateAdd(pair, B.getInt64(ks * 16 + i * 8));
+      Value *lo = loadShared(BTile, bSlot(bBase, k, col));
+      Value *k1 = B.CreateAdd(k, B.getInt64(1));
+      Value *hi = loadShared(BTile, bSlot(bBase, k1, col));
+      regs.push_back(fragment(lo, hi));
+    }
+    return regs;
+  }
+
+  // acc[0..3] += A fragment x B fragment.
+  void mma(ArrayRef<Value *> a, ArrayRef<Value *> b, MutableArrayRef<Value *> acc) {
+    Intrinsic::ID id = P == kir::Precision::TF32   ? Intrinsic::nvvm_mma_m16n8k8_row_col_tf32
+                       : P == kir::Precision::BF16 ? Intrinsic::nvvm_mma_m16n8k16_row_col_bf16
+                                                   : Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32;
+    SmallVector<Value *, 10> args(a.begin(), a.end());
+    args.append(b.begin(), b.end());
+    args.append(acc.begin(), acc.end());
+    Function *fn = Intrinsic::getDeclaration(&Mod, id);
+    Value *d = B.CreateCall(fn, args);
+    for (unsigned i = 0; i < 4; ++i)
+      acc[i] = B.CreateExtractValue(d, i);
+  }
+
+  void accumulate(Value *kTiles) {
+    Function *f = B.GetInsertBlock()->getParent();
+    LLVMContext &c = f->getContext();
+    Type *f32 = B.getFloatTy();
+    BasicBlock *pre = B.GetInsertBlock();
+    BasicBlock *head = BasicBlock::Create(c, "k.head", f);
+    BasicBlock *body = BasicBlock::Create(c, "k.body", f);
+    BasicBlock *exit = BasicBlock::Create(c, "k.exit", f);
+    B.CreateBr(head);
+    B.SetInsertPoint(head);
+    PHINode *kt = B.CreatePHI(B.getInt64Ty(), 2, "kt");
+    kt->addIncoming(B.getInt64(0), pre);
+    SmallVector<PHINode *, 64> accs;
+    for (unsigned i = 0; i < tilesM() * tilesN() * 4; ++i) {
+      accs.push_back(B.CreatePHI(f32, 2, "acc"));
+      accs.back()->addIncoming(ConstantFP::get(f32, 0.0), pre);
+    }
+    B.CreateCondBr(B.CreateICmpULT(kt, kTiles), body, exit);
+    B.SetInsertPoint(body);
+    // k-tile kt's group is complete once at most stages - 2 younger ones are pending; the
+    // barrier makes every thread's copies visible, and tells that every thread is done with
+    // the buffer the next copies overwrite (the one computed on in the previous iteration).
+    B.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {}, {B.getInt32(T.stages - 2)});
+    B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
+    Value *ahead = B.CreateAdd(kt, B.getInt64(T.stages - 1));
+    Value *aheadStage = B.CreateURem(ahead, B.getInt64(T.stages));
+    issueStage(aheadStage, ahead, kTiles);
+    Value *stage = B.CreateURem(kt, B.getInt64(T.stages));
+    Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageFloats()));
+    Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageFloats()));
+    SmallVector<Value *, 64> sums(accs.begin(), accs.end());
+    for (unsigned ks = 0; ks < T.blockK / mmaK(P); ++ks) {
+      SmallVector<SmallVector<Value *, 4>, 4> a;
+      SmallVector<SmallVector<Value *, 2>, 4> b;
+      for (unsigned mi = 0; mi < tilesM(); ++mi)
+        a.push_back(aFragment(aBase, mi, ks));
+      for (unsigned ni = 0; ni < tilesN(); ++ni)
+        b.push_back(bFragment(bBase, ni, ks));
+      for (unsigned mi = 0; mi < tilesM(); ++mi)
+        for (unsigned ni = 0; ni < tilesN(); ++ni)
+          mma(a[mi], b[ni], MutableArrayRef(sums).slice((mi * tilesN() + ni) * 4, 4));
+    }
+    Value *next = B.CreateAdd(kt, B.getInt64(1), "kt.next");
+    kt->addIncoming(next, B.GetInsertBlock());
+    for (auto [phi, s] : zip(accs, sums))
+      phi->addIncoming(s, B.GetInsertBlock());
+    B.CreateBr(head);
+    B.SetInsertPoint(exit);
+    Acc.assign(accs.begin(), accs.end());
+  }
+
+  // Accumulator i of mma tile (mi, ni): row group + 8 (i >> 1), column 2 inGroup + (i & 1).
+  void storeOutputs() {
+    Value *pair = B.CreateMul(InGroup, B.getInt64(2));
+    for (unsigned mi = 0; mi < tilesM(); ++mi)
+      for (unsigned ni = 0; ni < tilesN(); ++ni)
+        for (unsigned i = 0; i < 4; ++i) {
+          Value *tileRow = B.CreateAdd(WarpRow, B.getInt64(mi * MmaM + (i >> 1) * 8));
+          Value *inTile = B.CreateAdd(tileRow, Group);
+          Value *row = B.CreateAdd(M0, inTile, "row");
+          Value *tileCol = B.CreateAdd(WarpCol, B.getInt64(ni * MmaN + (i & 1)));
+          Value *inTileCol = B.CreateAdd(tileCol, pair);
+          Value *col = B.CreateAdd(N0, inTileCol, "col");
+          Ops.store(row, col, Acc[(mi * tilesN() + ni) * 4 + i]);
+        }
+  }
+
+  Module &Mod;
+  Builder &B;
+  kir::Precision P;
+  const MmaGemmTiles &T;
+  GemmOperands Ops;
+  GlobalVariable *ATile, *BTile;
+  Value *Tid = nullptr, *M0 = nullptr, *N0 = nullptr, *Group = nullptr, *InGroup = nullptr;
+  Value *WarpRow = nullptr, *WarpCol = nullptr;
+  SmallVector<Value *, 64> Acc;
+};
+
+} // namespace
+
+Expected<CudaKernel> emitMmaGemmKernel(Module &m, codegen::MathLibrary &math,
+                                       const kir::EntryKernels &entry, const kir::Step &step,
+                                       const StringMap<unsigned> &symIndex,
+                                       const MmaGemmTiles &tiles) {
+  const kir::GemmCall &g = std::get<kir::GemmCall>(step);
+  if (Error err = checkGemm(entry, g))
+    return std::move(err);
+  if (g.precision == kir::Precision::FP32)
+    return createStringError(fmt::format(
+        "{}: GEMM '{}': fp32 precision does not run on the tensor cores", entry.name, g.name));
+  assert(tiles.blockK % 16 == 0 && tiles.warpM() % 16 == 0 && tiles.warpN() % 8 == 0 &&
+         tiles.blockM * tiles.blockK % tiles.threads() == 0 &&
+         tiles.blockK * tiles.blockN % tiles.threads() == 0 && "tiles the warps can load");
+  CudaKernel out = tiledGemmKernel(entry, step, tiles.blockM, tiles.blockN, tiles.threads());
+  LLVMContext &c = m.getContext();
+  Builder b(c);
+  KernelFunction kf = beginKernel(m, entry, g.name, out, b);
+  out.name = kf.fn->getName().str();
+  GlobalVariable *aTile = sharedArray(
+      m, b.getFloatTy(), uint64_t(tiles.stages) * tiles.aStageFloats(), out.name + "_a_tiles");
+  GlobalVariable *bTile = sharedArray(
+      m, b.getFloatTy(), uint64_t(tiles.stages) * tiles.bStageFloats(), out.name + "_b_tiles");
+  codegen::ExprEmitter ex(math, b, entry, symIndex, kf.syms, kf.buffers);
+  ex.failedCheck = codegen::entryAlloca(b, b.getInt32Ty(), "failed.check");
+  b.CreateStore(b.getInt32(0), ex.failedCheck);
+  MmaGemmKernel(m, b, ex, g, tiles, kf, aTile, bTile).emit();
+  endKernel(b, kf, ex.failedCheck);
+  return out;
+}
+
+} // namespace aotc::cuda
