@@ -117,10 +117,12 @@ struct Lowered {
 };
 
 llvm::Expected<kir::Program> lowerFor(const kir::TargetInfo &target, ExportedProgram &exported,
-                                      const CompileOptions &options) {
+                                      const CompileOptions &options,
+                                      kir::Precision precision = kir::Precision::FP32) {
   LowerOptions lower;
   lower.fuse = options.fuse;
   lower.winograd = options.winograd;
+  lower.precision = precision;
   return lowerToKernels(*exported.graph, target, lower);
 }
 
@@ -175,7 +177,13 @@ llvm::Expected<Lowered> runSteps(ExportedProgram &exported, const CompileOptions
   Lowered out;
   const SymbolFactsMap &facts = exported.graph->shapeEnv().facts();
   if (options.targetCpu) {
-    // The kernel IR: fusion decides, node by node, what lowering realizes in buffers.
+    // The kernel IR: fusion decides, node by node, what lowering realizes in buffers. The CPU
+    // has no tf32 arithmetic: its GEMMs compute in f32 at --precision tf32 (as PyTorch's).
+    if (options.precision == kir::Precision::BF16 || options.precision == kir::Precision::FP16)
+      return llvm::createStringError(
+          fmt::format("--precision {}: the cpu target computes fp32 GEMMs only (tf32 runs as "
+                      "fp32 there); export with --target cuda",
+                      kir::toString(options.precision).str()));
     auto program = lowerFor(cpu::loweringTarget(), exported, options);
     if (!program)
       return program.takeError();
@@ -189,7 +197,7 @@ llvm::Expected<Lowered> runSteps(ExportedProgram &exported, const CompileOptions
     out.cpu = std::move(*program);
   }
   if (options.targetCuda) {
-    auto program = lowerFor(cuda::loweringTarget(), exported, options);
+    auto program = lowerFor(cuda::loweringTarget(), exported, options, options.precision);
     if (!program)
       return program.takeError();
     kir::planMemory(*program, facts);

@@ -32,6 +32,10 @@ struct CompileOptions {
   /// Fuse pointwise chains, reductions and GEMM epilogues (off: one kernel per op, for debugging).
   bool fuse = true;
   bool winograd = true; // LowerOptions::winograd
+  /// What GEMMs may round their f32 operands to (--precision; kir::Precision): the CUDA target
+  /// runs tf32, bf16 and fp16 GEMMs on the tensor cores; the CPU computes tf32 ones in f32 and
+  /// has no bf16 or fp16 GEMMs yet (an error).
+  kir::Precision precision = kir::Precision::FP32;
   /// False where the program carries no weight data (`aotc inspect --kernels` re-lowering an
   /// artifact's graph): weights derived at compile time are laid out without data.
   bool weightData = true;

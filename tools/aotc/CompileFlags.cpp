@@ -24,6 +24,9 @@ void CompileFlags::addTo(CLI::App &app) {
                  "Devices to generate code for: cpu, cuda or cpu,cuda (docs/cuda.md)");
   app.add_option("--cuda-arch", cudaArch,
                  "GPU archs of the cubins, e.g. sm_80,sm_90 (default sm_80,sm_86,sm_89,sm_90)");
+  app.add_option("--precision", precision,
+                 "What GEMMs and convolutions may round their operands to: fp32 (default), "
+                 "tf32, bf16 or fp16, accumulating in f32 (docs/cuda.md)");
   app.add_option("--cpu", cpu,
                  "x86-64 code: portable (x86-64-v3 and x86-64-v4, chosen at load), x86-64-v3, "
                  "x86-64-v4 or native");
@@ -68,6 +71,14 @@ llvm::Expected<CompileOptions> CompileFlags::options() const {
   if (o.targetCuda)
     if (auto dir = cuda::cudaToolkitDir(); !dir)
       return error(fmt::format("--target {}: {}", target, llvm::toString(dir.takeError())));
+  auto precisionKind = kir::parsePrecision(precision);
+  if (!precisionKind)
+    return error(fmt::format("--precision: {}", llvm::toString(precisionKind.takeError())));
+  o.precision = *precisionKind;
+  if (o.targetCpu && o.precision != kir::Precision::FP32 && o.precision != kir::Precision::TF32)
+    return error(fmt::format("--precision {}: the cpu target computes fp32 GEMMs only (tf32 runs "
+                             "as fp32 there); export with --target cuda",
+                             precision));
   auto cpuTarget = cpu::parseCpuTarget(cpu);
   if (!cpuTarget)
     return error(fmt::format("--cpu: {}", llvm::toString(cpuTarget.takeError())));

@@ -15,6 +15,7 @@ struct CompileFlags {
   std::string target = "cpu";
   std::string cudaArch;
   std::string cpu = "portable";
+  std::string precision = "fp32";
   std::string weightsFile = "embedded";
   std::vector<std::string> keep;
   bool noFuse = false;

@@ -4,6 +4,7 @@
 #include "Subcommand.h"
 
 #include "aotc/interp/Interpreter.h"
+#include "kernel/Kernel.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -21,7 +22,8 @@ namespace {
 struct VerifyArgs {
   std::string model;
   int samples = 3;
-  double tolerance = 1e-4;
+  double tolerance = 0; // 0: the precision's default
+  std::string precision = "fp32";
   uint64_t seed = 0;
   int threads = 0;
   std::string device = "cpu";
@@ -29,6 +31,22 @@ struct VerifyArgs {
 
 llvm::Error error(std::string message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// The default tolerance of an artifact exported at `precision` (docs/cli.md): 1e-4 at fp32;
+/// where GEMMs round their operands to 10 mantissa bits (tf32, fp16) errors of a few 2^-11
+/// relative per layer add up over a deep model's layers, and to 7 bits (bf16) 8x more.
+double defaultTolerance(kir::Precision precision) {
+  switch (precision) {
+  case kir::Precision::FP32:
+    return 1e-4;
+  case kir::Precision::TF32:
+  case kir::Precision::FP16:
+    return 1e-2;
+  case kir::Precision::BF16:
+    return 5e-2;
+  }
+  return 1e-4;
 }
 
 /// `count` values spread evenly over [lo, hi], rounded down to multiples of `divisor` (but not
@@ -175,9 +193,8 @@ llvm::Error verify(const VerifyArgs &a, bool &allPassed, bool &nonFiniteReferenc
                                 c.wantNonFinite, numel);
           nonFiniteReference = true;
         }
-        llvm::outs() << fmt::format("{:<{}} {:<28} {:<16} max rel err {:.3g}  {}\n",
-                                    entry->name(), nameWidth, point, entry->outputs()[o].name,
-                                    c.error, verdict);
+        llvm::outs() << fmt::format("{:<{}} {:<28} {:<16} max rel err {:.3g}  {}\n", entry->name(),
+                                    nameWidth, point, entry->outputs()[o].name, c.error, verdict);
       }
     }
   }
@@ -195,8 +212,12 @@ Subcommand addVerifyCommand(CLI::App &parent) {
                   "Points per dynamic dim, spread from its minimum to its maximum (default 3)")
       ->check(CLI::Range(1, 1000));
   app->add_option("--tolerance", args->tolerance,
-                  "Largest accepted max|got - want| / max|want| per output (default 1e-4)")
+                  "Largest accepted max|got - want| / max|want| per output (default: 1e-4 at "
+                  "fp32, 1e-2 at tf32 and fp16, 5e-2 at bf16)")
       ->check(CLI::PositiveNumber);
+  app->add_option("--precision", args->precision,
+                  "The --precision the artifact was exported with, which sets the default "
+                  "tolerance: fp32 (default), tf32, bf16 or fp16");
   app->add_option("--seed", args->seed, "Seed of the random inputs (default 0)");
   app->add_option("--threads", args->threads, "Threads of the artifact (default: one per CPU)")
       ->check(CLI::NonNegativeNumber);
@@ -204,6 +225,12 @@ Subcommand addVerifyCommand(CLI::App &parent) {
                   "cpu, cuda, cuda:N or cuda-emu (the emulated CUDA device; docs/cuda.md)");
   return {app, [args] {
             bool passed = false, nonFiniteReference = false;
+            auto precision = kir::parsePrecision(args->precision);
+            if (!precision)
+              return reportError("verify",
+                                 error("--precision: " + llvm::toString(precision.takeError())));
+            if (args->tolerance == 0)
+              args->tolerance = defaultTolerance(*precision);
             if (llvm::Error e = verify(*args, passed, nonFiniteReference))
               return reportError("verify", std::move(e));
             if (!passed) {
