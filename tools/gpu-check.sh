@@ -6,16 +6,17 @@
 #       the device checker, exports every model with --target cuda, draws inputs and computes the
 #       interpreter's outputs, all under .gpu-check/ (ignored by git).
 #   tools/gpu-check.sh run [cuda:N]       on the GPU machine: aotc_gpu_check on every case (output
-#       within 1e-4 of the interpreter; 8 threads on one handle bitwise equal to the serial run),
+#       within 1e-4 of the interpreter, or the tolerance of its --precision; 8 threads on one handle bitwise equal to the serial run),
 #       then compute-sanitizer memcheck and racecheck on one run of each case. One table; exit 1
 #       on any failure. Without a GPU it says so and exits 0.
 #   tools/gpu-check.sh                    both, on a machine that builds and has a GPU.
 #
 # With the device tool of this project's sessions: `tools/gpu-check.sh prepare` here, then one
-# run call with carry [".gpu-check"] and the command `tools/gpu-check.sh run`. A call carries at
-# most 64 MiB: the default suite (the MLP at batch 1..512, the tiny ResNets, GPT-2 tiny, the tiny
-# captioner) fits; --full adds ResNet-18, ResNet-50, GPT-2 small and the captioner, whose weights
-# do not, and splits the suite into numbered parts of .gpu-check/parts/ to carry one per call on
+# run call per part of .gpu-check/parts/ (carry ["<part>"]), then `tools/gpu-check.sh run`, as the
+# plan it prints says. A call carries at most 64 MiB: the default suite (the MLP at batch 1..512
+# and at tf32 and bf16, the tiny ResNets, GPT-2 tiny and at fp16, the tiny captioner; cubins for
+# sm_80 and sm_90) is 91 MiB, two parts; --full adds ResNet-18, ResNet-50, GPT-2 small and the
+# captioner; parts of 48 MiB are carried one per call on
 # the warm machine (the plan it prints).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,13 +32,24 @@ prepare() {
   rm -rf "$root" && mkdir -p "$root/bin" "$root/suite" "$root/work"
   cp build/tools/gpu-check/aotc_gpu_check "$root/bin/"
 
-  # model NAME SOURCE "EXPORT FLAGS" then cases: ENTRY "INPUT SPECS"...
+  # Ampere and Hopper cubins only (the cards lent are H100 and H200; an A100 runs the sm_80 ones):
+  # the suite's artifacts are half the size of ones for every default arch.
+  local archs=sm_80,sm_90
+  # model NAME SOURCE "EXPORT FLAGS" then cases: ENTRY "INPUT SPECS"...; with PRECISION=P in
+  # the environment the artifact is exported with --precision P (the tensor cores) and checked
+  # within aotc verify's default tolerance of P.
   model() {
-    local name=$1 src=$2 flags=$3
+    local name=$1 src=$2 flags=$3 precision=${PRECISION:-fp32} tolerance
     shift 3
+    case "$precision" in
+    fp32) tolerance=1e-4 ;;
+    tf32 | fp16) tolerance=1e-2 ;;
+    bf16) tolerance=5e-2 ;;
+    esac
     echo "gpu-check: exporting $name" >&2
     # shellcheck disable=SC2086
-    "$aotc" export "$src" $flags --target cuda -o "$root/suite/$name.so" 2>/dev/null
+    "$aotc" export "$src" $flags --target cuda --cuda-arch "$archs" --precision "$precision" \
+      -o "$root/suite/$name.so" 2>/dev/null
     # shellcheck disable=SC2086
     "$aotc" export "$src" $flags -o "$root/work/$name.aotp" 2>/dev/null
     local n=0
@@ -45,7 +57,7 @@ prepare() {
       local entry=$1 inputs=$2 dir="$root/suite/$name/case$n"
       shift 2
       mkdir -p "$dir"
-      echo "entry $entry" >"$dir/case"
+      printf 'entry %s\ntolerance %s\n' "$entry" "$tolerance" >"$dir/case"
       local args=()
       for spec in $inputs; do args+=(--input "$spec"); done
       "$aotc" run "$root/work/$name.aotp" --entry "$entry" "${args[@]}" --seed "$n" \
@@ -65,6 +77,13 @@ prepare() {
   model gpt2_tiny examples/gpt2/gpt2_tiny.cpp "--dyn batch=1..2 --dyn seq=1..16 --weights tests/fixtures/gpt2/w.safetensors" \
     forward input_ids=1x1 forward input_ids=2x16 prefill input_ids=2x9 \
     decode "input_ids=1x1 past=2x2x1x4x1x8" decode "input_ids=2x1 past=2x2x2x4x15x8"
+  # The tensor cores' three mma kinds on small models (a tiny ResNet at another precision would
+  # add 20 MiB; its convolutions differ from the GEMMs only in B's addressing, which the fp32
+  # kernels share).
+  PRECISION=tf32 model mlp_tf32 examples/mlp/mlp.cpp "" forward x=1x784 forward x=512x784
+  PRECISION=bf16 model mlp_bf16 examples/mlp/mlp.cpp "" forward x=3x784 forward x=256x784
+  PRECISION=fp16 model gpt2_tiny_fp16 examples/gpt2/gpt2_tiny.cpp "--dyn batch=1..2 --dyn seq=1..16 --weights tests/fixtures/gpt2/w.safetensors" \
+    forward input_ids=2x16 decode "input_ids=2x1 past=2x2x2x4x15x8"
   model captioner_tiny examples/captioner/captioner_tiny.cpp "--dyn batch=1..2 --weights tests/fixtures/captioner/w.safetensors" \
     encode image=2x3x32x32 decode "ids=1x1 encoder_hidden_states=1x5x32" \
     decode "ids=2x16 encoder_hidden_states=2x5x32"

@@ -2,7 +2,8 @@
 // it needs nothing but libc (libstdc++ linked statically, artifacts dlopened through
 // runtime.hpp, .npy files read here). For each case directory of a prepared suite (MODEL.so,
 // inputs/*.npy, expected/*.npy from the reference interpreter, a `case` file naming the entry
-// and the inputs in order) it runs the entry on the device and checks:
+// and, for an artifact exported with --precision, its tolerance) it runs the entry on the device
+// and checks:
 //   - every output within the tolerance of the reference (max |got - want| / max |want|);
 //   - 8 threads on one model handle, 2 runs each, bitwise equal to the serial run;
 //   - CUDA graphs (a model with cuda_graphs on, outputs at fixed addresses): 3 runs, the last two
@@ -125,6 +126,7 @@ struct Options {
 
 struct Case {
   std::string dir, entry;
+  double tolerance = 0; // the case file's `tolerance T` (an artifact exported with --precision)
 };
 
 bool readCase(const std::string &dir, Case &c, std::string *why) {
@@ -135,8 +137,12 @@ bool readCase(const std::string &dir, Case &c, std::string *why) {
   std::string key, line;
   while (std::getline(f, line)) {
     std::istringstream in(line);
-    if (in >> key && key == "entry")
+    if (!(in >> key))
+      continue;
+    if (key == "entry")
       in >> c.entry;
+    else if (key == "tolerance" && !(in >> c.tolerance && c.tolerance > 0))
+      return fail(why, dir + "/case: tolerance must be a positive number");
   }
   if (c.entry.empty())
     return fail(why, dir + "/case names no entry");
@@ -283,7 +289,7 @@ bool checkCase(const Case &c, const std::string &so, const Options &o) {
       else if (ok)
         ok = serial[i] == want.bytes;
     }
-    ok = ok && err <= o.tolerance;
+    ok = ok && err <= (c.tolerance > 0 ? c.tolerance : o.tolerance);
     std::string threads = "-";
     if (!o.quick) {
       std::vector<int> same(8, 0);
