@@ -153,7 +153,8 @@ typedef struct aotc_cuda_desc {
   const aotc_cuda_image *images;
   const char *const *kernels; /* the kernels' names in every image, looked up at create */
   const aotc_cuda_upload *uploads;
-  int32_t num_uploads, reserved;
+  int32_t num_uploads;
+  int32_t precision; /* AOTC_PRECISION_* its GEMMs round their operands to (0, fp32, before) */
   uint64_t weights_size; /* bytes of the device's copy of the weights */
 } aotc_cuda_desc;
 

@@ -169,6 +169,8 @@ static int cuda_ok(checker *c, const aotc_artifact_desc *desc) {
         u->dst_offset > cuda->weights_size || u->nbytes > cuda->weights_size - u->dst_offset)
       return fail_at(c, "CUDA upload %d lies outside the weights", (int)i);
   }
+  if (cuda->precision < AOTC_PRECISION_FP32 || cuda->precision > AOTC_PRECISION_FP16)
+    return fail_at(c, "the CUDA precision %d is unknown", (int)cuda->precision);
   return 1;
 }
 

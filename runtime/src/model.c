@@ -692,6 +692,7 @@ AOTC_API aotc_status aotc_artifact_cuda_image(int32_t index, aotc_cuda_image_inf
   out_info->kind = im->kind;
   out_info->arch = im->arch;
   out_info->arch_specific = im->arch_specific;
+  out_info->precision = desc->cuda->precision;
   out_info->size_bytes = im->size;
   return AOTC_OK;
 }

@@ -98,7 +98,7 @@ public:
         {AOTC_CFIELD(aotc_cuda_desc, num_images, I32),
          AOTC_CFIELD(aotc_cuda_desc, num_kernels, I32), AOTC_CFIELD(aotc_cuda_desc, images, Ptr),
          AOTC_CFIELD(aotc_cuda_desc, kernels, Ptr), AOTC_CFIELD(aotc_cuda_desc, uploads, Ptr),
-         AOTC_CFIELD(aotc_cuda_desc, num_uploads, I32), AOTC_CFIELD(aotc_cuda_desc, reserved, I32),
+         AOTC_CFIELD(aotc_cuda_desc, num_uploads, I32), AOTC_CFIELD(aotc_cuda_desc, precision, I32),
          AOTC_CFIELD(aotc_cuda_desc, weights_size, I64)},
         sizeof(aotc_cuda_desc));
   }
@@ -231,7 +231,8 @@ private:
                                                      array(ImageTy, images, "aotc_cuda_images"),
                                                      array(Ptr, kernels, "aotc_cuda_kernels"),
                                                      array(UploadTy, uploads, "aotc_cuda_uploads"),
-                                                     i32(uploads.size()), i32(0),
+                                                     i32(uploads.size()),
+                                                     i32(int32_t(code.precision)),
                                                      i64(code.deviceWeightBytes)}),
                   "aotc_cuda");
   }

@@ -139,6 +139,9 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::open(llvm::StringRef path, i
     for (int32_t i = 0; i < images; ++i) {
       aotc_cuda_image_info im;
       api.check(api.artifact_cuda_image(i, &im));
+      static const char *precisions[] = {"fp32", "tf32", "bf16", "fp16"};
+      if (im.precision >= AOTC_PRECISION_FP32 && im.precision <= AOTC_PRECISION_FP16)
+        a->Info.cudaPrecision = precisions[im.precision];
       const char *kind = im.kind == AOTC_CUDA_IMAGE_KIND_CUBIN ? "cubin"
                          : im.kind == AOTC_CUDA_IMAGE_KIND_PTX ? "ptx"
                                                                : "llvm-bitcode";

@@ -38,6 +38,7 @@ struct ArtifactInfo {
     uint64_t bytes = 0;
   };
   std::vector<CudaImage> cudaImages; // empty: no CUDA code
+  std::string cudaPrecision = "fp32"; // what its CUDA GEMMs round to (export --precision)
   int cudaKernels = 0;
 };
 

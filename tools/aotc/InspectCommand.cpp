@@ -120,7 +120,9 @@ llvm::Error inspectArtifact(const InspectOptions &o) {
                     o.model, g.name(), g.opsetMajor(), g.opsetMinor(), llvm::join(targets, "; "),
                     here);
   if (!info.cudaImages.empty()) {
-    os << fmt::format("CUDA: {} kernels; images:", info.cudaKernels);
+    os << fmt::format(
+        "CUDA: {} kernels{}; images:", info.cudaKernels,
+        info.cudaPrecision == "fp32" ? "" : fmt::format(", GEMMs at {}", info.cudaPrecision));
     for (const ArtifactInfo::CudaImage &im : info.cudaImages)
       os << fmt::format(" {} {} ({} bytes)", im.kind, im.arch, im.bytes);
     os << "\n";

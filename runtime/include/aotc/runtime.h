@@ -220,11 +220,17 @@ AOTC_API aotc_status aotc_model_cpu_variants(const aotc_model *model, uint32_t *
 #define AOTC_CUDA_IMAGE_KIND_CUBIN 1
 #define AOTC_CUDA_IMAGE_KIND_PTX 2
 #define AOTC_CUDA_IMAGE_KIND_LLVM_BITCODE 3 /* for the emulated CUDA device */
+/* What the CUDA code's GEMMs and convolutions round their f32 operands to (aotc export
+ * --precision), accumulating in f32. */
+#define AOTC_PRECISION_FP32 0
+#define AOTC_PRECISION_TF32 1
+#define AOTC_PRECISION_BF16 2
+#define AOTC_PRECISION_FP16 3
 typedef struct aotc_cuda_image_info {
   int32_t kind;          /* AOTC_CUDA_IMAGE_KIND_* */
   int32_t arch;          /* compute capability x 10: 80 = sm_80 */
   int32_t arch_specific; /* 1 for sm_90a and the like */
-  int32_t reserved;
+  int32_t precision;     /* AOTC_PRECISION_*, the same for every image of an artifact */
   uint64_t size_bytes;
 } aotc_cuda_image_info;
 AOTC_STATIC_ASSERT(sizeof(aotc_cuda_image_info) == 24, "aotc_cuda_image_info layout");

@@ -179,6 +179,11 @@ Expected<CudaCode> generateCode(const kir::Program &program, ArrayRef<CudaArch> 
   CudaCode code;
   DenseMap<uint32_t, uint64_t> deviceOffset;
   layoutDeviceWeights(program, code, deviceOffset);
+  for (const kir::EntryKernels &e : program.entries)
+    kir::forEachStep(e.steps, [&](const kir::Step &s) {
+      if (const auto *g = std::get_if<kir::GemmCall>(&s))
+        code.precision = std::max(code.precision, g->precision);
+    });
   LLVMContext c;
   std::vector<CudaModule> modules;
   std::vector<EntryLaunches> launches;
