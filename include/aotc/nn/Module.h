@@ -5,8 +5,10 @@
 
 #include "aotc/Tensor.h"
 
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -72,6 +74,12 @@ public:
                                       ...))) explicit ModuleHolder(Args &&...args)
       : Ptr(std::make_shared<Impl>(std::forward<Args>(args)...)) {}
   explicit ModuleHolder(std::shared_ptr<Impl> ptr) : Ptr(std::move(ptr)) {}
+  /// A braced list of ints first, which the constructor above cannot deduce:
+  /// `nn::LayerNorm({128})`, `nn::AdaptiveAvgPool2d({7, 7})`, as libtorch's holders take them.
+  template <typename... Args>
+  requires std::is_constructible_v<Impl, std::vector<int64_t>, Args...>
+  explicit ModuleHolder(std::initializer_list<int64_t> first, Args &&...rest)
+      : Ptr(std::make_shared<Impl>(std::vector<int64_t>(first), std::forward<Args>(rest)...)) {}
 
   Impl *operator->() const { return Ptr.get(); }
   Impl &operator*() const { return *Ptr; }
