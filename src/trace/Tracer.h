@@ -9,6 +9,7 @@
 
 #include <exception>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -124,6 +125,16 @@ private:
   /// Records equality guards for symbolic dims that broadcast against each other, and reports a
   /// dynamic dim that would have to equal a static size.
   void prepareBroadcast(const std::vector<const Type *> &types, const Loc &loc);
+  /// The same for the dims that cat (all but `dim`) and stack (all) need equal.
+  void prepareConcat(OpKind kind, const std::vector<const Type *> &types, int64_t dim,
+                     const Loc &loc);
+  /// Two sizes that must be equal: a recorded equality, or a violation when one is static.
+  void requireSameSize(const SymExpr &a, const SymExpr &b, const Loc &loc);
+  /// `batch in 1..16, seq in 1..64`.
+  std::string rangesOf(const std::set<std::string, std::less<>> &symbols);
+  /// For `a == b` where one side is a root dim and the other an expression over other dims: that
+  /// root dim, which a derived dim could replace; else null.
+  const SymbolDecl *equatedRoot(const SymExpr &a, const SymExpr &b);
   std::string violation(const std::string &requirement, const SymExpr &subject,
                         std::optional<std::pair<int64_t, int64_t>> fix);
 
