@@ -197,6 +197,8 @@ std::vector<Tensor> Tracer::emit(OpKind kind, const std::vector<Tensor> &operand
   const OpSchema &schema = schemaOf(kind);
   if (schema.trait == OpTrait::Pointwise && types.size() > 1)
     prepareBroadcast(types, loc);
+  if (kind == OpKind::Embedding || kind == OpKind::IndexSelect || kind == OpKind::Slice)
+    checkReach(kind, operands, attrs, loc);
   if ((kind == OpKind::Cat || kind == OpKind::Stack) && types.size() > 1)
     for (const NamedAttribute &a : attrs)
       if (auto dim = a.first == "dim" ? a.second.getInt().constant() : std::nullopt)
@@ -292,7 +294,8 @@ const SymbolDecl *Tracer::equatedRoot(const SymExpr &a, const SymExpr &b) {
   return nullptr;
 }
 
-bool Tracer::decide(GuardKind kind, const SymExpr &a, const SymExpr &b, const Loc &loc) {
+bool Tracer::decide(GuardKind kind, const SymExpr &a, const SymExpr &b, const Loc &loc,
+                    const std::string &why) {
   auto equalByGuard = [&] {
     for (const Guard &g : env().guards())
       if (g.kind == GuardKind::EQ && ((g.lhs == a && g.rhs == b) || (g.lhs == b && g.rhs == a)))
@@ -389,7 +392,7 @@ bool Tracer::decide(GuardKind kind, const SymExpr &a, const SymExpr &b, const Lo
                           "aotc::derived_dim",
                           requirement(guard), rangesOf(symbols));
   }
-  fail(toSourceLoc(loc), message);
+  fail(toSourceLoc(loc), why.empty() ? message : why + ": " + message);
   // Report mode carries on as if the guard held, to find the problems after it.
   env().addGuard(guard);
   return true;

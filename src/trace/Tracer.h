@@ -101,7 +101,9 @@ public:
 
   /// Answers a comparison of symbolic ints: proved by the shape environment (or an equality
   /// guard), else a constraint violation at `loc`; in report mode tracing goes on as if it held.
-  bool decide(GuardKind kind, const SymExpr &a, const SymExpr &b, const Loc &loc);
+  /// `why`, where given, comes first in the message: what made the comparison necessary.
+  bool decide(GuardKind kind, const SymExpr &a, const SymExpr &b, const Loc &loc,
+              const std::string &why = {});
   /// A concrete value for `e` (`SymInt::value()`): a violation when `e` depends on a dynamic dim.
   int64_t concrete(const SymExpr &e, const Loc &loc);
   /// A branch on a tensor value: always a problem.
@@ -125,6 +127,13 @@ private:
   /// Records equality guards for symbolic dims that broadcast against each other, and reports a
   /// dynamic dim that would have to equal a static size.
   void prepareBroadcast(const std::vector<const Type *> &types, const Loc &loc);
+  /// Positions made from dims (an arange looked up in an embedding or by index_select, a slice
+  /// of a parameter or buffer up to a dim) must stay inside the table: a constraint otherwise.
+  void checkReach(OpKind kind, const std::vector<Tensor> &operands,
+                  const std::vector<NamedAttribute> &attrs, const Loc &loc);
+  /// end <= size, or a problem that starts with `why`.
+  void requireWithin(const SymExpr &end, const SymExpr &size, const Loc &loc,
+                     const std::string &why);
   /// The same for the dims that cat (all but `dim`) and stack (all) need equal.
   void prepareConcat(OpKind kind, const std::vector<const Type *> &types, int64_t dim,
                      const Loc &loc);
