@@ -20,7 +20,25 @@ SourceLoc toSourceLoc(const Loc &loc) {
 }
 
 std::string TraceProblem::str() const {
-  return loc.isKnown() ? fmt::format("{}:{}: {}", loc.file, loc.line, message) : message;
+  std::string chain;
+  for (const SourceLoc &c : calls)
+    chain += fmt::format("{}:{} -> ", c.file, c.line);
+  return chain + (loc.isKnown() ? fmt::format("{}:{}: {}", loc.file, loc.line, message) : message);
+}
+
+void Tracer::enterCall(SourceLoc loc) { Calls.push_back(std::move(loc)); }
+
+void Tracer::leaveCall(bool unwinding) {
+  if (unwinding && Unwound.empty())
+    Unwound = Calls;
+  if (!Calls.empty())
+    Calls.pop_back();
+}
+
+std::vector<SourceLoc> Tracer::currentCalls() {
+  std::vector<SourceLoc> calls = Calls.empty() ? std::move(Unwound) : Calls;
+  Unwound.clear();
+  return calls;
 }
 
 Tracer::Tracer(Graph &graph, bool report) : G(graph), Report(report), Previous(CurrentTracer) {
@@ -36,10 +54,12 @@ void Tracer::beginEntry(Entry &entry) {
   Scopes.clear();
   Scopes.push_back({&entry.body(), NextGeneration++, nullptr, {}});
   Written.clear();
+  Calls.clear();
+  Unwound.clear();
 }
 
 void Tracer::fail(SourceLoc loc, std::string message) {
-  Problems.push_back({std::move(loc), std::move(message)});
+  Problems.push_back({std::move(loc), std::move(message), currentCalls()});
   if (!Report)
     throw TraceAbort();
 }
@@ -206,7 +226,7 @@ std::vector<Tensor> Tracer::emit(OpKind kind, const std::vector<Tensor> &operand
   Builder b(env(), *Scopes.back().block);
   auto node = b.create(kind, values, attrs, toSourceLoc(loc));
   if (!node) {
-    Problems.push_back({toSourceLoc(loc), llvm::toString(node.takeError())});
+    Problems.push_back({toSourceLoc(loc), llvm::toString(node.takeError()), currentCalls()});
     throw TraceAbort();
   }
   std::vector<Tensor> out;
@@ -228,7 +248,7 @@ std::vector<Tensor> Tracer::finishNode(Node *node, const std::vector<Value *> &e
   if (!types) {
     std::string message = llvm::toString(types.takeError());
     discardNode(node);
-    Problems.push_back({toSourceLoc(loc), message});
+    Problems.push_back({toSourceLoc(loc), message, currentCalls()});
     throw TraceAbort();
   }
   std::vector<Tensor> out;

@@ -53,6 +53,9 @@ struct TensorImpl {
 struct TraceProblem {
   SourceLoc loc;
   std::string message;
+  /// The lines that called the user modules it happened in, outermost first.
+  std::vector<SourceLoc> calls;
+  /// `outer.cpp:40 -> model.cpp:30 -> model.cpp:12: message`
   std::string str() const;
 };
 
@@ -111,6 +114,9 @@ public:
 
   /// Records a problem; outside report mode it ends the trace.
   void fail(SourceLoc loc, std::string message);
+  /// The calls of user modules now running (detail::ModuleCall).
+  void enterCall(SourceLoc loc);
+  void leaveCall(bool unwinding);
   const std::vector<TraceProblem> &problems() const { return Problems; }
 
   /// Traces `fn` into `region` (for cond): values from outside become region arguments, listed
@@ -160,6 +166,11 @@ private:
   std::vector<Scope> Scopes;
   unsigned NextGeneration = 1;
   std::vector<TraceProblem> Problems;
+  std::vector<SourceLoc> Calls;
+  /// The calls an exception unwound, for a DslError reported after it is caught.
+  std::vector<SourceLoc> Unwound;
+  /// The chain a problem found now happened in.
+  std::vector<SourceLoc> currentCalls();
   std::vector<std::shared_ptr<detail::TensorImpl>> Written;
   Tracer *Previous;
 };

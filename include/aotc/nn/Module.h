@@ -12,6 +12,38 @@
 #include <utility>
 #include <vector>
 
+namespace aotc::detail {
+/// While a module whose forward takes no location (a user's module) runs, the line that called
+/// it: an error inside names the chain of calls that led there, outermost first.
+class ModuleCall {
+public:
+  explicit ModuleCall(const Loc &loc);
+  ~ModuleCall();
+  ModuleCall(const ModuleCall &) = delete;
+  ModuleCall &operator=(const ModuleCall &) = delete;
+
+private:
+  int Exceptions;
+  bool Active;
+};
+
+/// The first argument of a module call, and the line of the call.
+struct CalledWith {
+  CalledWith(const Tensor &x, Loc loc = Loc::current()) : x(x), loc(loc) {} // NOLINT
+  const Tensor &x;
+  Loc loc;
+};
+
+/// Whether `Impl::forward` takes these arguments with a tensor first (a ModuleCall is recorded).
+template <typename Impl, typename... Args> struct CallsWithTensor : std::false_type {};
+template <typename Impl, typename First, typename... Rest>
+requires std::is_convertible_v<First, const Tensor &> &&
+    requires(Impl &m, const Tensor &x, Rest &&...rest) {
+  m.forward(x, std::forward<Rest>(rest)...);
+}
+struct CallsWithTensor<Impl, First, Rest...> : std::true_type {};
+} // namespace aotc::detail
+
 namespace aotc::nn {
 
 class Module {
@@ -92,7 +124,16 @@ public:
     m.forward(std::forward<T>(x), loc);
   }
   { return Ptr->forward(std::forward<T>(x), loc); }
-  template <typename... Args> auto operator()(Args &&...args) const {
+  /// `block(x, ...)` of a module whose forward takes no location: errors inside it also name
+  /// the line of this call.
+  template <typename... Args>
+  auto operator()(detail::CalledWith x, Args &&...args)
+      const requires detail::CallsWithTensor<Impl, const Tensor &, Args...>::value {
+    detail::ModuleCall call(x.loc);
+    return Ptr->forward(x.x, std::forward<Args>(args)...);
+  }
+  template <typename... Args>
+  auto operator()(Args &&...args) const requires(!detail::CallsWithTensor<Impl, Args...>::value) {
     return Ptr->forward(std::forward<Args>(args)...);
   }
 

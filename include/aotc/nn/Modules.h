@@ -486,10 +486,12 @@ public:
     register_module(std::to_string(Layers.size()), ptr);
     // Layers record the line that called the Sequential, where they can take one.
     Layers.push_back([ptr](const Tensor &x, const Loc &loc) {
-      if constexpr (requires { ptr->forward(x, loc); })
+      if constexpr (requires { ptr->forward(x, loc); }) {
         return ptr->forward(x, loc);
-      else
+      } else {
+        detail::ModuleCall call(loc);
         return ptr->forward(x);
+      }
     });
   }
   Tensor forward(const Tensor &x, Loc loc = Loc::current()) {
