@@ -14,7 +14,8 @@ double uniformOpen(std::mt19937_64 &rng) {
 }
 } // namespace
 
-HostTensor randomTensor(DType dtype, llvm::ArrayRef<int64_t> shape, std::mt19937_64 &rng) {
+HostTensor randomTensor(DType dtype, llvm::ArrayRef<int64_t> shape, std::mt19937_64 &rng,
+                        int64_t intValues) {
   HostTensor t(dtype, shape);
   int64_t n = t.numel();
   if (isFloating(dtype)) {
@@ -30,7 +31,7 @@ HostTensor randomTensor(DType dtype, llvm::ArrayRef<int64_t> shape, std::mt19937
       t.setInt(i, static_cast<int64_t>(rng() >> 63));
   } else {
     for (int64_t i = 0; i < n; ++i)
-      t.setInt(i, static_cast<int64_t>(rng() % 10));
+      t.setInt(i, static_cast<int64_t>(rng() % static_cast<uint64_t>(intValues)));
   }
   return t;
 }

@@ -308,7 +308,11 @@ private:
         Weights.emplace_back(impl.stateName, w);
         continue;
       }
-      if (file)
+      // PyTorch's BatchNorm loads a state dict without its num_batches_tracked (checkpoints
+      // older than the buffer) and sets it to 0; inference does not read it.
+      llvm::StringRef name = impl.stateName;
+      bool optional = name == "num_batches_tracked" || name.ends_with(".num_batches_tracked");
+      if (file && !optional)
         missing.push_back(impl.stateName);
       drawn.emplace_back(Weights.size(), &impl);
       Weights.emplace_back(impl.stateName, HostTensor(impl.type.dtype(), shape));

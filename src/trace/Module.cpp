@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <exception>
+
 namespace aotc::nn {
 
 Module::~Module() = default;
@@ -89,3 +91,19 @@ std::vector<std::pair<std::string, Tensor>> Module::named_state() const {
 }
 
 } // namespace aotc::nn
+
+namespace aotc::detail {
+
+ModuleCall::ModuleCall(const Loc &loc) : Exceptions(std::uncaught_exceptions()) {
+  Tracer *t = Tracer::current();
+  Active = t != nullptr;
+  if (t)
+    t->enterCall(toSourceLoc(loc));
+}
+
+ModuleCall::~ModuleCall() {
+  if (Tracer *t = Active ? Tracer::current() : nullptr)
+    t->leaveCall(std::uncaught_exceptions() > Exceptions);
+}
+
+} // namespace aotc::detail

@@ -52,6 +52,9 @@ Tensor Conv2dImpl::forward(const Tensor &x, Loc loc) {
 }
 
 BatchNormImplBase::BatchNormImplBase(BatchNormOptions o) : options(std::move(o)) {
+  if (!options.track_running_stats_)
+    throw DslError("BatchNorm with track_running_stats(false) is not supported; it normalizes "
+                   "with the running statistics");
   int64_t n = options.num_features_;
   if (options.affine_) {
     weight = register_parameter("weight", ones({n}));
@@ -128,6 +131,13 @@ Tensor GroupNormImpl::forward(const Tensor &x, Loc loc) {
 EmbeddingImpl::EmbeddingImpl(int64_t num, int64_t dim) {
   weight = register_parameter("weight", empty({num, dim}));
   init::normal_(weight, 0, 1);
+}
+
+EmbeddingImpl::EmbeddingImpl(const EmbeddingOptions &o)
+    : EmbeddingImpl(o.num_embeddings_, o.embedding_dim_) {
+  if (o.max_norm_)
+    throw DslError("Embedding with max_norm is not supported: it renormalizes the weight in "
+                   "place at every lookup; renormalize the weights before exporting them");
 }
 
 Tensor EmbeddingImpl::forward(const Tensor &indices, Loc loc) {

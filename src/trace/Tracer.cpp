@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <numeric>
 #include <set>
 
 namespace aotc {
@@ -19,7 +20,25 @@ SourceLoc toSourceLoc(const Loc &loc) {
 }
 
 std::string TraceProblem::str() const {
-  return loc.isKnown() ? fmt::format("{}:{}: {}", loc.file, loc.line, message) : message;
+  std::string chain;
+  for (const SourceLoc &c : calls)
+    chain += fmt::format("{}:{} -> ", c.file, c.line);
+  return chain + (loc.isKnown() ? fmt::format("{}:{}: {}", loc.file, loc.line, message) : message);
+}
+
+void Tracer::enterCall(SourceLoc loc) { Calls.push_back(std::move(loc)); }
+
+void Tracer::leaveCall(bool unwinding) {
+  if (unwinding && Unwound.empty())
+    Unwound = Calls;
+  if (!Calls.empty())
+    Calls.pop_back();
+}
+
+std::vector<SourceLoc> Tracer::currentCalls() {
+  std::vector<SourceLoc> calls = Calls.empty() ? std::move(Unwound) : Calls;
+  Unwound.clear();
+  return calls;
 }
 
 Tracer::Tracer(Graph &graph, bool report) : G(graph), Report(report), Previous(CurrentTracer) {
@@ -35,10 +54,12 @@ void Tracer::beginEntry(Entry &entry) {
   Scopes.clear();
   Scopes.push_back({&entry.body(), NextGeneration++, nullptr, {}});
   Written.clear();
+  Calls.clear();
+  Unwound.clear();
 }
 
 void Tracer::fail(SourceLoc loc, std::string message) {
-  Problems.push_back({std::move(loc), std::move(message)});
+  Problems.push_back({std::move(loc), std::move(message), currentCalls()});
   if (!Report)
     throw TraceAbort();
 }
@@ -152,19 +173,36 @@ void Tracer::prepareBroadcast(const std::vector<const Type *> &types, const Loc 
         first = d;
         continue;
       }
-      if (*first == d || env().proveEQ(*first, d) == Truth::True)
-        continue;
-      bool firstDynamic = !first->isConstant(), dDynamic = !d.isConstant();
-      if (firstDynamic && dDynamic) {
-        // Two dynamic dims meeting in a broadcast must be equal: recorded, never specialized.
-        decide(GuardKind::EQ, *first, d, loc);
-      } else if (firstDynamic || dDynamic) {
-        const SymExpr &dyn = firstDynamic ? *first : d;
-        const SymExpr &fixed = firstDynamic ? d : *first;
-        decide(GuardKind::EQ, dyn, fixed, loc);
-      }
+      requireSameSize(*first, d, loc);
     }
   }
+}
+
+void Tracer::prepareConcat(OpKind kind, const std::vector<const Type *> &types, int64_t dim,
+                           const Loc &loc) {
+  size_t rank = types.front()->rank();
+  for (const Type *t : types)
+    if (t->rank() != rank)
+      return; // the meta function reports it
+  if (kind == OpKind::Cat && dim < 0)
+    dim += static_cast<int64_t>(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    if (kind == OpKind::Cat && static_cast<int64_t>(i) == dim)
+      continue;
+    for (const Type *t : types)
+      requireSameSize(types.front()->shape()[i], t->shape()[i], loc);
+  }
+}
+
+void Tracer::requireSameSize(const SymExpr &a, const SymExpr &b, const Loc &loc) {
+  if (a == b || env().proveEQ(a, b) == Truth::True)
+    return;
+  bool aDynamic = !a.isConstant(), bDynamic = !b.isConstant();
+  // Two dynamic dims that meet must be equal: recorded, never specialized.
+  if (aDynamic && bDynamic)
+    decide(GuardKind::EQ, a, b, loc);
+  else if (aDynamic || bDynamic)
+    decide(GuardKind::EQ, aDynamic ? a : b, aDynamic ? b : a, loc);
 }
 
 std::vector<Tensor> Tracer::emit(OpKind kind, const std::vector<Tensor> &operands,
@@ -179,10 +217,16 @@ std::vector<Tensor> Tracer::emit(OpKind kind, const std::vector<Tensor> &operand
   const OpSchema &schema = schemaOf(kind);
   if (schema.trait == OpTrait::Pointwise && types.size() > 1)
     prepareBroadcast(types, loc);
+  if (kind == OpKind::Embedding || kind == OpKind::IndexSelect || kind == OpKind::Slice)
+    checkReach(kind, operands, attrs, loc);
+  if ((kind == OpKind::Cat || kind == OpKind::Stack) && types.size() > 1)
+    for (const NamedAttribute &a : attrs)
+      if (auto dim = a.first == "dim" ? a.second.getInt().constant() : std::nullopt)
+        prepareConcat(kind, types, *dim, loc);
   Builder b(env(), *Scopes.back().block);
   auto node = b.create(kind, values, attrs, toSourceLoc(loc));
   if (!node) {
-    Problems.push_back({toSourceLoc(loc), llvm::toString(node.takeError())});
+    Problems.push_back({toSourceLoc(loc), llvm::toString(node.takeError()), currentCalls()});
     throw TraceAbort();
   }
   std::vector<Tensor> out;
@@ -204,7 +248,7 @@ std::vector<Tensor> Tracer::finishNode(Node *node, const std::vector<Value *> &e
   if (!types) {
     std::string message = llvm::toString(types.takeError());
     discardNode(node);
-    Problems.push_back({toSourceLoc(loc), message});
+    Problems.push_back({toSourceLoc(loc), message, currentCalls()});
     throw TraceAbort();
   }
   std::vector<Tensor> out;
@@ -246,7 +290,32 @@ bool holds(GuardKind kind, int64_t a, int64_t b) {
 }
 } // namespace
 
-bool Tracer::decide(GuardKind kind, const SymExpr &a, const SymExpr &b, const Loc &loc) {
+std::string Tracer::rangesOf(const std::set<std::string, std::less<>> &symbols) {
+  std::string ranges;
+  for (const std::string &name : symbols) {
+    const SymbolDecl *s = env().findSymbol(name);
+    ranges += fmt::format("{}{} in {}..{}", ranges.empty() ? "" : ", ", name, s ? s->lo : 0,
+                          s ? s->hi : 0);
+  }
+  return ranges;
+}
+
+const SymbolDecl *Tracer::equatedRoot(const SymExpr &a, const SymExpr &b) {
+  for (const auto &[dim, other] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+    auto name = dim->symbolName();
+    const SymbolDecl *root = name ? env().findSymbol(*name) : nullptr;
+    if (!root)
+      continue;
+    std::set<std::string, std::less<>> used;
+    env().expand(*other).collectSymbols(used);
+    if (!used.empty() && !used.count(root->name))
+      return root;
+  }
+  return nullptr;
+}
+
+bool Tracer::decide(GuardKind kind, const SymExpr &a, const SymExpr &b, const Loc &loc,
+                    const std::string &why) {
   auto equalByGuard = [&] {
     for (const Guard &g : env().guards())
       if (g.kind == GuardKind::EQ && ((g.lhs == a && g.rhs == b) || (g.lhs == b && g.rhs == a)))
@@ -306,26 +375,44 @@ bool Tracer::decide(GuardKind kind, const SymExpr &a, const SymExpr &b, const Lo
       if (!found || v - runLo > bestHi - bestLo)
         bestLo = runLo, bestHi = v, found = true;
     }
+    // Whether it holds exactly for the multiples of some k > 1 (a view into pairs of a dim
+    // that must stay whole): then the fix is a divisor, not a range.
+    int64_t k = 0;
+    if (found && last - first <= step * 4096) {
+      for (int64_t v = first; v <= last; v += step)
+        if (ok(v))
+          k = std::gcd(k, v);
+      for (int64_t v = first; k > 1 && v <= last; v += step)
+        if (ok(v) != (v % k == 0))
+          k = 0;
+    }
     std::string range = fmt::format("{}..{}", s->lo, s->hi);
     message = fmt::format("{} is dynamic in {} but this code requires {}", s->name, range,
                           requirement(guard));
     if (!found)
       message += fmt::format(", which no value of {} in {} satisfies", s->name, range);
+    else if (k > 1 && k > bestHi - bestLo)
+      message += fmt::format(", which holds for the multiples of {}; declare aotc::dim(\"{}\", "
+                             "{}, {}).multiple_of({})",
+                             k, s->name, (s->lo + k - 1) / k * k, s->hi / k * k, k);
     else
       message += fmt::format("; export with --dyn {}={}..{}", s->name, bestLo, bestHi);
+  } else if (const SymbolDecl *root = kind == GuardKind::EQ ? equatedRoot(a, b) : nullptr) {
+    // One side is a dim of its own that the other side's dims determine: a derived dim.
+    auto aName = a.symbolName();
+    const SymExpr &other = aName && *aName == root->name ? b : a;
+    message = fmt::format("this code requires {}, which the ranges of the dynamic dims ({}) do not "
+                          "guarantee; if {} always equals {}, declare it as "
+                          "aotc::derived_dim(\"{}\", \"{}\") instead of a dim of its own",
+                          requirement(guard), rangesOf(symbols), root->name, other.str(),
+                          root->name, other.str());
   } else {
-    std::string ranges;
-    for (const std::string &name : symbols) {
-      const SymbolDecl *s = env().findSymbol(name);
-      ranges += fmt::format("{}{} in {}..{}", ranges.empty() ? "" : ", ", name, s ? s->lo : 0,
-                            s ? s->hi : 0);
-    }
     message = fmt::format("this code requires {}, which the ranges of the dynamic dims ({}) do "
                           "not guarantee; narrow them with --dyn or declare the relation with "
                           "aotc::derived_dim",
-                          requirement(guard), ranges);
+                          requirement(guard), rangesOf(symbols));
   }
-  fail(toSourceLoc(loc), message);
+  fail(toSourceLoc(loc), why.empty() ? message : why + ": " + message);
   // Report mode carries on as if the guard held, to find the problems after it.
   env().addGuard(guard);
   return true;

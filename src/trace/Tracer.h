@@ -9,6 +9,7 @@
 
 #include <exception>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -52,6 +53,9 @@ struct TensorImpl {
 struct TraceProblem {
   SourceLoc loc;
   std::string message;
+  /// The lines that called the user modules it happened in, outermost first.
+  std::vector<SourceLoc> calls;
+  /// `outer.cpp:40 -> model.cpp:30 -> model.cpp:12: message`
   std::string str() const;
 };
 
@@ -100,7 +104,9 @@ public:
 
   /// Answers a comparison of symbolic ints: proved by the shape environment (or an equality
   /// guard), else a constraint violation at `loc`; in report mode tracing goes on as if it held.
-  bool decide(GuardKind kind, const SymExpr &a, const SymExpr &b, const Loc &loc);
+  /// `why`, where given, comes first in the message: what made the comparison necessary.
+  bool decide(GuardKind kind, const SymExpr &a, const SymExpr &b, const Loc &loc,
+              const std::string &why = {});
   /// A concrete value for `e` (`SymInt::value()`): a violation when `e` depends on a dynamic dim.
   int64_t concrete(const SymExpr &e, const Loc &loc);
   /// A branch on a tensor value: always a problem.
@@ -108,6 +114,9 @@ public:
 
   /// Records a problem; outside report mode it ends the trace.
   void fail(SourceLoc loc, std::string message);
+  /// The calls of user modules now running (detail::ModuleCall).
+  void enterCall(SourceLoc loc);
+  void leaveCall(bool unwinding);
   const std::vector<TraceProblem> &problems() const { return Problems; }
 
   /// Traces `fn` into `region` (for cond): values from outside become region arguments, listed
@@ -124,6 +133,23 @@ private:
   /// Records equality guards for symbolic dims that broadcast against each other, and reports a
   /// dynamic dim that would have to equal a static size.
   void prepareBroadcast(const std::vector<const Type *> &types, const Loc &loc);
+  /// Positions made from dims (an arange looked up in an embedding or by index_select, a slice
+  /// of a parameter or buffer up to a dim) must stay inside the table: a constraint otherwise.
+  void checkReach(OpKind kind, const std::vector<Tensor> &operands,
+                  const std::vector<NamedAttribute> &attrs, const Loc &loc);
+  /// end <= size, or a problem that starts with `why`.
+  void requireWithin(const SymExpr &end, const SymExpr &size, const Loc &loc,
+                     const std::string &why);
+  /// The same for the dims that cat (all but `dim`) and stack (all) need equal.
+  void prepareConcat(OpKind kind, const std::vector<const Type *> &types, int64_t dim,
+                     const Loc &loc);
+  /// Two sizes that must be equal: a recorded equality, or a violation when one is static.
+  void requireSameSize(const SymExpr &a, const SymExpr &b, const Loc &loc);
+  /// `batch in 1..16, seq in 1..64`.
+  std::string rangesOf(const std::set<std::string, std::less<>> &symbols);
+  /// For `a == b` where one side is a root dim and the other an expression over other dims: that
+  /// root dim, which a derived dim could replace; else null.
+  const SymbolDecl *equatedRoot(const SymExpr &a, const SymExpr &b);
   std::string violation(const std::string &requirement, const SymExpr &subject,
                         std::optional<std::pair<int64_t, int64_t>> fix);
 
@@ -140,6 +166,11 @@ private:
   std::vector<Scope> Scopes;
   unsigned NextGeneration = 1;
   std::vector<TraceProblem> Problems;
+  std::vector<SourceLoc> Calls;
+  /// The calls an exception unwound, for a DslError reported after it is caught.
+  std::vector<SourceLoc> Unwound;
+  /// The chain a problem found now happened in.
+  std::vector<SourceLoc> currentCalls();
   std::vector<std::shared_ptr<detail::TensorImpl>> Written;
   Tracer *Previous;
 };

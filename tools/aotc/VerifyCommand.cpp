@@ -1,17 +1,21 @@
-// `aotc verify`: runs an artifact and the reference interpreter on the same random inputs at
-// points across every dynamic dim's range and reports the worst relative error of each output.
+// `aotc verify`: runs an artifact and the reference interpreter on the same inputs (random, or
+// read from .npy files) at points across every dynamic dim's range and reports the worst
+// relative error of each output.
 #include "Artifact.h"
 #include "Subcommand.h"
 
 #include "aotc/interp/Interpreter.h"
+#include "aotc/serialize/Npy.h"
 #include "kernel/Kernel.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <set>
 
@@ -27,6 +31,7 @@ struct VerifyArgs {
   uint64_t seed = 0;
   int threads = 0;
   std::string device = "cpu";
+  std::vector<std::string> inputs; // NAME=FILE.npy
 };
 
 llvm::Error error(std::string message) {
@@ -61,6 +66,65 @@ std::vector<int64_t> samplePoints(const SymbolDecl &s, int count) {
     points.insert(v);
   }
   return {points.begin(), points.end()};
+}
+
+/// How many values each integer user input of `entry` may take (indexed by argument): where the
+/// input, or a view of it, is the ids of aten.embedding or the index of aten.index_select or
+/// aten.gather, the smallest size the indexed dim can have over every such use (its ids are then
+/// 0..size-1); otherwise 10, as `aotc run` draws them.
+std::vector<int64_t> integerInputValues(const Graph &g, const Entry &entry) {
+  constexpr int64_t Fallback = 10;
+  const Block &body = entry.body();
+  std::vector<int64_t> bound(body.numArguments(), INT64_MAX);
+  // The user arguments each value is a view of (or a reordering of, or a concatenation of).
+  llvm::DenseMap<const Value *, llvm::SmallVector<unsigned, 1>> origins;
+  for (unsigned i = 0; i < body.numArguments(); ++i)
+    if (entry.inputs()[i].kind == InputKind::User &&
+        !isFloating(body.argument(i)->type().dtype()) &&
+        body.argument(i)->type().dtype() != DType::Bool)
+      origins[body.argument(i)] = {i};
+  SymbolFactsMap facts = g.shapeEnv().facts();
+  auto restrict = [&](const Value *index, const Value *table, const SymExpr &dimAttr) {
+    auto it = origins.find(index);
+    if (it == origins.end() || !table)
+      return;
+    auto dim = dimAttr.constant();
+    int64_t rank = static_cast<int64_t>(table->type().shape().size());
+    if (!dim || *dim < -rank || *dim >= rank)
+      return;
+    const SymExpr &size = table->type().shape()[*dim < 0 ? *dim + rank : *dim];
+    int64_t lo = rangeOf(g.shapeEnv().expand(size), facts).lo;
+    for (unsigned arg : it->second)
+      bound[arg] = std::min(bound[arg], std::max<int64_t>(lo, 1));
+  };
+  body.walk([&](const Node &n) {
+    switch (n.kind()) {
+    case OpKind::Embedding:
+      restrict(n.operand("indices"), n.operand("weight"), 0);
+      return;
+    case OpKind::IndexSelect:
+    case OpKind::Gather:
+      restrict(n.operand("index"), n.operand("self"), n.attr("dim")->getInt());
+      return;
+    default:
+      break;
+    }
+    OpTrait trait = n.schema().trait;
+    if (trait != OpTrait::View && trait != OpTrait::Layout)
+      return;
+    llvm::SmallVector<unsigned, 1> from;
+    for (const Value *v : n.operands())
+      if (auto it = origins.find(v); it != origins.end())
+        from.append(it->second.begin(), it->second.end());
+    if (from.empty())
+      return;
+    for (const Value *r : n.results())
+      origins[r] = from;
+  });
+  for (int64_t &b : bound)
+    if (b == INT64_MAX)
+      b = Fallback;
+  return bound;
 }
 
 /// How an output compares with the reference.
@@ -128,6 +192,25 @@ llvm::Error verify(const VerifyArgs &args, bool &allPassed, bool &nonFiniteRefer
     return e;
   const Graph &g = (*artifact)->graph();
   const ShapeEnv &env = g.shapeEnv();
+  // --input NAME=FILE.npy: that input of every entry that has one is the file's.
+  std::map<std::string, HostTensor, std::less<>> files;
+  for (llvm::StringRef text : a.inputs) {
+    auto [name, file] = text.split('=');
+    if (name.empty() || name.size() == text.size() || !file.ends_with(".npy"))
+      return error(fmt::format("--input \"{}\": expected NAME=FILE.npy", text.str()));
+    bool used = false;
+    for (const auto &entry : g.entries())
+      for (const InputSpec &in : entry->inputs())
+        used |= in.kind == InputKind::User && in.name == name;
+    if (!used)
+      return error(
+          fmt::format("--input \"{}\": no entry has an input \"{}\"", text.str(), name.str()));
+    auto t = readNpy(file);
+    if (!t)
+      return error(fmt::format("input \"{}\": {}", name.str(), llvm::toString(t.takeError())));
+    if (!files.try_emplace(name.str(), std::move(*t)).second)
+      return error(fmt::format("input \"{}\" is given twice", name.str()));
+  }
   std::mt19937_64 rng(a.seed);
   allPassed = true;
   // Entry names padded to the longest, so that the columns line up across entries.
@@ -135,24 +218,36 @@ llvm::Error verify(const VerifyArgs &args, bool &allPassed, bool &nonFiniteRefer
   for (const auto &entry : g.entries())
     nameWidth = std::max(nameWidth, entry->name().size());
   for (const auto &entry : g.entries()) {
-    // The root dims of the user inputs, each sampled across its range; all at the same step.
+    // The root dims of the user inputs, each sampled across its range (all at the same step),
+    // or fixed by the shape of an input given as a file.
     std::vector<const SymbolDecl *> dims;
+    std::map<std::string, int64_t, std::less<>> fixed;
     std::vector<unsigned> userArgs;
     for (unsigned i = 0; i < entry->inputs().size(); ++i) {
       if (entry->inputs()[i].kind != InputKind::User)
         continue;
       userArgs.push_back(i);
-      for (const SymExpr &d : entry->body().argument(i)->type().shape()) {
+      auto file = files.find(entry->inputs()[i].name);
+      llvm::ArrayRef<SymExpr> shape = entry->body().argument(i)->type().shape();
+      for (size_t k = 0; k < shape.size(); ++k) {
+        SymExpr d = env.expand(shape[k]);
+        if (auto name = d.symbolName();
+            name && file != files.end() && k < file->second.shape().size())
+          fixed.try_emplace(name->str(), file->second.shape()[k]);
         std::set<std::string, std::less<>> names;
-        env.expand(d).collectSymbols(names);
+        d.collectSymbols(names);
         for (const std::string &n : names)
           if (const SymbolDecl *s = env.findSymbol(n); s && !llvm::is_contained(dims, s))
             dims.push_back(s);
       }
     }
     std::vector<std::vector<int64_t>> points;
-    for (const SymbolDecl *s : dims)
-      points.push_back(samplePoints(*s, a.samples));
+    for (const SymbolDecl *s : dims) {
+      auto it = fixed.find(s->name);
+      points.push_back(it != fixed.end() ? std::vector<int64_t>{it->second}
+                                         : samplePoints(*s, a.samples));
+    }
+    std::vector<int64_t> intValues = integerInputValues(g, *entry);
     size_t steps = 1;
     for (const auto &p : points)
       steps = std::max(steps, p.size());
@@ -166,6 +261,10 @@ llvm::Error verify(const VerifyArgs &args, bool &allPassed, bool &nonFiniteRefer
       }
       std::vector<HostTensor> inputs;
       for (unsigned i : userArgs) {
+        if (auto file = files.find(entry->inputs()[i].name); file != files.end()) {
+          inputs.push_back(file->second);
+          continue;
+        }
         const Type &t = entry->body().argument(i)->type();
         std::vector<int64_t> shape;
         for (const SymExpr &d : t.shape()) {
@@ -175,8 +274,13 @@ llvm::Error verify(const VerifyArgs &args, bool &allPassed, bool &nonFiniteRefer
                                      entry->name(), d.str(), entry->inputs()[i].name));
           shape.push_back(*v);
         }
-        inputs.push_back(randomTensor(t.dtype(), shape, rng));
+        inputs.push_back(randomTensor(t.dtype(), shape, rng, intValues[i]));
       }
+      // A file that does not fit the entry is the user's to fix, not a failure of either side.
+      if (!files.empty())
+        if (auto bound = bindInputs(g, *entry, inputs); !bound)
+          return error(
+              fmt::format("entry \"{}\": {}", entry->name(), llvm::toString(bound.takeError())));
       std::string point = shown.empty() ? "static shapes" : llvm::join(shown, " ");
       auto want = interpret(g, entry->name(), inputs,
                             [&](llvm::StringRef name) { return (*artifact)->weight(name); });
@@ -231,6 +335,10 @@ Subcommand addVerifyCommand(CLI::App &parent) {
       ->check(CLI::NonNegativeNumber);
   app->add_option("--device", args->device,
                   "cpu, cuda, cuda:N or cuda-emu (the emulated CUDA device; docs/cuda.md)");
+  app->add_option("--input", args->inputs,
+                  "NAME=FILE.npy: that input of every entry that has it, instead of random values "
+                  "(its dims then stay at the file's sizes); repeatable")
+      ->allow_extra_args(false);
   return {app, [args] {
             bool passed = false, nonFiniteReference = false;
             if (!args->precision.empty())

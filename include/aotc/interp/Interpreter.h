@@ -67,9 +67,10 @@ llvm::Expected<std::vector<HostTensor>> interpret(const Graph &g, llvm::StringRe
 ///   floating dtypes: standard normal values by Box-Muller, one pair of 64-bit draws per pair of
 ///     elements: u = ((draw >> 11) + 0.5) / 2^53, then sqrt(-2 ln u1) * cos(2 pi u2) and
 ///     sqrt(-2 ln u1) * sin(2 pi u2), rounded to the dtype;
-///   integer dtypes: draw % 10, in [0, 10);
+///   integer dtypes: draw % intValues, in [0, intValues) (10 unless given);
 ///   bool: the top bit of a draw.
-HostTensor randomTensor(DType dtype, llvm::ArrayRef<int64_t> shape, std::mt19937_64 &rng);
+HostTensor randomTensor(DType dtype, llvm::ArrayRef<int64_t> shape, std::mt19937_64 &rng,
+                        int64_t intValues = 10);
 
 } // namespace aotc
 

@@ -5,10 +5,44 @@
 
 #include "aotc/Tensor.h"
 
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+namespace aotc::detail {
+/// While a module whose forward takes no location (a user's module) runs, the line that called
+/// it: an error inside names the chain of calls that led there, outermost first.
+class ModuleCall {
+public:
+  explicit ModuleCall(const Loc &loc);
+  ~ModuleCall();
+  ModuleCall(const ModuleCall &) = delete;
+  ModuleCall &operator=(const ModuleCall &) = delete;
+
+private:
+  int Exceptions;
+  bool Active;
+};
+
+/// The first argument of a module call, and the line of the call.
+struct CalledWith {
+  CalledWith(const Tensor &x, Loc loc = Loc::current()) : x(x), loc(loc) {} // NOLINT
+  const Tensor &x;
+  Loc loc;
+};
+
+/// Whether `Impl::forward` takes these arguments with a tensor first (a ModuleCall is recorded).
+template <typename Impl, typename... Args> struct CallsWithTensor : std::false_type {};
+template <typename Impl, typename First, typename... Rest>
+requires std::is_convertible_v<First, const Tensor &> &&
+    requires(Impl &m, const Tensor &x, Rest &&...rest) {
+  m.forward(x, std::forward<Rest>(rest)...);
+}
+struct CallsWithTensor<Impl, First, Rest...> : std::true_type {};
+} // namespace aotc::detail
 
 namespace aotc::nn {
 
@@ -72,6 +106,12 @@ public:
                                       ...))) explicit ModuleHolder(Args &&...args)
       : Ptr(std::make_shared<Impl>(std::forward<Args>(args)...)) {}
   explicit ModuleHolder(std::shared_ptr<Impl> ptr) : Ptr(std::move(ptr)) {}
+  /// A braced list of ints first, which the constructor above cannot deduce:
+  /// `nn::LayerNorm({128})`, `nn::AdaptiveAvgPool2d({7, 7})`, as libtorch's holders take them.
+  template <typename... Args>
+  requires std::is_constructible_v<Impl, std::vector<int64_t>, Args...>
+  explicit ModuleHolder(std::initializer_list<int64_t> first, Args &&...rest)
+      : Ptr(std::make_shared<Impl>(std::vector<int64_t>(first), std::forward<Args>(rest)...)) {}
 
   Impl *operator->() const { return Ptr.get(); }
   Impl &operator*() const { return *Ptr; }
@@ -84,7 +124,16 @@ public:
     m.forward(std::forward<T>(x), loc);
   }
   { return Ptr->forward(std::forward<T>(x), loc); }
-  template <typename... Args> auto operator()(Args &&...args) const {
+  /// `block(x, ...)` of a module whose forward takes no location: errors inside it also name
+  /// the line of this call.
+  template <typename... Args>
+  auto operator()(detail::CalledWith x, Args &&...args)
+      const requires detail::CallsWithTensor<Impl, const Tensor &, Args...>::value {
+    detail::ModuleCall call(x.loc);
+    return Ptr->forward(x.x, std::forward<Args>(args)...);
+  }
+  template <typename... Args>
+  auto operator()(Args &&...args) const requires(!detail::CallsWithTensor<Impl, Args...>::value) {
     return Ptr->forward(std::forward<Args>(args)...);
   }
 

@@ -7,6 +7,9 @@
 #include "aotc/nn/Module.h"
 
 #include <functional>
+#include <initializer_list>
+#include <optional>
+#include <string>
 
 namespace aotc::nn {
 
@@ -17,6 +20,18 @@ namespace aotc::nn {
     return *this;                                                                                  \
   }                                                                                                \
   Type name##_
+
+/// An option of N ints that one int fills, as libtorch's ExpandingArray: `.stride(2)` is
+/// `.stride({2, 2})`. Default-constructed it is empty (pooling's stride: the kernel size).
+template <size_t N> struct ExpandingArray : IntList {
+  ExpandingArray() = default;
+  ExpandingArray(int64_t v) : IntList(N, v) {} // NOLINT
+  ExpandingArray(std::initializer_list<int64_t> v) : ExpandingArray(IntList(v)) {}
+  ExpandingArray(IntList v) : IntList(std::move(v)) { // NOLINT
+    if (size() == 1)
+      assign(N, front());
+  }
+};
 
 namespace init {
 /// Sets the initialization a parameter placeholder gets when no weights file is given. Values are
@@ -30,26 +45,32 @@ void ones_(Tensor &t);
 void kaiming_uniform_default_(Tensor &t, int64_t fan_in);
 } // namespace init
 
+struct LinearOptions {
+  LinearOptions(int64_t in, int64_t out) : in_features_(in), out_features_(out) {}
+  AOTC_OPTION(int64_t, in_features);
+  AOTC_OPTION(int64_t, out_features);
+  AOTC_OPTION(bool, bias) = true;
+};
+
 class LinearImpl : public Module {
 public:
   LinearImpl(int64_t in_features, int64_t out_features, bool bias = true);
+  explicit LinearImpl(const LinearOptions &options)
+      : LinearImpl(options.in_features_, options.out_features_, options.bias_) {}
   Tensor forward(const Tensor &x, Loc loc = Loc::current());
   Tensor weight, bias;
 };
 AOTC_MODULE(Linear);
 
 struct Conv2dOptions {
-  Conv2dOptions(int64_t in, int64_t out, IntList kernel)
-      : in_channels_(in), out_channels_(out),
-        kernel_size_(kernel.size() == 1 ? IntList{kernel[0], kernel[0]} : kernel) {}
-  Conv2dOptions(int64_t in, int64_t out, int64_t kernel)
-      : Conv2dOptions(in, out, IntList{kernel}) {}
+  Conv2dOptions(int64_t in, int64_t out, ExpandingArray<2> kernel)
+      : in_channels_(in), out_channels_(out), kernel_size_(std::move(kernel)) {}
   AOTC_OPTION(int64_t, in_channels);
   AOTC_OPTION(int64_t, out_channels);
-  AOTC_OPTION(IntList, kernel_size);
-  AOTC_OPTION(IntList, stride) = {1, 1};
-  AOTC_OPTION(IntList, padding) = {0, 0};
-  AOTC_OPTION(IntList, dilation) = {1, 1};
+  AOTC_OPTION(ExpandingArray<2>, kernel_size);
+  AOTC_OPTION(ExpandingArray<2>, stride) = 1;
+  AOTC_OPTION(ExpandingArray<2>, padding) = 0;
+  AOTC_OPTION(ExpandingArray<2>, dilation) = 1;
   AOTC_OPTION(int64_t, groups) = 1;
   AOTC_OPTION(bool, bias) = true;
 };
@@ -57,6 +78,8 @@ struct Conv2dOptions {
 class Conv2dImpl : public Module {
 public:
   explicit Conv2dImpl(Conv2dOptions options);
+  Conv2dImpl(int64_t in, int64_t out, ExpandingArray<2> kernel)
+      : Conv2dImpl(Conv2dOptions(in, out, std::move(kernel))) {}
   Tensor forward(const Tensor &x, Loc loc = Loc::current());
   Conv2dOptions options;
   Tensor weight, bias;
@@ -67,11 +90,15 @@ struct BatchNorm2dOptions {
   BatchNorm2dOptions(int64_t num_features) : num_features_(num_features) {} // NOLINT
   AOTC_OPTION(int64_t, num_features);
   AOTC_OPTION(double, eps) = 1e-5;
-  AOTC_OPTION(double, momentum) = 0.1;
+  AOTC_OPTION(std::optional<double>, momentum) = 0.1;
   AOTC_OPTION(bool, affine) = true;
+  /// Only true (the running statistics) is supported: false normalizes with the batch's own.
+  AOTC_OPTION(bool, track_running_stats) = true;
 };
 
 using BatchNormOptions = BatchNorm2dOptions;
+using BatchNorm1dOptions = BatchNorm2dOptions;
+using BatchNorm3dOptions = BatchNorm2dOptions;
 
 /// Inference batch norm: normalizes with the running statistics (buffers running_mean,
 /// running_var, num_batches_tracked). BatchNorm1d/2d/3d differ only in the input ranks they
@@ -166,9 +193,20 @@ public:
 };
 AOTC_MODULE(RMSNorm);
 
+struct GroupNormOptions {
+  GroupNormOptions(int64_t num_groups, int64_t num_channels)
+      : num_groups_(num_groups), num_channels_(num_channels) {}
+  AOTC_OPTION(int64_t, num_groups);
+  AOTC_OPTION(int64_t, num_channels);
+  AOTC_OPTION(double, eps) = 1e-5;
+  AOTC_OPTION(bool, affine) = true;
+};
+
 class GroupNormImpl : public Module {
 public:
   GroupNormImpl(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
+  explicit GroupNormImpl(const GroupNormOptions &o)
+      : GroupNormImpl(o.num_groups_, o.num_channels_, o.eps_, o.affine_) {}
   Tensor forward(const Tensor &x, Loc loc = Loc::current());
   int64_t num_groups;
   double eps;
@@ -176,32 +214,65 @@ public:
 };
 AOTC_MODULE(GroupNorm);
 
+struct EmbeddingOptions {
+  EmbeddingOptions(int64_t num_embeddings, int64_t embedding_dim)
+      : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
+  AOTC_OPTION(int64_t, num_embeddings);
+  AOTC_OPTION(int64_t, embedding_dim);
+  /// Only changes gradients (and, without a weights file, leaves that row as drawn).
+  AOTC_OPTION(std::optional<int64_t>, padding_idx) = std::nullopt;
+  /// Not supported: renormalizing rows changes the weight in place at every lookup.
+  AOTC_OPTION(std::optional<double>, max_norm) = std::nullopt;
+  AOTC_OPTION(double, norm_type) = 2;
+  AOTC_OPTION(bool, scale_grad_by_freq) = false;
+  AOTC_OPTION(bool, sparse) = false;
+};
+
 class EmbeddingImpl : public Module {
 public:
   EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim);
+  explicit EmbeddingImpl(const EmbeddingOptions &options);
   Tensor forward(const Tensor &indices, Loc loc = Loc::current());
   Tensor weight;
 };
 AOTC_MODULE(Embedding);
 
+struct DropoutOptions {
+  DropoutOptions(double p = 0.5) : p_(p) {} // NOLINT
+  AOTC_OPTION(double, p);
+  AOTC_OPTION(bool, inplace) = false;
+};
+
 /// Identity at inference.
 class DropoutImpl : public Module {
 public:
-  explicit DropoutImpl(double p = 0.5) : p(p) {}
+  explicit DropoutImpl(DropoutOptions options = {}) : p(options.p_) {}
   Tensor forward(const Tensor &x, Loc = Loc::current()) { return x; }
   double p;
 };
 AOTC_MODULE(Dropout);
 
+/// `inplace` options are accepted and change nothing: an entry is traced functionally.
+struct ReLUOptions {
+  ReLUOptions(bool inplace = false) : inplace_(inplace) {} // NOLINT
+  AOTC_OPTION(bool, inplace);
+};
+
 class ReLUImpl : public Module {
 public:
+  explicit ReLUImpl(ReLUOptions = {}) {}
   Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return x.relu(loc); }
 };
 AOTC_MODULE(ReLU);
 
+struct GELUOptions {
+  AOTC_OPTION(std::string, approximate) = "none";
+};
+
 class GELUImpl : public Module {
 public:
-  explicit GELUImpl(std::string approximate = "none") : approximate(std::move(approximate)) {}
+  explicit GELUImpl(std::string approximate) : approximate(std::move(approximate)) {}
+  explicit GELUImpl(GELUOptions options = {}) : approximate(std::move(options.approximate_)) {}
   Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return x.gelu(approximate, loc); }
   std::string approximate;
 };
@@ -228,6 +299,7 @@ AOTC_MODULE(Sigmoid);
 /// hardtanh(x, 0, 6)
 class ReLU6Impl : public Module {
 public:
+  explicit ReLU6Impl(ReLUOptions = {}) {}
   Tensor forward(const Tensor &x, Loc loc = Loc::current()) { return relu6(x, loc); }
 };
 AOTC_MODULE(ReLU6);
@@ -235,6 +307,7 @@ AOTC_MODULE(ReLU6);
 struct HardtanhOptions {
   AOTC_OPTION(double, min_val) = -1;
   AOTC_OPTION(double, max_val) = 1;
+  AOTC_OPTION(bool, inplace) = false;
 };
 
 class HardtanhImpl : public Module {
@@ -261,6 +334,7 @@ AOTC_MODULE(Hardsigmoid);
 
 struct LeakyReLUOptions {
   AOTC_OPTION(double, negative_slope) = 0.01;
+  AOTC_OPTION(bool, inplace) = false;
 };
 
 class LeakyReLUImpl : public Module {
@@ -275,6 +349,7 @@ AOTC_MODULE(LeakyReLU);
 
 struct ELUOptions {
   AOTC_OPTION(double, alpha) = 1;
+  AOTC_OPTION(bool, inplace) = false;
 };
 
 class ELUImpl : public Module {
@@ -323,29 +398,33 @@ public:
 AOTC_MODULE(PReLU);
 
 struct MaxPool2dOptions {
-  MaxPool2dOptions(IntList kernel_size) : kernel_size_(std::move(kernel_size)) {}   // NOLINT
-  MaxPool2dOptions(int64_t kernel_size) : kernel_size_{kernel_size, kernel_size} {} // NOLINT
-  AOTC_OPTION(IntList, kernel_size);
-  AOTC_OPTION(IntList, stride) = {};
-  AOTC_OPTION(IntList, padding) = {0, 0};
-  AOTC_OPTION(IntList, dilation) = {1, 1};
+  MaxPool2dOptions(ExpandingArray<2> kernel_size)
+      : kernel_size_(std::move(kernel_size)) {} // NOLINT
+  AOTC_OPTION(ExpandingArray<2>, kernel_size);
+  /// Empty: the kernel size.
+  AOTC_OPTION(ExpandingArray<2>, stride);
+  AOTC_OPTION(ExpandingArray<2>, padding) = 0;
+  AOTC_OPTION(ExpandingArray<2>, dilation) = 1;
   AOTC_OPTION(bool, ceil_mode) = false;
 };
 
 class MaxPool2dImpl : public Module {
 public:
   explicit MaxPool2dImpl(MaxPool2dOptions options) : options(std::move(options)) {}
+  explicit MaxPool2dImpl(ExpandingArray<2> kernel_size)
+      : MaxPool2dImpl(MaxPool2dOptions(std::move(kernel_size))) {}
   Tensor forward(const Tensor &x, Loc loc = Loc::current());
   MaxPool2dOptions options;
 };
 AOTC_MODULE(MaxPool2d);
 
 struct AvgPool2dOptions {
-  AvgPool2dOptions(IntList kernel_size) : kernel_size_(std::move(kernel_size)) {}   // NOLINT
-  AvgPool2dOptions(int64_t kernel_size) : kernel_size_{kernel_size, kernel_size} {} // NOLINT
-  AOTC_OPTION(IntList, kernel_size);
-  AOTC_OPTION(IntList, stride) = {};
-  AOTC_OPTION(IntList, padding) = {0, 0};
+  AvgPool2dOptions(ExpandingArray<2> kernel_size)
+      : kernel_size_(std::move(kernel_size)) {} // NOLINT
+  AOTC_OPTION(ExpandingArray<2>, kernel_size);
+  /// Empty: the kernel size.
+  AOTC_OPTION(ExpandingArray<2>, stride);
+  AOTC_OPTION(ExpandingArray<2>, padding) = 0;
   AOTC_OPTION(bool, ceil_mode) = false;
   AOTC_OPTION(bool, count_include_pad) = true;
 };
@@ -353,23 +432,41 @@ struct AvgPool2dOptions {
 class AvgPool2dImpl : public Module {
 public:
   explicit AvgPool2dImpl(AvgPool2dOptions options) : options(std::move(options)) {}
+  explicit AvgPool2dImpl(ExpandingArray<2> kernel_size)
+      : AvgPool2dImpl(AvgPool2dOptions(std::move(kernel_size))) {}
   Tensor forward(const Tensor &x, Loc loc = Loc::current());
   AvgPool2dOptions options;
 };
 AOTC_MODULE(AvgPool2d);
 
+struct AdaptiveAvgPool2dOptions {
+  AdaptiveAvgPool2dOptions(ExpandingArray<2> output_size) // NOLINT
+      : output_size_(std::move(output_size)) {}
+  AOTC_OPTION(ExpandingArray<2>, output_size);
+};
+
 class AdaptiveAvgPool2dImpl : public Module {
 public:
-  explicit AdaptiveAvgPool2dImpl(IntList output_size) : output_size(std::move(output_size)) {}
+  explicit AdaptiveAvgPool2dImpl(AdaptiveAvgPool2dOptions options)
+      : output_size(std::move(options.output_size_)) {}
+  explicit AdaptiveAvgPool2dImpl(ExpandingArray<2> output_size)
+      : output_size(std::move(output_size)) {}
   Tensor forward(const Tensor &x, Loc loc = Loc::current());
   IntList output_size;
 };
 AOTC_MODULE(AdaptiveAvgPool2d);
 
+struct FlattenOptions {
+  AOTC_OPTION(int64_t, start_dim) = 1;
+  AOTC_OPTION(int64_t, end_dim) = -1;
+};
+
 class FlattenImpl : public Module {
 public:
-  explicit FlattenImpl(int64_t start_dim = 1, int64_t end_dim = -1)
+  explicit FlattenImpl(int64_t start_dim, int64_t end_dim = -1)
       : start_dim(start_dim), end_dim(end_dim) {}
+  explicit FlattenImpl(FlattenOptions options = {})
+      : FlattenImpl(options.start_dim_, options.end_dim_) {}
   Tensor forward(const Tensor &x, Loc loc = Loc::current()) {
     return x.flatten(start_dim, end_dim, loc);
   }
@@ -389,10 +486,12 @@ public:
     register_module(std::to_string(Layers.size()), ptr);
     // Layers record the line that called the Sequential, where they can take one.
     Layers.push_back([ptr](const Tensor &x, const Loc &loc) {
-      if constexpr (requires { ptr->forward(x, loc); })
+      if constexpr (requires { ptr->forward(x, loc); }) {
         return ptr->forward(x, loc);
-      else
+      } else {
+        detail::ModuleCall call(loc);
         return ptr->forward(x);
+      }
     });
   }
   Tensor forward(const Tensor &x, Loc loc = Loc::current()) {

@@ -156,9 +156,17 @@ Result metaLinear(const Args &args) {
     return e;
   if (auto e = requireSameDType(args, x, w, "input and weight"))
     return e;
-  if (auto e = requireEqual(args, x.shape().back(), w.shape().back(),
-                            "the last dims of input and weight"))
-    return e;
+  if (!args.knownEqual(x.shape().back(), w.shape().back())) {
+    // A classifier after a conv stack without its flatten: [N, C, 1, 1] into Linear(C, ...).
+    SymExpr trailing = 1;
+    for (size_t i = 1; i < x.rank(); ++i)
+      trailing = trailing * x.shape()[i];
+    bool flatten = x.rank() > 2 && args.env().proveEQ(trailing, w.shape().back()) == Truth::True;
+    return args.error("the last dims of input and weight must match, got {} and {} (input {}, "
+                      "weight {}){}",
+                      x.shape().back().str(), w.shape().back().str(), x.str(), w.str(),
+                      flatten ? "; flatten the input first: x.flatten(1)" : "");
+  }
   Shape out(x.shape().begin(), x.shape().end() - 1);
   if (w.rank() == 2)
     out.push_back(w.shape()[0]);
@@ -421,6 +429,12 @@ Result metaSdpa(const Args &args) {
                           : args.knownEqual(Q.shape()[i], K.shape()[i]);
     if (qMatches && args.knownEqual(K.shape()[i], V.shape()[i]))
       continue;
+    auto qHeads = Q.shape()[i].constant();
+    if (!gqa && i + 3 == r && kvHeads && qHeads && *kvHeads > 0 && *qHeads > *kvHeads &&
+        *qHeads % *kvHeads == 0 && args.knownEqual(K.shape()[i], V.shape()[i]))
+      return args.error("query has {} heads but key and value have {} (query {}, key {}); for "
+                        "grouped-query attention pass enable_gqa = true",
+                        *qHeads, *kvHeads, Q.str(), K.str());
     return args.error("the batch dims of query, key and value must match, got {}, {} and {}",
                       Q.str(), K.str(), V.str());
   }

@@ -51,6 +51,23 @@ Result metaReshape(const Args &args) {
       return args.error("cannot view {} as {}: {} elements are not a multiple of {}", x.str(),
                         shapeStr(args.ints(attrName)), numel.str(), known.str());
   } else if (!args.knownEqual(known, numel)) {
+    // Heads split from a width they do not divide (`view({b, s, 3, 128 / 3})`): where symbolic
+    // element counts would hide it, name the division, after cancelling the dims both sides
+    // share.
+    std::vector<SymExpr> out(size.begin(), size.end());
+    SymExpr rest = 1;
+    for (const SymExpr &d : x.shape()) {
+      auto it = std::find(out.begin(), out.end(), d);
+      if (it != out.end())
+        out.erase(it);
+      else
+        rest = rest * d;
+    }
+    if (auto total = rest.constant(); total && *total > 0 && !numel.isConstant())
+      for (const SymExpr &d : out)
+        if (auto c = d.constant(); c && *c > 1 && *total % *c != 0)
+          return args.error("cannot view {} as {}: {} is not divisible by {}", x.str(),
+                            shapeStr(size), *total, *c);
     return args.error("cannot view {} ({} elements) as {} ({} elements)", x.str(), numel.str(),
                       shapeStr(size), known.str());
   }
