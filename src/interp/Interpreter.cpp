@@ -3,6 +3,8 @@
 // and checks every result against its result type evaluated with the bound dims.
 #include "Kernels.h"
 
+#include "aotc/ir/Resample.h"
+
 #include "aotc/ir/Printer.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -170,8 +172,11 @@ KernelResult dispatch(const KernelContext &ctx) {
     return runNormPool(ctx);
   case OpTrait::Indexing:
     return runIndexing(ctx);
-  case OpTrait::View:
   case OpTrait::Layout:
+    if (ctx.kind() == OpKind::Pad || upsampleOp(ctx.kind()))
+      return runResample(ctx);
+    return runShape(ctx);
+  case OpTrait::View:
   case OpTrait::Creation:
   case OpTrait::Scalars:
     return runShape(ctx);
