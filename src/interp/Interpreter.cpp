@@ -3,9 +3,8 @@
 // and checks every result against its result type evaluated with the bound dims.
 #include "Kernels.h"
 
-#include "aotc/ir/Resample.h"
-
 #include "aotc/ir/Printer.h"
+#include "aotc/ir/Resample.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"

@@ -23,6 +23,12 @@ llvm::Error Lowerer::lowerResample(const Node &n) {
   LValue *src = get(n.operand(0));
   Shape shape = shapeOf(n.result());
   size_t rank = shape.size();
+  // As lowerShape does for views: a GEMM waiting for its epilogue, or a value built on row
+  // reductions read at other positions, is realized first and read from its buffer.
+  if (Options.fuse && !src->layout &&
+      (src->kind == LKind::Gemm || (rowSplit(src) < rank && !(shape == src->shape))))
+    if (auto l = realize(src); !l)
+      return l.takeError();
   DType out = n.result()->type().dtype();
   DType ct = computeType(out);
 

@@ -125,6 +125,24 @@ entry @f(%0 : f32[2, 3, batch, 5] = input "x", %1 : f32[batch, 2, 6] = input "s"
 }
 )";
 
+// Resampling of values that are not plain buffers: a convolution's GEMM with a fused relu, and a
+// softmax (row reductions), read at computed positions.
+inline constexpr const char *ResampleAfterGemmGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 3, 6, 6] = input "x", %1 : f32[8, 3, 3, 3] = input "w") {
+  %2 = aten.convolution(%0, %1, none) {stride = [1, 1], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1} : f32[batch, 8, 6, 6]
+  %3 = aten.relu(%2) : f32[batch, 8, 6, 6]
+  %4 = aten.upsample_nearest2d(%3) {output_size = [12, 12]} : f32[batch, 8, 12, 12]
+  %5 = aten.pad(%3) {pad = [1, 1, 1, 1], mode = "reflect"} : f32[batch, 8, 8, 8]
+  %6 = aten.pad(%2) {pad = [1, 0, 0, 1], value = 1.0} : f32[batch, 8, 7, 7]
+  %7 = aten.upsample_bilinear2d(%3) {output_size = [9, 9], align_corners = false} : f32[batch, 8, 9, 9]
+  %8 = aten.softmax.int(%0) {dim = -1} : f32[batch, 3, 6, 6]
+  %9 = aten._upsample_nearest_exact2d(%8) {output_size = [4, 9]} : f32[batch, 3, 4, 9]
+  %10 = aten.pad(%8) {pad = [2, 2, 0, 0], mode = "replicate"} : f32[batch, 3, 6, 10]
+  return %4 as output "nearest", %5 as output "reflect", %6 as output "constant", %7 as output "bilinear", %9 as output "softmax_exact", %10 as output "softmax_pad"
+}
+)";
+
 // Transposed convolution (decomposed to zero insertion, pad and a convolution): 2-d with stride,
 // padding, output_padding and groups; 1-d with dilation and padding beyond the kernel's reach (a
 // crop); stride 1 (no zero insertion); a symbolic length.
