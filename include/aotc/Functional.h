@@ -109,6 +109,49 @@ Tensor group_norm(const Tensor &x, int64_t num_groups, const Tensor &weight = {}
                   const Tensor &bias = {}, double eps = 1e-5, Loc loc = Loc::current());
 Tensor embedding(const Tensor &indices, const Tensor &weight, Loc loc = Loc::current());
 
+// Resampling, transposed and 3-d convolution: torch.nn.functional.pad, interpolate, conv3d and
+// conv_transpose1d/2d, and 1-d pooling (options structs in aotc/nn/Functional.h).
+enum class PadMode { Constant, Reflect, Replicate };
+inline constexpr PadMode kConstant = PadMode::Constant;
+inline constexpr PadMode kReflect = PadMode::Reflect;
+inline constexpr PadMode kReplicate = PadMode::Replicate;
+enum class InterpolateMode { Nearest, NearestExact, Linear, Bilinear, Bicubic };
+inline constexpr InterpolateMode kNearest = InterpolateMode::Nearest;
+inline constexpr InterpolateMode kNearestExact = InterpolateMode::NearestExact;
+inline constexpr InterpolateMode kLinear = InterpolateMode::Linear;
+inline constexpr InterpolateMode kBilinear = InterpolateMode::Bilinear;
+inline constexpr InterpolateMode kBicubic = InterpolateMode::Bicubic;
+/// `pad` lists (left, right) pairs from the last dim backwards; constant padding may be negative
+/// (it crops), reflect and replicate pad the last 1 to 3 dims of an input with 1 or 2 more.
+Tensor pad(const Tensor &x, IntList pad, PadMode mode = kConstant, double value = 0,
+           Loc loc = Loc::current());
+/// Resizes the trailing 1 (3-d input) or 2 (4-d input) dims to `size` (sizes may be symbolic),
+/// or by `scale_factor` (one value or one per dim; over a symbolic dim only a whole number).
+Tensor interpolate(const Tensor &x, std::optional<SymIntList> size,
+                   std::optional<std::vector<double>> scale_factor = std::nullopt,
+                   InterpolateMode mode = kNearest,
+                   std::optional<bool> align_corners = std::nullopt,
+                   std::optional<bool> recompute_scale_factor = std::nullopt,
+                   Loc loc = Loc::current());
+Tensor conv3d(const Tensor &x, const Tensor &weight, const Tensor &bias = {},
+              IntList stride = {1, 1, 1}, IntList padding = {0, 0, 0}, IntList dilation = {1, 1, 1},
+              int64_t groups = 1, Loc loc = Loc::current());
+Tensor conv_transpose1d(const Tensor &x, const Tensor &weight, const Tensor &bias = {},
+                        int64_t stride = 1, int64_t padding = 0, int64_t output_padding = 0,
+                        int64_t groups = 1, int64_t dilation = 1, Loc loc = Loc::current());
+Tensor conv_transpose2d(const Tensor &x, const Tensor &weight, const Tensor &bias = {},
+                        IntList stride = {1, 1}, IntList padding = {0, 0},
+                        IntList output_padding = {0, 0}, int64_t groups = 1,
+                        IntList dilation = {1, 1}, Loc loc = Loc::current());
+/// 1-d pooling over the last dim of [N, C, L] or [C, L]: the 2-d ops over a height of 1.
+Tensor max_pool1d(const Tensor &x, int64_t kernel_size,
+                  std::optional<int64_t> stride = std::nullopt, int64_t padding = 0,
+                  int64_t dilation = 1, bool ceil_mode = false, Loc loc = Loc::current());
+Tensor avg_pool1d(const Tensor &x, int64_t kernel_size,
+                  std::optional<int64_t> stride = std::nullopt, int64_t padding = 0,
+                  bool ceil_mode = false, bool count_include_pad = true, Loc loc = Loc::current());
+Tensor adaptive_avg_pool1d(const Tensor &x, int64_t output_size, Loc loc = Loc::current());
+
 /// torch.nn.functional.scaled_dot_product_attention (inference: no dropout).
 Tensor scaled_dot_product_attention(const Tensor &query, const Tensor &key, const Tensor &value,
                                     const Tensor &attn_mask = {}, bool is_causal = false,

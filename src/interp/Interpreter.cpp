@@ -4,6 +4,7 @@
 #include "Kernels.h"
 
 #include "aotc/ir/Printer.h"
+#include "aotc/ir/Resample.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
@@ -170,8 +171,11 @@ KernelResult dispatch(const KernelContext &ctx) {
     return runNormPool(ctx);
   case OpTrait::Indexing:
     return runIndexing(ctx);
-  case OpTrait::View:
   case OpTrait::Layout:
+    if (ctx.kind() == OpKind::Pad || upsampleOp(ctx.kind()))
+      return runResample(ctx);
+    return runShape(ctx);
+  case OpTrait::View:
   case OpTrait::Creation:
   case OpTrait::Scalars:
     return runShape(ctx);

@@ -1,7 +1,9 @@
 // Kernels of the contractions: mm, bmm, matmul (torch.matmul's 1-d and batch broadcasting rules),
-// addmm, linear and convolution (1-d and 2-d, stride, padding, dilation, groups). Floating
-// products accumulate in double and are rounded once; integer ones accumulate in int64.
+// addmm, linear and convolution (1-d to 3-d, stride, padding, dilation, groups; transposed).
+// Floating products accumulate in double and are rounded once; integer ones accumulate in int64.
 #include "Kernels.h"
+
+#include <array>
 
 namespace aotc::interp {
 
@@ -159,79 +161,170 @@ llvm::Expected<Dims> spatialList(const KernelContext &ctx, llvm::StringRef name,
   return *v;
 }
 
-KernelResult convolution(const KernelContext &ctx) {
-  const HostTensor &x = *ctx.tensor("input"), &w = *ctx.tensor("weight");
-  const HostTensor *bias = ctx.tensor("bias");
+/// The attributes of a convolution over 1 to 3 spatial dims, each list padded in front to 3 dims
+/// (a 1-d or 2-d convolution is a 3-d one over leading sizes of 1).
+struct ConvParams {
+  int64_t batch, cin, groups;
+  std::array<int64_t, 3> in, kernel, stride, padding, dilation, outPadding;
+};
+
+llvm::Expected<ConvParams> convParams(const KernelContext &ctx, const HostTensor &x,
+                                      const HostTensor &w, bool transposed) {
   DType r = ctx.resultDType();
-  if (ctx.getBool("transposed"))
-    return error("transposed convolution is not supported");
   if (!isFloating(r))
     return error("needs floating-point tensors, got {}", toString(r).str());
-  if ((x.rank() != 3 && x.rank() != 4) || w.rank() != x.rank())
-    return error("input and weight must both be 3-d or 4-d, got {} and {}",
+  if (x.rank() < 3 || x.rank() > 5 || w.rank() != x.rank())
+    return error("input and weight must both be 3-d, 4-d or 5-d, got {} and {}",
                  describe(x.dtype(), x.shape()), describe(w.dtype(), w.shape()));
   size_t spatial = x.rank() - 2;
   auto groups = ctx.getInt("groups");
   auto stride = spatialList(ctx, "stride", spatial, 1);
   auto padding = spatialList(ctx, "padding", spatial, 0);
   auto dilation = spatialList(ctx, "dilation", spatial, 1);
-  if (!groups || !stride || !padding || !dilation)
-    return llvm::joinErrors(llvm::joinErrors(groups.takeError(), stride.takeError()),
-                            llvm::joinErrors(padding.takeError(), dilation.takeError()));
-  // 1-d convolution is 2-d convolution over a height of 1.
-  auto dims2d = [&](llvm::ArrayRef<int64_t> d, int64_t unit) {
-    return spatial == 1 ? Dims{unit, d[0]} : Dims(d.begin(), d.end());
-  };
-  Dims s = dims2d(*stride, 1), p = dims2d(*padding, 0), dl = dims2d(*dilation, 1);
-  int64_t batch = x.shape()[0], cin = x.shape()[1], cout = w.shape()[0], cg = w.shape()[1];
-  int64_t ih = spatial == 2 ? x.shape()[2] : 1, iw = x.shape().back();
-  int64_t kh = spatial == 2 ? w.shape()[2] : 1, kw = w.shape().back();
-  int64_t g = *groups;
-  if (g < 1 || cg * g != cin || cout % g != 0)
+  auto outPad = spatialList(ctx, "output_padding", spatial, 0);
+  if (!groups || !stride || !padding || !dilation || !outPad)
+    return llvm::joinErrors(
+        llvm::joinErrors(groups.takeError(), stride.takeError()),
+        llvm::joinErrors(llvm::joinErrors(padding.takeError(), dilation.takeError()),
+                         outPad.takeError()));
+  ConvParams c{x.shape()[0], x.shape()[1], *groups, {}, {}, {}, {}, {}, {}};
+  for (size_t i = 0; i < 3; ++i) {
+    bool unit = i < 3 - spatial;
+    size_t j = unit ? 0 : i - (3 - spatial);
+    c.in[i] = unit ? 1 : x.shape()[2 + j];
+    c.kernel[i] = unit ? 1 : w.shape()[2 + j];
+    c.stride[i] = unit ? 1 : (*stride)[j];
+    c.padding[i] = unit ? 0 : (*padding)[j];
+    c.dilation[i] = unit ? 1 : (*dilation)[j];
+    c.outPadding[i] = unit || !transposed ? 0 : (*outPad)[j];
+    if (c.stride[i] < 1 || c.dilation[i] < 1 || c.padding[i] < 0 || c.outPadding[i] < 0 ||
+        (transposed && c.outPadding[i] >= c.stride[i] && c.outPadding[i] >= c.dilation[i]))
+      return error("stride and dilation must be positive and padding non-negative{}",
+                   transposed ? ", output_padding smaller than stride or dilation" : "");
+  }
+  return c;
+}
+
+/// The result shape: [N, C] and the spatial dims that the input has.
+Dims convShape(const ConvParams &c, int64_t channels, const std::array<int64_t, 3> &out,
+               size_t rank) {
+  Dims shape = {c.batch, channels};
+  for (size_t i = 3 - (rank - 2); i < 3; ++i)
+    shape.push_back(out[i]);
+  return shape;
+}
+
+/// conv_transpose as its definition: every input element adds its products with the kernel at
+/// output position i * stride - padding + k * dilation (the adjoint of convolution).
+KernelResult convTransposed(const KernelContext &ctx) {
+  const HostTensor &x = *ctx.tensor("input"), &w = *ctx.tensor("weight");
+  const HostTensor *bias = ctx.tensor("bias");
+  DType r = ctx.resultDType();
+  auto params = convParams(ctx, x, w, true);
+  if (!params)
+    return params.takeError();
+  const ConvParams &c = *params;
+  int64_t g = c.groups;
+  if (g < 1 || w.shape()[0] != c.cin || c.cin % g != 0)
+    return error("input {} and weight {} do not fit groups = {}", describe(x.dtype(), x.shape()),
+                 describe(w.dtype(), w.shape()), g);
+  int64_t coutG = w.shape()[1], cout = coutG * g, cinG = c.cin / g;
+  if (bias && (bias->rank() != 1 || bias->shape()[0] != cout))
+    return error("bias must have shape [{}], got {}", cout, describe(bias->dtype(), bias->shape()));
+  std::array<int64_t, 3> o;
+  for (size_t i = 0; i < 3; ++i) {
+    o[i] = (c.in[i] - 1) * c.stride[i] - 2 * c.padding[i] + c.dilation[i] * (c.kernel[i] - 1) +
+           c.outPadding[i] + 1;
+    if (o[i] < 1)
+      return error("the output size {} is not positive", o[i]);
+  }
+  int64_t plane = o[0] * o[1] * o[2], inPlane = c.in[0] * c.in[1] * c.in[2];
+  int64_t taps = c.kernel[0] * c.kernel[1] * c.kernel[2];
+  std::vector<double> in = readDoubles(x, r), wt = readDoubles(w, r);
+  std::vector<double> out(c.batch * cout * plane);
+  for (int64_t nb = 0; nb < c.batch; ++nb)
+    for (int64_t co = 0; co < cout; ++co)
+      for (int64_t i = 0; i < plane; ++i)
+        out[(nb * cout + co) * plane + i] = bias ? bias->getDouble(co) : 0.0;
+  for (int64_t nb = 0; nb < c.batch; ++nb)
+    for (int64_t ci = 0; ci < c.cin; ++ci)
+      for (int64_t p = 0; p < inPlane; ++p) {
+        std::array<int64_t, 3> at = {p / (c.in[1] * c.in[2]), p / c.in[2] % c.in[1], p % c.in[2]};
+        double v = in[(nb * c.cin + ci) * inPlane + p];
+        for (int64_t t = 0; t < taps; ++t) {
+          std::array<int64_t, 3> k = {t / (c.kernel[1] * c.kernel[2]),
+                                      t / c.kernel[2] % c.kernel[1], t % c.kernel[2]};
+          int64_t pos = 0;
+          bool inside = true;
+          for (size_t i = 0; i < 3; ++i) {
+            int64_t q = at[i] * c.stride[i] - c.padding[i] + k[i] * c.dilation[i];
+            inside = inside && q >= 0 && q < o[i];
+            pos = pos * o[i] + q;
+          }
+          if (!inside)
+            continue;
+          for (int64_t j = 0; j < coutG; ++j) {
+            int64_t co = ci / cinG * coutG + j;
+            out[(nb * cout + co) * plane + pos] += v * wt[(ci * coutG + j) * taps + t];
+          }
+        }
+      }
+  return one(fromDoubles(r, convShape(c, cout, o, x.rank()), out));
+}
+
+KernelResult convolution(const KernelContext &ctx) {
+  const HostTensor &x = *ctx.tensor("input"), &w = *ctx.tensor("weight");
+  const HostTensor *bias = ctx.tensor("bias");
+  DType r = ctx.resultDType();
+  if (ctx.getBool("transposed"))
+    return convTransposed(ctx);
+  auto params = convParams(ctx, x, w, false);
+  if (!params)
+    return params.takeError();
+  const ConvParams &c = *params;
+  int64_t g = c.groups, cout = w.shape()[0], cg = w.shape()[1];
+  if (g < 1 || cg * g != c.cin || cout % g != 0)
     return error("input {} and weight {} do not fit groups = {}", describe(x.dtype(), x.shape()),
                  describe(w.dtype(), w.shape()), g);
   if (bias && (bias->rank() != 1 || bias->shape()[0] != cout))
     return error("bias must have shape [{}], got {}", cout, describe(bias->dtype(), bias->shape()));
-  for (size_t i = 0; i < 2; ++i)
-    if (s[i] < 1 || dl[i] < 1 || p[i] < 0)
-      return error("stride and dilation must be positive and padding non-negative");
-  int64_t oh = (ih + 2 * p[0] - dl[0] * (kh - 1) - 1) / s[0] + 1;
-  int64_t ow = (iw + 2 * p[1] - dl[1] * (kw - 1) - 1) / s[1] + 1;
-  if (ih + 2 * p[0] < dl[0] * (kh - 1) + 1 || iw + 2 * p[1] < dl[1] * (kw - 1) + 1)
-    return error("the kernel is larger than the padded input");
-
+  std::array<int64_t, 3> o;
+  for (size_t i = 0; i < 3; ++i) {
+    if (c.in[i] + 2 * c.padding[i] < c.dilation[i] * (c.kernel[i] - 1) + 1)
+      return error("the kernel is larger than the padded input");
+    o[i] = (c.in[i] + 2 * c.padding[i] - c.dilation[i] * (c.kernel[i] - 1) - 1) / c.stride[i] + 1;
+  }
+  int64_t plane = o[0] * o[1] * o[2], inPlane = c.in[0] * c.in[1] * c.in[2];
+  int64_t taps = c.kernel[0] * c.kernel[1] * c.kernel[2];
   std::vector<double> in = readDoubles(x, r), wt = readDoubles(w, r);
   std::vector<double> b = bias ? readDoubles(*bias, r) : std::vector<double>(cout, 0.0);
-  std::vector<double> out(batch * cout * oh * ow);
+  std::vector<double> out(c.batch * cout * plane);
   int64_t coutPerGroup = cout / g;
-  for (int64_t nb = 0; nb < batch; ++nb)
+  for (int64_t nb = 0; nb < c.batch; ++nb)
     for (int64_t co = 0; co < cout; ++co) {
       int64_t group = co / coutPerGroup;
-      for (int64_t y = 0; y < oh; ++y)
-        for (int64_t z = 0; z < ow; ++z) {
-          double acc = b[co];
-          for (int64_t ci = 0; ci < cg; ++ci)
-            for (int64_t u = 0; u < kh; ++u) {
-              int64_t yi = y * s[0] - p[0] + u * dl[0];
-              if (yi < 0 || yi >= ih)
-                continue;
-              for (int64_t v = 0; v < kw; ++v) {
-                int64_t zi = z * s[1] - p[1] + v * dl[1];
-                if (zi < 0 || zi >= iw)
-                  continue;
-                int64_t c = group * cg + ci;
-                acc += in[((nb * cin + c) * ih + yi) * iw + zi] *
-                       wt[((co * cg + ci) * kh + u) * kw + v];
-              }
+      for (int64_t p = 0; p < plane; ++p) {
+        std::array<int64_t, 3> at = {p / (o[1] * o[2]), p / o[2] % o[1], p % o[2]};
+        double acc = b[co];
+        for (int64_t ci = 0; ci < cg; ++ci)
+          for (int64_t t = 0; t < taps; ++t) {
+            std::array<int64_t, 3> k = {t / (c.kernel[1] * c.kernel[2]),
+                                        t / c.kernel[2] % c.kernel[1], t % c.kernel[2]};
+            int64_t pos = 0;
+            bool inside = true;
+            for (size_t i = 0; i < 3; ++i) {
+              int64_t q = at[i] * c.stride[i] - c.padding[i] + k[i] * c.dilation[i];
+              inside = inside && q >= 0 && q < c.in[i];
+              pos = pos * c.in[i] + q;
             }
-          out[((nb * cout + co) * oh + y) * ow + z] = acc;
-        }
+            if (inside)
+              acc += in[(nb * c.cin + group * cg + ci) * inPlane + pos] *
+                     wt[(co * cg + ci) * taps + t];
+          }
+        out[(nb * cout + co) * plane + p] = acc;
+      }
     }
-  Dims shape = {batch, cout};
-  if (spatial == 2)
-    shape.push_back(oh);
-  shape.push_back(ow);
-  return one(fromDoubles(r, shape, out));
+  return one(fromDoubles(r, convShape(c, cout, o, x.rank()), out));
 }
 
 } // namespace

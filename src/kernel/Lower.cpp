@@ -3,6 +3,7 @@
 #include "kernel/Lower.h"
 
 #include "aotc/ir/Printer.h"
+#include "aotc/ir/Resample.h"
 #include "kernel/LowerImpl.h"
 
 #include <fmt/format.h>
@@ -74,8 +75,11 @@ llvm::Error Lowerer::lowerNode(const Node &n) {
     return lowerConvPool(n);
   case OpTrait::Indexing:
     return lowerIndexing(n);
-  case OpTrait::View:
   case OpTrait::Layout:
+    if (n.kind() == OpKind::Pad || upsampleOp(n.kind()))
+      return lowerResample(n);
+    return lowerShape(n);
+  case OpTrait::View:
     return lowerShape(n);
   case OpTrait::Creation:
   case OpTrait::Scalars:

@@ -233,6 +233,7 @@ public:
   llvm::Error lowerLinalg(const Node &n);
   llvm::Error lowerConvPool(const Node &n);
   llvm::Error lowerCond(const Node &n);
+  llvm::Error lowerResample(const Node &n);
 
   /// Adds to `uses` how many nodes of `block` (not of nested regions) read each value.
   void countUses(const Block &block, llvm::DenseMap<const Value *, unsigned> &uses) const;

@@ -1,7 +1,7 @@
 // Decomposition to the core op set: linear becomes addmm/mm, and batch_norm, the activations
 // (gelu, silu, hardtanh, hardswish, hardsigmoid, leaky_relu, elu, softplus, mish, prelu),
 // softmax, log_softmax, layer_norm and group_norm become pointwise ops and reductions that fusion
-// can group.
+// can group; a transposed convolution becomes a padded convolution.
 #include "passes/Passes.h"
 
 #include "aotc/ir/Builder.h"
@@ -28,7 +28,15 @@ public:
 
   Value *op(OpKind kind, llvm::ArrayRef<Value *> operands,
             llvm::ArrayRef<NamedAttribute> attrs = {}) {
-    if (Err || llvm::is_contained(operands, nullptr))
+    if (llvm::is_contained(operands, nullptr))
+      return nullptr;
+    return withOptional(kind, operands, attrs);
+  }
+  /// `op` where a null operand is an absent optional tensor (a convolution without bias), not a
+  /// failed step: those must be checked by the caller.
+  Value *withOptional(OpKind kind, llvm::ArrayRef<Value *> operands,
+                      llvm::ArrayRef<NamedAttribute> attrs = {}) {
+    if (Err)
       return nullptr;
     auto v = B.create1(kind, operands, attrs, Loc);
     if (!v) {
@@ -417,6 +425,96 @@ Value *decomposeGroupNorm(Expander &e, Node &node) {
   return affine(e, y, weight, bias);
 }
 
+// Resampling and transposed convolution.
+
+/// conv_transpose as a convolution with stride 1 (zero insertion, then a pad on both sides and
+/// the flipped kernel with in and out channels swapped per group): it keeps the GEMM and
+/// Winograd paths of convolution, and the weight's rewrite (reshape, permute, flip) is
+/// weight-only, so FoldWeights precomputes it. A stride s multiplies the MACs by s per dim (the
+/// inserted zeros); the padded input is a select by position that fuses into the convolution's
+/// read. Padding larger than dilation * (kernel - 1) crops (negative constant padding).
+Value *decomposeConvTranspose(Expander &e, Node &node) {
+  Value *x = node.operand("input"), *w = node.operand("weight"), *b = node.operand("bias");
+  const Shape &xs = x->type().shape(), &ws = w->type().shape();
+  size_t spatial = xs.size() - 2;
+  auto list = [&](llvm::StringRef name, int64_t dflt) {
+    std::vector<int64_t> v;
+    if (const Attribute *a = node.attr(name))
+      for (const SymExpr &c : a->getIntList())
+        v.push_back(c.constant().value_or(dflt));
+    if (v.empty())
+      v.push_back(dflt);
+    v.resize(spatial, v.back());
+    return v;
+  };
+  std::vector<int64_t> stride = list("stride", 1), padding = list("padding", 0),
+                       dilation = list("dilation", 1), outPad = list("output_padding", 0);
+  std::optional<int64_t> groups = constantInt(node.attr("groups"));
+  std::optional<int64_t> cin = ws[0].constant(), coutG = ws[1].constant();
+  if (!groups || !cin || !coutG)
+    return nullptr;
+  std::vector<int64_t> kernel;
+  for (size_t i = 0; i < spatial; ++i)
+    kernel.push_back(*ws[2 + i].constant());
+
+  // Zero insertion: [N, C, H, W] -> [N, C, H, 1, W, 1] -> pad to [N, C, H, sh, W, sw] ->
+  // [N, C, H * sh, W * sw], whose last sh - 1 rows (sw - 1 columns) the pad below crops.
+  Value *up = x;
+  if (llvm::any_of(stride, [](int64_t s) { return s > 1; })) {
+    std::vector<SymExpr> split{xs[0], xs[1]}, merged{xs[0], xs[1]};
+    std::vector<SymExpr> zeros;
+    for (size_t i = 0; i < spatial; ++i) {
+      split.push_back(xs[2 + i]);
+      split.push_back(1);
+      merged.push_back(xs[2 + i] * stride[i]);
+    }
+    for (size_t i = spatial; i-- > 0;) {
+      zeros.push_back(0);
+      zeros.push_back(stride[i] - 1);
+      zeros.push_back(0);
+      zeros.push_back(0);
+    }
+    zeros.resize(zeros.size() - 2);
+    up = e.reshape(
+        e.op(OpKind::Pad, {e.reshape(x, split)}, {{"pad", Attribute::intList(std::move(zeros))}}),
+        merged);
+  }
+  std::vector<SymExpr> pads;
+  for (size_t i = spatial; i-- > 0;) {
+    int64_t reach = dilation[i] * (kernel[i] - 1);
+    pads.push_back(reach - padding[i]);
+    pads.push_back(reach - padding[i] + outPad[i] - (stride[i] - 1));
+  }
+  Value *padded = e.op(OpKind::Pad, {up}, {{"pad", Attribute::intList(std::move(pads))}});
+
+  // Weight [Cin, Cout/g, k...] -> [g, Cin/g, Cout/g, k...] -> [g, Cout/g, Cin/g, k...] ->
+  // [Cout, Cin/g, k...], flipped along the kernel dims.
+  int64_t g = *groups, cinG = *cin / g;
+  std::vector<SymExpr> grouped{g, cinG, *coutG}, perm{0, 2, 1}, flat{g * *coutG, cinG}, flips;
+  for (size_t i = 0; i < spatial; ++i) {
+    grouped.push_back(kernel[i]);
+    perm.push_back(static_cast<int64_t>(3 + i));
+    flat.push_back(kernel[i]);
+    flips.push_back(static_cast<int64_t>(2 + i));
+  }
+  Value *wt = e.op(OpKind::Permute, {e.reshape(w, grouped)},
+                   {{"dims", Attribute::intList(std::move(perm))}});
+  wt = e.op(OpKind::Flip, {e.reshape(wt, flat)}, {{"dims", Attribute::intList(std::move(flips))}});
+
+  std::vector<SymExpr> ones(spatial, SymExpr(1)), none(spatial, SymExpr(0)), dil;
+  for (int64_t d : dilation)
+    dil.push_back(d);
+  if (!padded || !wt)
+    return nullptr;
+  return e.withOptional(OpKind::Convolution, {padded, wt, b},
+                        {{"stride", Attribute::intList(ones)},
+                         {"padding", Attribute::intList(none)},
+                         {"dilation", Attribute::intList(std::move(dil))},
+                         {"transposed", Attribute::boolean(false)},
+                         {"output_padding", Attribute::intList(none)},
+                         {"groups", Attribute::integer(g)}});
+}
+
 using Decomposition = Value *(*)(Expander &, Node &);
 
 /// The rewrite of `node`, or null for ops that stay whole (GEMM, convolution, attention, and
@@ -469,6 +567,10 @@ Decomposition decompositionFor(const Node &node) {
     return sameFloat ? decomposeGroupNorm : nullptr;
   case OpKind::RmsNorm:
     return sameFloat ? decomposeRmsNorm : nullptr;
+  case OpKind::Convolution: {
+    const Attribute *transposed = node.attr("transposed");
+    return transposed && transposed->getBool() ? decomposeConvTranspose : nullptr;
+  }
   default:
     return nullptr;
   }

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace aotc {
 
 namespace {
@@ -252,6 +254,179 @@ Tensor group_norm(const Tensor &x, int64_t groups, const Tensor &w, const Tensor
 }
 Tensor embedding(const Tensor &indices, const Tensor &weight, Loc loc) {
   return op1(OpKind::Embedding, {weight, indices}, {}, loc);
+}
+
+// Resampling, transposed convolution and 1-d pooling.
+namespace {
+[[noreturn]] void dslFail(const Loc &loc, const std::string &message) {
+  throw DslError(fmt::format("{}:{}: {}", loc.file_name(), loc.line(), message));
+}
+
+/// One value per resampled dim from a list of one or of `n` (torch's _interp_output_size).
+template <typename T>
+std::vector<T> perDim(const std::vector<T> &v, size_t n, const char *what, const Loc &loc) {
+  if (v.size() == 1)
+    return std::vector<T>(n, v[0]);
+  if (v.size() != n)
+    dslFail(loc, fmt::format("interpolate needs 1 or {} values of {}, got {}", n, what, v.size()));
+  return v;
+}
+} // namespace
+
+Tensor pad(const Tensor &x, IntList pads, PadMode mode, double value, Loc loc) {
+  static const char *const Names[] = {"constant", "reflect", "replicate"};
+  std::vector<A> attrs{attr("pad", intsAttr(pads)),
+                       attr("mode", Attribute::string(Names[static_cast<int>(mode)]))};
+  if (mode == kConstant && value != 0)
+    attrs.push_back(floatAttr("value", value));
+  return op1(OpKind::Pad, {x}, std::move(attrs), loc);
+}
+
+Tensor interpolate(const Tensor &x, std::optional<SymIntList> size,
+                   std::optional<std::vector<double>> scale_factor, InterpolateMode mode,
+                   std::optional<bool> align_corners, std::optional<bool> recompute_scale_factor,
+                   Loc loc) {
+  int64_t rank = x.dim();
+  if (rank != 3 && rank != 4)
+    dslFail(loc, fmt::format("interpolate takes a 3-d [N, C, W] or 4-d [N, C, H, W] input, got {}",
+                             x.str()));
+  size_t spatial = rank - 2;
+  bool linear = mode == kLinear || mode == kBilinear || mode == kBicubic;
+  if (mode == kLinear && rank != 3)
+    dslFail(loc, fmt::format("interpolate mode linear needs a 3-d input, got {}", x.str()));
+  if ((mode == kBilinear || mode == kBicubic) && rank != 4)
+    dslFail(loc, fmt::format("interpolate mode {} needs a 4-d input, got {}",
+                             mode == kBilinear ? "bilinear" : "bicubic", x.str()));
+  if (align_corners && !linear)
+    dslFail(loc, "align_corners can only be set with the interpolating modes linear, bilinear "
+                 "and bicubic");
+  if (size.has_value() == scale_factor.has_value())
+    dslFail(loc, "interpolate needs exactly one of size and scale_factor");
+  SymIntList sizes = x.sizes();
+  SymIntList outSize;
+  std::vector<std::optional<double>> scales(spatial);
+  if (size) {
+    outSize = perDim(*size, spatial, "size", loc);
+  } else {
+    std::vector<double> factors = perDim(*scale_factor, spatial, "scale_factor", loc);
+    for (size_t i = 0; i < spatial; ++i) {
+      const SymInt &in = sizes[2 + i];
+      double f = factors[i];
+      if (!(f > 0))
+        dslFail(loc, fmt::format("interpolate needs a positive scale_factor, got {}", f));
+      if (auto c = in.maybe_static()) {
+        outSize.push_back(static_cast<int64_t>(std::floor(static_cast<double>(*c) * f)));
+      } else if (f == std::floor(f)) {
+        outSize.push_back(in * static_cast<int64_t>(f));
+      } else {
+        dslFail(loc, fmt::format("interpolate: scale_factor {} of dim {} ({}) is not a whole "
+                                 "number, so the output size floor({} * {}) is not an integer "
+                                 "expression of the dim; pass size instead",
+                                 f, 2 + i, in.str(), in.str(), f));
+      }
+      if (!recompute_scale_factor.value_or(false))
+        scales[i] = f;
+    }
+  }
+  OpKind kind;
+  switch (mode) {
+  case InterpolateMode::Nearest:
+    kind = spatial == 1 ? OpKind::UpsampleNearest1d : OpKind::UpsampleNearest2d;
+    break;
+  case InterpolateMode::NearestExact:
+    kind = spatial == 1 ? OpKind::UpsampleNearestExact1d : OpKind::UpsampleNearestExact2d;
+    break;
+  case InterpolateMode::Linear:
+    kind = OpKind::UpsampleLinear1d;
+    break;
+  case InterpolateMode::Bilinear:
+    kind = OpKind::UpsampleBilinear2d;
+    break;
+  case InterpolateMode::Bicubic:
+    kind = OpKind::UpsampleBicubic2d;
+    break;
+  }
+  std::vector<A> attrs{attr("output_size", intsAttr(outSize))};
+  if (linear)
+    attrs.push_back(boolAttr("align_corners", align_corners.value_or(false)));
+  for (size_t i = 0; i < spatial; ++i)
+    if (scales[i])
+      attrs.push_back(floatAttr(spatial == 1 ? "scales"
+                                : i == 0     ? "scales_h"
+                                             : "scales_w",
+                                *scales[i]));
+  return op1(kind, {x}, std::move(attrs), loc);
+}
+
+Tensor conv3d(const Tensor &x, const Tensor &w, const Tensor &b, IntList stride, IntList padding,
+              IntList dilation, int64_t groups, Loc loc) {
+  auto three = [](IntList v) { return v.size() == 1 ? IntList{v[0], v[0], v[0]} : v; };
+  return convolution(x, w, b, three(stride), three(padding), three(dilation), groups, loc);
+}
+
+namespace {
+Tensor convTranspose(const Tensor &x, const Tensor &w, const Tensor &b, IntList stride,
+                     IntList padding, IntList outputPadding, int64_t groups, IntList dilation,
+                     const Loc &loc) {
+  return op1(OpKind::Convolution, {x, w, b},
+             {attr("stride", intsAttr(stride)), attr("padding", intsAttr(padding)),
+              attr("dilation", intsAttr(dilation)), boolAttr("transposed", true),
+              attr("output_padding", intsAttr(outputPadding)), intAttr("groups", groups)},
+             loc);
+}
+} // namespace
+
+Tensor conv_transpose1d(const Tensor &x, const Tensor &w, const Tensor &b, int64_t stride,
+                        int64_t padding, int64_t output_padding, int64_t groups, int64_t dilation,
+                        Loc loc) {
+  return convTranspose(x, w, b, {stride}, {padding}, {output_padding}, groups, {dilation}, loc);
+}
+Tensor conv_transpose2d(const Tensor &x, const Tensor &w, const Tensor &b, IntList stride,
+                        IntList padding, IntList output_padding, int64_t groups, IntList dilation,
+                        Loc loc) {
+  auto two = [](IntList v) { return v.size() == 1 ? IntList{v[0], v[0]} : v; };
+  return convTranspose(x, w, b, two(stride), two(padding), two(output_padding), groups,
+                       two(dilation), loc);
+}
+
+namespace {
+/// A 1-d pooling as the 2-d one over a height of 1 ([N, C, L] or [C, L]).
+Tensor pool1d(const Tensor &x, const char *name,
+              const std::function<Tensor(const Tensor &)> &pool2d, const Loc &loc) {
+  if (x.dim() != 2 && x.dim() != 3)
+    dslFail(loc,
+            fmt::format("{} takes a 2-d [C, L] or 3-d [N, C, L] input, got {}", name, x.str()));
+  return pool2d(x.unsqueeze(-2, loc)).squeeze(-2, loc);
+}
+} // namespace
+
+Tensor max_pool1d(const Tensor &x, int64_t k, std::optional<int64_t> stride, int64_t padding,
+                  int64_t dilation, bool ceil_mode, Loc loc) {
+  return pool1d(
+      x, "max_pool1d",
+      [&](const Tensor &x2) {
+        return max_pool2d(x2, {1, k}, {1, stride.value_or(k)}, {0, padding}, {1, dilation},
+                          ceil_mode, loc);
+      },
+      loc);
+}
+Tensor avg_pool1d(const Tensor &x, int64_t k, std::optional<int64_t> stride, int64_t padding,
+                  bool ceil_mode, bool count_include_pad, Loc loc) {
+  return pool1d(
+      x, "avg_pool1d",
+      [&](const Tensor &x2) {
+        return avg_pool2d(x2, {1, k}, {1, stride.value_or(k)}, {0, padding}, ceil_mode,
+                          count_include_pad, loc);
+      },
+      loc);
+}
+Tensor adaptive_avg_pool1d(const Tensor &x, int64_t output_size, Loc loc) {
+  return pool1d(
+      x, "adaptive_avg_pool1d",
+      [&](const Tensor &x2) {
+        return adaptive_avg_pool2d(x2, {1, output_size}, loc);
+      },
+      loc);
 }
 
 Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tensor &v,

@@ -166,6 +166,81 @@ Tensor AdaptiveAvgPool2dImpl::forward(const Tensor &x, Loc loc) {
   return adaptive_avg_pool2d(x, output_size, loc);
 }
 
+Conv1dImpl::Conv1dImpl(Conv1dOptions o) : options(std::move(o)) {
+  int64_t inPerGroup = options.in_channels_ / options.groups_;
+  int64_t fanIn = inPerGroup * options.kernel_size_;
+  weight = register_parameter("weight",
+                              empty({options.out_channels_, inPerGroup, options.kernel_size_}));
+  init::kaiming_uniform_default_(weight, fanIn);
+  if (options.bias_) {
+    bias = register_parameter("bias", empty({options.out_channels_}));
+    init::kaiming_uniform_default_(bias, fanIn);
+  }
+}
+
+Tensor Conv1dImpl::forward(const Tensor &x, Loc loc) {
+  return conv1d(x, weight, bias, options.stride_, options.padding_, options.dilation_,
+                options.groups_, loc);
+}
+
+Conv3dImpl::Conv3dImpl(Conv3dOptions o) : options(std::move(o)) {
+  int64_t inPerGroup = options.in_channels_ / options.groups_;
+  SymIntList shape{options.out_channels_, inPerGroup};
+  int64_t fanIn = inPerGroup;
+  for (int64_t k : options.kernel_size_) {
+    shape.push_back(k);
+    fanIn *= k;
+  }
+  weight = register_parameter("weight", empty(shape));
+  init::kaiming_uniform_default_(weight, fanIn);
+  if (options.bias_) {
+    bias = register_parameter("bias", empty({options.out_channels_}));
+    init::kaiming_uniform_default_(bias, fanIn);
+  }
+}
+
+Tensor Conv3dImpl::forward(const Tensor &x, Loc loc) {
+  return conv3d(x, weight, bias, options.stride_, options.padding_, options.dilation_,
+                options.groups_, loc);
+}
+
+template <size_t D>
+ConvTransposeImpl<D>::ConvTransposeImpl(ConvTransposeOptions<D> o) : options(std::move(o)) {
+  // PyTorch's fan-in of a transposed convolution's weight is its dim 1 times the kernel.
+  int64_t outPerGroup = options.out_channels_ / options.groups_;
+  SymIntList shape{options.in_channels_, outPerGroup};
+  int64_t fanIn = outPerGroup;
+  for (int64_t k : options.kernel_size_) {
+    shape.push_back(k);
+    fanIn *= k;
+  }
+  weight = register_parameter("weight", empty(shape));
+  init::kaiming_uniform_default_(weight, fanIn);
+  if (options.bias_) {
+    bias = register_parameter("bias", empty({options.out_channels_}));
+    init::kaiming_uniform_default_(bias, fanIn);
+  }
+}
+
+template <size_t D> Tensor ConvTransposeImpl<D>::forward(const Tensor &x, Loc loc) {
+  const auto &o = options;
+  if constexpr (D == 1)
+    return conv_transpose1d(x, weight, bias, o.stride_[0], o.padding_[0], o.output_padding_[0],
+                            o.groups_, o.dilation_[0], loc);
+  else
+    return conv_transpose2d(x, weight, bias, o.stride_, o.padding_, o.output_padding_, o.groups_,
+                            o.dilation_, loc);
+}
+
+template class ConvTransposeImpl<1>;
+template class ConvTransposeImpl<2>;
+
+Tensor UpsampleImpl::forward(const Tensor &x, Loc loc) {
+  // nn.Upsample never recomputes the scale factor: a given factor is the scale torch uses.
+  return interpolate(x, options.size_, options.scale_factor_, options.mode_, options.align_corners_,
+                     false, loc);
+}
+
 void ModuleListImpl::badAccess(size_t i) const {
   throw DslError(
       i < Items.size()

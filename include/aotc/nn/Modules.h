@@ -4,6 +4,7 @@
 #define AOTC_NN_MODULES_H
 
 #include "aotc/Functional.h"
+#include "aotc/nn/Functional.h"
 #include "aotc/nn/Module.h"
 
 #include <functional>
@@ -460,6 +461,184 @@ struct FlattenOptions {
   AOTC_OPTION(int64_t, start_dim) = 1;
   AOTC_OPTION(int64_t, end_dim) = -1;
 };
+
+// Resampling, transposed, 1-d and 3-d convolution, 1-d pooling.
+struct Conv1dOptions {
+  Conv1dOptions(int64_t in, int64_t out, int64_t kernel)
+      : in_channels_(in), out_channels_(out), kernel_size_(kernel) {}
+  AOTC_OPTION(int64_t, in_channels);
+  AOTC_OPTION(int64_t, out_channels);
+  AOTC_OPTION(int64_t, kernel_size);
+  AOTC_OPTION(int64_t, stride) = 1;
+  AOTC_OPTION(int64_t, padding) = 0;
+  AOTC_OPTION(int64_t, dilation) = 1;
+  AOTC_OPTION(int64_t, groups) = 1;
+  AOTC_OPTION(bool, bias) = true;
+};
+
+/// [N, C, L]; weight [out, in / groups, kernel].
+class Conv1dImpl : public Module {
+public:
+  explicit Conv1dImpl(Conv1dOptions options);
+  Tensor forward(const Tensor &x, Loc loc = Loc::current());
+  Conv1dOptions options;
+  Tensor weight, bias;
+};
+AOTC_MODULE(Conv1d);
+
+struct Conv3dOptions {
+  Conv3dOptions(int64_t in, int64_t out, IntList kernel)
+      : in_channels_(in), out_channels_(out),
+        kernel_size_(kernel.size() == 1 ? IntList{kernel[0], kernel[0], kernel[0]} : kernel) {}
+  Conv3dOptions(int64_t in, int64_t out, int64_t kernel)
+      : Conv3dOptions(in, out, IntList{kernel}) {}
+  AOTC_OPTION(int64_t, in_channels);
+  AOTC_OPTION(int64_t, out_channels);
+  AOTC_OPTION(IntList, kernel_size);
+  AOTC_OPTION(IntList, stride) = {1, 1, 1};
+  AOTC_OPTION(IntList, padding) = {0, 0, 0};
+  AOTC_OPTION(IntList, dilation) = {1, 1, 1};
+  AOTC_OPTION(int64_t, groups) = 1;
+  AOTC_OPTION(bool, bias) = true;
+};
+
+/// [N, C, D, H, W]; weight [out, in / groups, kd, kh, kw].
+class Conv3dImpl : public Module {
+public:
+  explicit Conv3dImpl(Conv3dOptions options);
+  Tensor forward(const Tensor &x, Loc loc = Loc::current());
+  Conv3dOptions options;
+  Tensor weight, bias;
+};
+AOTC_MODULE(Conv3d);
+
+/// ConvTranspose1dOptions / ConvTranspose2dOptions: one value per spatial dim, or one for all.
+template <size_t D> struct ConvTransposeOptions {
+  ConvTransposeOptions(int64_t in, int64_t out, IntList kernel)
+      : in_channels_(in), out_channels_(out), kernel_size_(spread(kernel)) {}
+  ConvTransposeOptions(int64_t in, int64_t out, int64_t kernel)
+      : ConvTransposeOptions(in, out, IntList{kernel}) {}
+  auto &stride(IntList v) {
+    stride_ = spread(v);
+    return *this;
+  }
+  auto &padding(IntList v) {
+    padding_ = spread(v);
+    return *this;
+  }
+  auto &output_padding(IntList v) {
+    output_padding_ = spread(v);
+    return *this;
+  }
+  auto &dilation(IntList v) {
+    dilation_ = spread(v);
+    return *this;
+  }
+  auto &stride(int64_t v) { return stride(IntList{v}); }
+  auto &padding(int64_t v) { return padding(IntList{v}); }
+  auto &output_padding(int64_t v) { return output_padding(IntList{v}); }
+  auto &dilation(int64_t v) { return dilation(IntList{v}); }
+  AOTC_OPTION(int64_t, in_channels);
+  AOTC_OPTION(int64_t, out_channels);
+  IntList kernel_size_;
+  IntList stride_ = IntList(D, 1);
+  IntList padding_ = IntList(D, 0);
+  IntList output_padding_ = IntList(D, 0);
+  IntList dilation_ = IntList(D, 1);
+  AOTC_OPTION(int64_t, groups) = 1;
+  AOTC_OPTION(bool, bias) = true;
+
+private:
+  static IntList spread(const IntList &v) { return v.size() == 1 ? IntList(D, v[0]) : v; }
+};
+using ConvTranspose1dOptions = ConvTransposeOptions<1>;
+using ConvTranspose2dOptions = ConvTransposeOptions<2>;
+
+/// Weight [in, out / groups, kernel...] as PyTorch's, so state dicts load by name.
+template <size_t D> class ConvTransposeImpl : public Module {
+public:
+  explicit ConvTransposeImpl(ConvTransposeOptions<D> options);
+  Tensor forward(const Tensor &x, Loc loc = Loc::current());
+  ConvTransposeOptions<D> options;
+  Tensor weight, bias;
+};
+using ConvTranspose1dImpl = ConvTransposeImpl<1>;
+using ConvTranspose2dImpl = ConvTransposeImpl<2>;
+AOTC_MODULE(ConvTranspose1d);
+AOTC_MODULE(ConvTranspose2d);
+
+struct UpsampleOptions {
+  auto &size(SymIntList v) {
+    size_ = std::move(v);
+    return *this;
+  }
+  auto &scale_factor(std::vector<double> v) {
+    scale_factor_ = std::move(v);
+    return *this;
+  }
+  AOTC_OPTION(InterpolateMode, mode) = kNearest;
+  AOTC_OPTION(std::optional<bool>, align_corners);
+  std::optional<SymIntList> size_;
+  std::optional<std::vector<double>> scale_factor_;
+};
+
+class UpsampleImpl : public Module {
+public:
+  explicit UpsampleImpl(UpsampleOptions options = {}) : options(std::move(options)) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current());
+  UpsampleOptions options;
+};
+AOTC_MODULE(Upsample);
+
+struct MaxPool1dOptions {
+  MaxPool1dOptions(int64_t kernel_size) : kernel_size_(kernel_size) {} // NOLINT
+  AOTC_OPTION(int64_t, kernel_size);
+  AOTC_OPTION(std::optional<int64_t>, stride);
+  AOTC_OPTION(int64_t, padding) = 0;
+  AOTC_OPTION(int64_t, dilation) = 1;
+  AOTC_OPTION(bool, ceil_mode) = false;
+};
+
+class MaxPool1dImpl : public Module {
+public:
+  explicit MaxPool1dImpl(MaxPool1dOptions options) : options(std::move(options)) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) {
+    return max_pool1d(x, options.kernel_size_, options.stride_, options.padding_, options.dilation_,
+                      options.ceil_mode_, loc);
+  }
+  MaxPool1dOptions options;
+};
+AOTC_MODULE(MaxPool1d);
+
+struct AvgPool1dOptions {
+  AvgPool1dOptions(int64_t kernel_size) : kernel_size_(kernel_size) {} // NOLINT
+  AOTC_OPTION(int64_t, kernel_size);
+  AOTC_OPTION(std::optional<int64_t>, stride);
+  AOTC_OPTION(int64_t, padding) = 0;
+  AOTC_OPTION(bool, ceil_mode) = false;
+  AOTC_OPTION(bool, count_include_pad) = true;
+};
+
+class AvgPool1dImpl : public Module {
+public:
+  explicit AvgPool1dImpl(AvgPool1dOptions options) : options(std::move(options)) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) {
+    return avg_pool1d(x, options.kernel_size_, options.stride_, options.padding_,
+                      options.ceil_mode_, options.count_include_pad_, loc);
+  }
+  AvgPool1dOptions options;
+};
+AOTC_MODULE(AvgPool1d);
+
+class AdaptiveAvgPool1dImpl : public Module {
+public:
+  explicit AdaptiveAvgPool1dImpl(int64_t output_size) : output_size(output_size) {}
+  Tensor forward(const Tensor &x, Loc loc = Loc::current()) {
+    return adaptive_avg_pool1d(x, output_size, loc);
+  }
+  int64_t output_size;
+};
+AOTC_MODULE(AdaptiveAvgPool1d);
 
 class FlattenImpl : public Module {
 public:

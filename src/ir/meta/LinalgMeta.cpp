@@ -182,6 +182,62 @@ Result metaLinear(const Args &args) {
   return one(Type::tensor(x.dtype(), out));
 }
 
+namespace {
+/// conv_transpose: weight [in, out / groups, kernel...], each spatial dim
+/// (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1.
+Result transposedConvolution(const Args &args, const Type &x, const Type &w, const Type *bias) {
+  if (auto e = requireRank(args, x, "input", {3, 4}))
+    return e;
+  if (w.rank() != x.rank())
+    return args.error("weight {} must have the rank of input {}", w.str(), x.str());
+  if (auto e = requireSameDType(args, x, w, "input and weight"))
+    return e;
+  size_t spatial = x.rank() - 2;
+  auto groups = args.constInt("groups");
+  if (!groups)
+    return groups.takeError();
+  if (*groups < 1)
+    return args.error("groups must be positive, got {}", *groups);
+  auto stride = spatialList(args, "stride", spatial, std::vector<int64_t>(spatial, 1));
+  auto padding = spatialList(args, "padding", spatial, std::vector<int64_t>(spatial, 0));
+  auto dilation = spatialList(args, "dilation", spatial, std::vector<int64_t>(spatial, 1));
+  auto outPad = spatialList(args, "output_padding", spatial, std::vector<int64_t>(spatial, 0));
+  if (!stride || !padding || !dilation || !outPad)
+    return llvm::joinErrors(llvm::joinErrors(stride.takeError(), padding.takeError()),
+                            llvm::joinErrors(dilation.takeError(), outPad.takeError()));
+  if (auto e = requireEqual(args, x.shape()[1], w.shape()[0], "input channels and weight dim 0"))
+    return e;
+  if (args.env().proveDivisible(w.shape()[0], *groups) != Truth::True)
+    return args.error("input channels {} must be divisible by groups {}", w.shape()[0].str(),
+                      *groups);
+  SymExpr channels = w.shape()[1] * *groups;
+  if (bias) {
+    if (bias->rank() != 1)
+      return args.error("bias must be 1-d, got {}", bias->str());
+    if (auto e = requireEqual(args, bias->shape()[0], channels, "bias size and output channels"))
+      return e;
+  }
+  Shape out{x.shape()[0], channels};
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t s = (*stride)[i], p = (*padding)[i], d = (*dilation)[i], op = (*outPad)[i];
+    if (s < 1 || d < 1 || p < 0 || op < 0)
+      return args.error("stride and dilation must be positive, padding and output_padding "
+                        "non-negative");
+    if (op >= s && op >= d)
+      return args.error("output_padding {} must be smaller than stride {} or dilation {}", op, s,
+                        d);
+    auto k = w.shape()[2 + i].constant();
+    if (!k)
+      return args.error("kernel size must be static, got {}", w.shape()[2 + i].str());
+    SymExpr o = (x.shape()[2 + i] - 1) * s + (d * (*k - 1) + op + 1 - 2 * p);
+    if (args.env().proveLE(1, o) != Truth::True)
+      return args.error("the output size {} of spatial dim {} is not positive", o.str(), i);
+    out.push_back(o);
+  }
+  return one(Type::tensor(x.dtype(), out));
+}
+} // namespace
+
 Result metaConvolution(const Args &args) {
   auto input = args.tensor("input");
   auto weight = args.tensor("weight");
@@ -191,8 +247,8 @@ Result metaConvolution(const Args &args) {
                             bias.takeError());
   const Type &x = **input, &w = **weight;
   if (args.boolean("transposed"))
-    return args.error("transposed convolution is not supported");
-  if (auto e = requireRank(args, x, "input", {3, 4}))
+    return transposedConvolution(args, x, w, *bias);
+  if (auto e = requireRank(args, x, "input", {3, 4, 5}))
     return e;
   if (w.rank() != x.rank())
     return args.error("weight {} must have the rank of input {}", w.str(), x.str());

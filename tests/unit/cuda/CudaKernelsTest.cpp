@@ -32,6 +32,14 @@ CUDA_GRAPH_TEST(Statistics, StatisticsGraph, Batches, 1e-5, true)
 // rms_norm, batch norm of 3-d and 5-d inputs, instance norm (group_norm, a group per channel).
 CUDA_GRAPH_TEST(Norms, NormsGraph, Batches, 1e-5, true)
 
+// interpolation (nearest views, bilinear and bicubic taps), pad in its three modes, and transposed
+// convolution decomposed into a padded convolution.
+CUDA_GRAPH_TEST(Resample, ResampleGraph, Batches, 1e-5, true)
+CUDA_GRAPH_TEST(ResampleAfterGemm, ResampleAfterGemmGraph, Batches, 1e-5, true)
+CUDA_GRAPH_TEST(ConvTranspose, ConvTransposeGraph, Batches, 1e-4, true)
+// 3-d convolution (im2col over three spatial dims, and the direct reduction with groups).
+CUDA_GRAPH_TEST(Conv3d, Conv3dGraph, Batches, 1e-4, true)
+
 // Python floor division and modulo on integers, bool logic, casts.
 CUDA_GRAPH_TEST(Integer, IntegerGraph, Batches, 1e-5, true)
 

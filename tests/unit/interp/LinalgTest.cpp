@@ -128,4 +128,21 @@ TEST(Linalg, Convolution1dAndBatches) {
             "needs floating-point tensors, got i64");
 }
 
+TEST(Linalg, Convolution3d) {
+  HostTensor x = iota(DType::F32, {1, 1, 2, 2, 2});
+  const char *attrs = "transposed = false, output_padding = [0, 0, 0], groups = 1";
+  expectTensor(runOp(fmt::format("aten.convolution(%0, %1, none) {{stride = [1, 1, 1], padding = "
+                                 "[0, 0, 0], dilation = [1, 1, 1], {}}} : f32[1, 1, 1, 1, 1]",
+                                 attrs),
+                     {x, f32({1, 1, 2, 2, 2}, {1, 1, 1, 1, 1, 1, 1, 1})}),
+               DType::F32, {1, 1, 1, 1, 1}, {28});
+  // Kernels along the width only, the depth padded by 1 on both sides: sums and differences of
+  // neighbours, zero in the padding planes.
+  expectTensor(runOp(fmt::format("aten.convolution(%0, %1, none) {{stride = [1, 1, 1], padding = "
+                                 "[1, 0, 0], dilation = [1, 1, 1], {}}} : f32[1, 2, 4, 2, 1]",
+                                 attrs),
+                     {x, f32({2, 1, 1, 1, 2}, {1, 1, 1, -1})}),
+               DType::F32, {1, 2, 4, 2, 1}, {0, 0, 1, 5, 9, 13, 0, 0, 0, 0, -1, -1, -1, -1, 0, 0});
+}
+
 } // namespace

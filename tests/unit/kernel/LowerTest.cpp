@@ -48,6 +48,14 @@ TEST(Lower, Statistics) { expectMatches(StatisticsGraph, Batches); }
 
 TEST(Lower, Norms) { expectMatches(NormsGraph, Batches, 1e-5); }
 
+TEST(Lower, ResampleAndPad) { expectMatches(ResampleGraph, Batches, 1e-5); }
+
+TEST(Lower, ResampleAfterGemm) { expectMatches(ResampleAfterGemmGraph, Batches, 1e-5); }
+
+TEST(Lower, ConvTranspose) { expectMatches(ConvTransposeGraph, Batches, 1e-4); }
+
+TEST(Lower, Conv3d) { expectMatches(Conv3dGraph, Batches, 1e-4); }
+
 TEST(Lower, IntegerAndBoolOps) { expectMatches(IntegerGraph, Batches); }
 
 TEST(Lower, HalfInputs) { expectMatches(HalfGraph, Batches, 1e-3); }

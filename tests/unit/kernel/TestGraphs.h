@@ -102,6 +102,72 @@ entry @f(%0 : f32[batch, 3, 8] = input "x", %1 : f32[8] = input "w", %2 : f32[3]
 }
 )";
 
+// Resampling: nearest (a view with f32 source indices), nearest-exact, bilinear and bicubic with
+// align_corners both ways and given scales, linear 1-d, over a symbolic height; pad in its three
+// modes, negative constant padding (a crop) and a fused producer under a nearest view.
+inline constexpr const char *ResampleGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[2, 3, batch, 5] = input "x", %1 : f32[batch, 2, 6] = input "s") {
+  %2 = aten.upsample_nearest2d(%0) {output_size = [2*batch, 7]} : f32[2, 3, 2*batch, 7]
+  %3 = aten._upsample_nearest_exact2d(%0) {output_size = [batch, 3]} : f32[2, 3, batch, 3]
+  %4 = aten.upsample_bilinear2d(%0) {output_size = [3*batch, 4], align_corners = false} : f32[2, 3, 3*batch, 4]
+  %5 = aten.upsample_bilinear2d(%0) {output_size = [2*batch, 9], align_corners = true, scales_h = 2.0} : f32[2, 3, 2*batch, 9]
+  %6 = aten.upsample_bicubic2d(%0) {output_size = [2*batch, 8], align_corners = false, scales_h = 2.0, scales_w = 1.7} : f32[2, 3, 2*batch, 8]
+  %7 = aten.upsample_bicubic2d(%0) {output_size = [batch, 2], align_corners = true} : f32[2, 3, batch, 2]
+  %8 = aten.upsample_linear1d(%1) {output_size = [11], align_corners = false} : f32[batch, 2, 11]
+  %9 = aten.upsample_nearest1d(%1) {output_size = [4], scales = 0.7} : f32[batch, 2, 4]
+  %10 = aten.pad(%0) {pad = [2, 1, 1, 3], mode = "replicate"} : f32[2, 3, batch + 4, 8]
+  %11 = aten.pad(%1) {pad = [3, 5], mode = "reflect"} : f32[batch, 2, 14]
+  %12 = aten.pad(%0) {pad = [1, -2, 0, 1, 1, 0], value = 0.5} : f32[2, 4, batch + 1, 4]
+  %13 = aten.relu(%0) : f32[2, 3, batch, 5]
+  %14 = aten._upsample_nearest_exact2d(%13) {output_size = [3*batch, 10], scales_h = 3.0, scales_w = 2.0} : f32[2, 3, 3*batch, 10]
+  return %2 as output "nearest", %3 as output "exact", %4 as output "bilinear", %5 as output "aligned", %6 as output "bicubic", %7 as output "bicubic_aligned", %8 as output "linear", %9 as output "nearest1d", %10 as output "replicate", %11 as output "reflect", %12 as output "constant", %14 as output "fused"
+}
+)";
+
+// Resampling of values that are not plain buffers: a convolution's GEMM with a fused relu, and a
+// softmax (row reductions), read at computed positions.
+inline constexpr const char *ResampleAfterGemmGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 3, 6, 6] = input "x", %1 : f32[8, 3, 3, 3] = input "w") {
+  %2 = aten.convolution(%0, %1, none) {stride = [1, 1], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1} : f32[batch, 8, 6, 6]
+  %3 = aten.relu(%2) : f32[batch, 8, 6, 6]
+  %4 = aten.upsample_nearest2d(%3) {output_size = [12, 12]} : f32[batch, 8, 12, 12]
+  %5 = aten.pad(%3) {pad = [1, 1, 1, 1], mode = "reflect"} : f32[batch, 8, 8, 8]
+  %6 = aten.pad(%2) {pad = [1, 0, 0, 1], value = 1.0} : f32[batch, 8, 7, 7]
+  %7 = aten.upsample_bilinear2d(%3) {output_size = [9, 9], align_corners = false} : f32[batch, 8, 9, 9]
+  %8 = aten.softmax.int(%0) {dim = -1} : f32[batch, 3, 6, 6]
+  %9 = aten._upsample_nearest_exact2d(%8) {output_size = [4, 9]} : f32[batch, 3, 4, 9]
+  %10 = aten.pad(%8) {pad = [2, 2, 0, 0], mode = "replicate"} : f32[batch, 3, 6, 10]
+  return %4 as output "nearest", %5 as output "reflect", %6 as output "constant", %7 as output "bilinear", %9 as output "softmax_exact", %10 as output "softmax_pad"
+}
+)";
+
+// Transposed convolution (decomposed to zero insertion, pad and a convolution): 2-d with stride,
+// padding, output_padding and groups; 1-d with dilation and padding beyond the kernel's reach (a
+// crop); stride 1 (no zero insertion); a symbolic length.
+inline constexpr const char *ConvTransposeGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 4, 5, 6] = input "x", %1 : f32[4, 3, 3, 3] = input "w", %2 : f32[6] = input "b", %3 : f32[batch, 3, 7] = input "s", %4 : f32[3, 2, 4] = input "v", %5 : f32[2, 3, batch] = input "t") {
+  %6 = aten.convolution(%0, %1, %2) {stride = [2, 2], padding = [1, 1], dilation = [1, 1], transposed = true, output_padding = [1, 1], groups = 2} : f32[batch, 6, 10, 12]
+  %7 = aten.convolution(%3, %4, none) {stride = [3], padding = [7], dilation = [2], transposed = true, output_padding = [2], groups = 1} : f32[batch, 2, 13]
+  %8 = aten.convolution(%0, %1, none) {stride = [1, 1], padding = [0, 0], dilation = [2, 2], transposed = true, output_padding = [0, 0], groups = 1} : f32[batch, 3, 9, 10]
+  %9 = aten.convolution(%5, %4, none) {stride = [2], padding = [1], dilation = [1], transposed = true, output_padding = [1], groups = 1} : f32[2, 2, 2*batch + 1]
+  return %6 as output "grouped", %7 as output "cropped", %8 as output "dilated", %9 as output "symbolic"
+}
+)";
+
+// 3-d convolution: stride, padding and bias (im2col and a GEMM, or the direct reduction), and
+// groups with dilation.
+inline constexpr const char *Conv3dGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 2, 3, 4, 5] = input "x", %1 : f32[16, 2, 2, 3, 3] = input "w", %2 : f32[16] = input "b", %3 : f32[4, 1, 1, 2, 2] = input "g") {
+  %4 = aten.convolution(%0, %1, %2) {stride = [1, 2, 1], padding = [0, 1, 1], dilation = [1, 1, 1], transposed = false, output_padding = [0, 0, 0], groups = 1} : f32[batch, 16, 2, 2, 5]
+  %5 = aten.convolution(%0, %3, none) {stride = [1, 1, 1], padding = [0, 0, 1], dilation = [1, 2, 2], transposed = false, output_padding = [0, 0, 0], groups = 2} : f32[batch, 4, 3, 2, 5]
+  return %4 as output "conv", %5 as output "grouped"
+}
+)";
+
 inline constexpr const char *IntegerGraph = R"(graph @t opset 1.0
 dim batch in 1..16
 entry @f(%0 : i64[batch, 4] = input "a", %1 : i64[4] = input "b", %2 : f32[batch, 4] = input "x", %3 : i32[batch, 4] = input "c") {

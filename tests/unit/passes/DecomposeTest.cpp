@@ -259,6 +259,27 @@ entry @f(%0 : f32[batch, 6, h, 4] = input "x", %1 : f32[6] = input "w", %2 : f32
   expectEquivalent(text, {inputs(1, 3), inputs(7, 1)}, F32Tol, {OpKind::GroupNorm});
 }
 
+// conv_transpose as zero insertion, a pad (negative where padding exceeds the kernel's reach) and
+// a convolution with the flipped kernel, channels swapped per group.
+TEST(DecomposeTest, ConvTranspose) {
+  std::string text = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 4, 3, 5] = input "x", %1 : f32[4, 3, 3, 2] = input "w", %2 : f32[6] = input "b", %3 : f32[batch, 3, 7] = input "s", %4 : f32[3, 2, 4] = input "v") {
+  %5 = aten.convolution(%0, %1, %2) {stride = [2, 3], padding = [1, 0], dilation = [1, 2], transposed = true, output_padding = [1, 2], groups = 2} : f32[batch, 6, 6, 17]
+  %6 = aten.convolution(%3, %4, none) {stride = [3], padding = [7], dilation = [2], transposed = true, output_padding = [2], groups = 1} : f32[batch, 2, 13]
+  return %5 as output "a", %6 as output "b"
+}
+)";
+  auto inputs = [](int64_t batch) {
+    return std::vector<Input>{{F32, {batch, 4, 3, 5}},
+                              {F32, {4, 3, 3, 2}},
+                              {F32, {6}},
+                              {F32, {batch, 3, 7}},
+                              {F32, {3, 2, 4}}};
+  };
+  expectEquivalent(text, {inputs(1), inputs(3)}, F32Tol, {});
+}
+
 TEST(DecomposeTest, EveryRewriteInF64) {
   // In f64 the only differences left are rounding of the decomposed steps: a much tighter check
   // that the formulas themselves are exact.
