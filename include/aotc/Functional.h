@@ -109,6 +109,14 @@ Tensor group_norm(const Tensor &x, int64_t num_groups, const Tensor &weight = {}
                   const Tensor &bias = {}, double eps = 1e-5, Loc loc = Loc::current());
 Tensor embedding(const Tensor &indices, const Tensor &weight, Loc loc = Loc::current());
 
+// Sorting and selecting (as the Tensor methods).
+std::tuple<Tensor, Tensor> sort(const Tensor &x, int64_t dim = -1, bool descending = false,
+                                Loc loc = Loc::current());
+Tensor argsort(const Tensor &x, int64_t dim = -1, bool descending = false,
+               Loc loc = Loc::current());
+std::tuple<Tensor, Tensor> topk(const Tensor &x, const SymInt &k, int64_t dim = -1,
+                                bool largest = true, bool sorted = true, Loc loc = Loc::current());
+
 /// torch.nn.functional.scaled_dot_product_attention (inference: no dropout).
 Tensor scaled_dot_product_attention(const Tensor &query, const Tensor &key, const Tensor &value,
                                     const Tensor &attn_mask = {}, bool is_causal = false,

@@ -13,6 +13,7 @@
 #include <optional>
 #include <source_location>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace aotc {
@@ -255,6 +256,18 @@ public:
   Tensor triu(int64_t diagonal = 0, Loc loc = Loc::current()) const;
   Tensor index_select(int64_t dim, const Tensor &index, Loc loc = Loc::current()) const;
   Tensor gather(int64_t dim, const Tensor &index, Loc loc = Loc::current()) const;
+
+  // Sorting and selecting: (values, i64 indices) along `dim`; ties keep their input order and
+  // NaN sorts as the largest value, as in torch.
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false,
+                                  Loc loc = Loc::current()) const;
+  std::tuple<Tensor, Tensor> sort(std::optional<bool> stable, int64_t dim, bool descending = false,
+                                  Loc loc = Loc::current()) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false, Loc loc = Loc::current()) const;
+  Tensor argsort(bool stable, int64_t dim, bool descending = false, Loc loc = Loc::current()) const;
+  /// The k largest (smallest) elements along `dim`, in order; k may be symbolic.
+  std::tuple<Tensor, Tensor> topk(const SymInt &k, int64_t dim = -1, bool largest = true,
+                                  bool sorted = true, Loc loc = Loc::current()) const;
 
   /// The single element: usable only as a tensor-valued scalar. Branching on it (`if (x.item() >
   /// 0)`) cannot be traced and fails with the line and a pointer to aotc::cond.

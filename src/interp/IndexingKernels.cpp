@@ -134,7 +134,7 @@ KernelResult runIndexing(const KernelContext &ctx) {
   case OpKind::Gather:
     return gather(ctx);
   default:
-    return error("no indexing kernel for this op");
+    return runSort(ctx);
   }
 }
 

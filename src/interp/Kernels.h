@@ -94,6 +94,8 @@ KernelResult runShape(const KernelContext &ctx);     // ShapeKernels.cpp (views,
 KernelResult runIndexing(const KernelContext &ctx);  // IndexingKernels.cpp (embedding, gather)
 /// Flip, roll, repeat, tril, triu, and the scans (PositionKernels.cpp).
 KernelResult runPosition(const KernelContext &ctx);
+/// Sort and topk (SortKernels.cpp).
+KernelResult runSort(const KernelContext &ctx);
 /// The pointwise ops with two or more tensor or scalar operands (BinaryKernels.cpp).
 KernelResult runBinary(const KernelContext &ctx);
 

@@ -162,6 +162,16 @@ Tensor one_hot(const Tensor &x, int64_t num_classes, Loc loc) {
   return x.unsqueeze(-1, loc).eq(classes, loc).to(i64, loc);
 }
 Tensor minimum(const Tensor &a, const Tensor &b, Loc loc) { return a.minimum(b, loc); }
+std::tuple<Tensor, Tensor> sort(const Tensor &x, int64_t dim, bool descending, Loc loc) {
+  return x.sort(dim, descending, loc);
+}
+Tensor argsort(const Tensor &x, int64_t dim, bool descending, Loc loc) {
+  return x.argsort(dim, descending, loc);
+}
+std::tuple<Tensor, Tensor> topk(const Tensor &x, const SymInt &k, int64_t dim, bool largest,
+                                bool sorted, Loc loc) {
+  return x.topk(k, dim, largest, sorted, loc);
+}
 Tensor softmax(const Tensor &x, int64_t dim, Loc loc) { return x.softmax(dim, loc); }
 Tensor log_softmax(const Tensor &x, int64_t dim, Loc loc) { return x.log_softmax(dim, loc); }
 Tensor matmul(const Tensor &a, const Tensor &b, Loc loc) { return a.matmul(b, loc); }

@@ -328,6 +328,36 @@ Tensor Tensor::tril(int64_t diagonal, Loc loc) const {
 Tensor Tensor::triu(int64_t diagonal, Loc loc) const {
   return op1(OpKind::Triu, {*this}, {intAttr("diagonal", diagonal)}, loc);
 }
+// Sorting and selecting.
+static std::tuple<Tensor, Tensor> pair(const std::vector<Tensor> &results) {
+  return {results.at(0), results.at(1)};
+}
+std::tuple<Tensor, Tensor> Tensor::sort(int64_t d, bool descending, Loc loc) const {
+  return sort(std::nullopt, d, descending, loc);
+}
+std::tuple<Tensor, Tensor> Tensor::sort(std::optional<bool> stable, int64_t d, bool descending,
+                                        Loc loc) const {
+  std::vector<A> attrs;
+  if (stable)
+    attrs.push_back(boolAttr("stable", *stable));
+  attrs.push_back(intAttr("dim", d));
+  attrs.push_back(boolAttr("descending", descending));
+  return pair(activeTracer(loc).emit(OpKind::Sort, {*this}, attrs, loc));
+}
+Tensor Tensor::argsort(int64_t d, bool descending, Loc loc) const {
+  return std::get<1>(sort(std::nullopt, d, descending, loc));
+}
+Tensor Tensor::argsort(bool stable, int64_t d, bool descending, Loc loc) const {
+  return std::get<1>(sort(stable, d, descending, loc));
+}
+std::tuple<Tensor, Tensor> Tensor::topk(const SymInt &k, int64_t d, bool largest, bool sorted,
+                                        Loc loc) const {
+  return pair(activeTracer(loc).emit(OpKind::Topk, {*this},
+                                     {attr("k", Attribute::integer(symOf(k))), intAttr("dim", d),
+                                      boolAttr("largest", largest), boolAttr("sorted", sorted)},
+                                     loc));
+}
+
 Tensor Tensor::index_select(int64_t d, const Tensor &index, Loc loc) const {
   return op1(OpKind::IndexSelect, {*this, index}, {intAttr("dim", d)}, loc);
 }

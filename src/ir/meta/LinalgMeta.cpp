@@ -494,3 +494,45 @@ Result metaGather(const Args &args) {
 }
 
 } // namespace aotc::meta
+
+namespace aotc::meta {
+
+// sort and topk: the values in self's dtype and their i64 positions along `dim`.
+Result metaSort(const Args &args) {
+  auto self = args.tensor("self");
+  auto dim = args.constInt("dim");
+  if (!self || !dim)
+    return llvm::joinErrors(self.takeError(), dim.takeError());
+  if (auto d = args.normalizeDim(*dim, (*self)->rank(), "dim"); !d)
+    return d.takeError();
+  return llvm::SmallVector<Type, 1>{**self, Type::tensor(DType::I64, (*self)->shape())};
+}
+
+// topk keeps k <= the size of `dim` (provably, when either is symbolic).
+Result metaTopk(const Args &args) {
+  auto self = args.tensor("self");
+  auto dim = args.constInt("dim");
+  if (!self || !dim)
+    return llvm::joinErrors(self.takeError(), dim.takeError());
+  const Type &x = **self;
+  auto d = args.normalizeDim(*dim, x.rank(), "dim");
+  if (!d)
+    return d.takeError();
+  const Attribute *k = args.attr("k");
+  if (!k || k->kind() != Attribute::Kind::Int)
+    return args.error("attribute 'k' is missing");
+  SymExpr size = x.rank() ? x.shape()[*d] : SymExpr(1);
+  SymExpr kk = k->getInt();
+  if (auto c = kk.constant(); c && *c < 0)
+    return args.error("k must be non-negative, got {}", *c);
+  if (args.env().proveLE(kk, size) != Truth::True)
+    return args.error("k ({}) must be at most the size {} of dim {} of {}", kk.str(), size.str(),
+                      *dim, x.str());
+  Shape shape = x.shape();
+  if (x.rank())
+    shape[*d] = kk;
+  return llvm::SmallVector<Type, 1>{Type::tensor(x.dtype(), shape),
+                                    Type::tensor(DType::I64, shape)};
+}
+
+} // namespace aotc::meta

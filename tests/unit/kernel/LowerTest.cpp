@@ -46,6 +46,8 @@ TEST(Lower, PositionOpsAndScans) { expectMatches(PositionGraph, Batches); }
 
 TEST(Lower, Statistics) { expectMatches(StatisticsGraph, Batches); }
 
+TEST(Lower, SortAndTopk) { expectMatches(SortGraph, Batches); }
+
 TEST(Lower, Norms) { expectMatches(NormsGraph, Batches, 1e-5); }
 
 TEST(Lower, IntegerAndBoolOps) { expectMatches(IntegerGraph, Batches); }

@@ -102,6 +102,29 @@ entry @f(%0 : f32[batch, 3, 8] = input "x", %1 : f32[8] = input "w", %2 : f32[3]
 }
 )";
 
+// sort and topk as bitonic networks: ties (floor(2x)), NaN (log of negatives; only the indices
+// are compared there), a symbolic sort dim padded to a power of two, a row of one, integers, a
+// symbolic k.
+inline constexpr const char *SortGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 6] = input "x", %1 : i64[batch, 5] = input "ids") {
+  %2 = aten.mul.Scalar(%0) {other = 2} : f32[batch, 6]
+  %3 = aten.floor(%2) : f32[batch, 6]
+  %4, %5 = aten.sort.stable(%3) {dim = -1, descending = true} : f32[batch, 6], i64[batch, 6]
+  %6, %7 = aten.sort.stable(%3) {dim = 1} : f32[batch, 6], i64[batch, 6]
+  %8, %9 = aten.sort.stable(%3) {dim = 0} : f32[batch, 6], i64[batch, 6]
+  %10 = aten.log(%0) : f32[batch, 6]
+  %11, %12 = aten.topk(%10) {k = 3} : f32[batch, 3], i64[batch, 3]
+  %13, %14 = aten.topk(%10) {k = 4, largest = false} : f32[batch, 4], i64[batch, 4]
+  %15, %16 = aten.topk(%1) {k = 1, dim = 0, largest = false} : i64[1, 5], i64[1, 5]
+  %17, %18 = aten.topk(%0) {k = batch, dim = 0} : f32[batch, 6], i64[batch, 6]
+  %19 = aten.unsqueeze(%0) {dim = 2} : f32[batch, 6, 1]
+  %20, %21 = aten.sort.stable(%19) {dim = 2} : f32[batch, 6, 1], i64[batch, 6, 1]
+  %22 = aten.add.Tensor(%4, %8) : f32[batch, 6]
+  return %22 as output "sum", %5 as output "down", %6 as output "up", %7 as output "up_i", %9 as output "col_i", %12 as output "top_i", %14 as output "low_i", %15 as output "ids", %16 as output "ids_i", %17 as output "all", %18 as output "all_i", %20 as output "one", %21 as output "one_i"
+}
+)";
+
 inline constexpr const char *IntegerGraph = R"(graph @t opset 1.0
 dim batch in 1..16
 entry @f(%0 : i64[batch, 4] = input "a", %1 : i64[4] = input "b", %2 : f32[batch, 4] = input "x", %3 : i32[batch, 4] = input "c") {
