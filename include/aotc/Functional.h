@@ -116,6 +116,15 @@ Tensor argsort(const Tensor &x, int64_t dim = -1, bool descending = false,
                Loc loc = Loc::current());
 std::tuple<Tensor, Tensor> topk(const Tensor &x, const SymInt &k, int64_t dim = -1,
                                 bool largest = true, bool sorted = true, Loc loc = Loc::current());
+Tensor scatter(const Tensor &x, int64_t dim, const Tensor &index, const Tensor &src,
+               Loc loc = Loc::current());
+Tensor scatter_add(const Tensor &x, int64_t dim, const Tensor &index, const Tensor &src,
+                   Loc loc = Loc::current());
+/// torch.einsum: letters and one `...` per operand (broadcast right-aligned), `->` optional (the
+/// output is then the ellipsis and the letters seen once, sorted); no repeated subscripts within
+/// an operand (diagonals). Traced as sums, permutes, reshapes and bmm (mul without contraction).
+Tensor einsum(const std::string &equation, const std::vector<Tensor> &operands,
+              Loc loc = Loc::current());
 
 /// torch.nn.functional.scaled_dot_product_attention (inference: no dropout).
 Tensor scaled_dot_product_attention(const Tensor &query, const Tensor &key, const Tensor &value,

@@ -230,7 +230,8 @@ public:
   llvm::Error lowerReduction(const Node &n);
   llvm::Error lowerShape(const Node &n);
   llvm::Error lowerIndexing(const Node &n);
-  llvm::Error lowerSort(const Node &n); // LowerSort.cpp
+  llvm::Error lowerSort(const Node &n);    // LowerSort.cpp
+  llvm::Error lowerScatter(const Node &n); // LowerScatter.cpp
   llvm::Error lowerLinalg(const Node &n);
   llvm::Error lowerConvPool(const Node &n);
   llvm::Error lowerCond(const Node &n);

@@ -172,6 +172,12 @@ std::tuple<Tensor, Tensor> topk(const Tensor &x, const SymInt &k, int64_t dim, b
                                 bool sorted, Loc loc) {
   return x.topk(k, dim, largest, sorted, loc);
 }
+Tensor scatter(const Tensor &x, int64_t dim, const Tensor &index, const Tensor &src, Loc loc) {
+  return x.scatter(dim, index, src, loc);
+}
+Tensor scatter_add(const Tensor &x, int64_t dim, const Tensor &index, const Tensor &src, Loc loc) {
+  return x.scatter_add(dim, index, src, loc);
+}
 Tensor softmax(const Tensor &x, int64_t dim, Loc loc) { return x.softmax(dim, loc); }
 Tensor log_softmax(const Tensor &x, int64_t dim, Loc loc) { return x.log_softmax(dim, loc); }
 Tensor matmul(const Tensor &a, const Tensor &b, Loc loc) { return a.matmul(b, loc); }

@@ -536,3 +536,38 @@ Result metaTopk(const Args &args) {
 }
 
 } // namespace aotc::meta
+
+namespace aotc::meta {
+
+// scatter / scatter_add: index and src of self's rank, index within src everywhere and within
+// self outside `dim` (provably, for symbolic dims); src of self's dtype.
+Result metaScatter(const Args &args) {
+  auto self = args.tensor("self");
+  auto index = args.tensor("index");
+  auto src = args.tensor("src");
+  auto dim = args.constInt("dim");
+  if (!self || !index || !src || !dim)
+    return llvm::joinErrors(
+        llvm::joinErrors(llvm::joinErrors(self.takeError(), index.takeError()), src.takeError()),
+        dim.takeError());
+  const Type &x = **self, &i = **index, &s = **src;
+  auto d = args.normalizeDim(*dim, x.rank(), "dim");
+  if (!d)
+    return d.takeError();
+  if (!isIntegral(i.dtype()))
+    return args.error("index must be an integer tensor, got {}", i.str());
+  if (i.rank() != x.rank() || s.rank() != x.rank())
+    return args.error("index {} and src {} must have the rank of self {}", i.str(), s.str(),
+                      x.str());
+  if (s.dtype() != x.dtype())
+    return args.error("src {} must have the dtype of self {}", s.str(), x.str());
+  for (size_t k = 0; k < i.rank(); ++k) {
+    if (args.env().proveLE(i.shape()[k], s.shape()[k]) != Truth::True)
+      return args.error("index {} must be no larger than src {} in dim {}", i.str(), s.str(), k);
+    if (k != *d && args.env().proveLE(i.shape()[k], x.shape()[k]) != Truth::True)
+      return args.error("index {} must be no larger than self {} in dim {}", i.str(), x.str(), k);
+  }
+  return one(x);
+}
+
+} // namespace aotc::meta

@@ -32,6 +32,9 @@ CUDA_GRAPH_TEST(Statistics, StatisticsGraph, Batches, 1e-5, true)
 // sort and topk: bitonic networks, a kernel per compare-exchange step.
 CUDA_GRAPH_TEST(Sort, SortGraph, Batches, 1e-5, true)
 
+// scatter / scatter_add as reductions from the output side (no atomics).
+CUDA_GRAPH_TEST(Scatter, ScatterGraph, Batches, 1e-5, true)
+
 // rms_norm, batch norm of 3-d and 5-d inputs, instance norm (group_norm, a group per channel).
 CUDA_GRAPH_TEST(Norms, NormsGraph, Batches, 1e-5, true)
 

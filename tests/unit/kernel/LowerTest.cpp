@@ -48,6 +48,8 @@ TEST(Lower, Statistics) { expectMatches(StatisticsGraph, Batches); }
 
 TEST(Lower, SortAndTopk) { expectMatches(SortGraph, Batches); }
 
+TEST(Lower, ScatterAndScatterAdd) { expectMatches(ScatterGraph, Batches); }
+
 TEST(Lower, Norms) { expectMatches(NormsGraph, Batches, 1e-5); }
 
 TEST(Lower, IntegerAndBoolOps) { expectMatches(IntegerGraph, Batches); }

@@ -125,6 +125,25 @@ entry @f(%0 : f32[batch, 6] = input "x", %1 : i64[batch, 5] = input "ids") {
 }
 )";
 
+// scatter / scatter_add pulled from the output's side: repeated positions (ids in [0, 10)), an
+// index shorter than self outside the dim, integer sums, and a scatter along a symbolic dim.
+inline constexpr const char *ScatterGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 10] = input "x", %1 : i64[batch, 4] = input "ids", %2 : f32[batch, 4] = input "src", %3 : i64[batch, 10] = input "counts") {
+  %4 = aten.scatter.src(%0, %1, %2) {dim = 1} : f32[batch, 10]
+  %5 = aten.scatter_add(%0, %1, %2) {dim = -1} : f32[batch, 10]
+  %6 = aten.scatter_add(%3, %1, %1) {dim = 1} : i64[batch, 10]
+  %7 = aten.slice.Tensor(%1) {dim = 0, start = 0, end = 1} : i64[1, 4]
+  %8 = aten.scatter.src(%0, %7, %2) {dim = 1} : f32[batch, 10]
+  %9 = aten.transpose.int(%0) {dim0 = 0, dim1 = 1} : f32[10, batch]
+  %10 = aten.transpose.int(%1) {dim0 = 0, dim1 = 1} : i64[4, batch]
+  %11 = aten.transpose.int(%2) {dim0 = 0, dim1 = 1} : f32[4, batch]
+  %12 = aten.scatter_add(%9, %10, %11) {dim = 0} : f32[10, batch]
+  %13 = aten.relu(%4) : f32[batch, 10]
+  return %13 as output "written", %5 as output "added", %6 as output "counted", %8 as output "first_row", %12 as output "columns"
+}
+)";
+
 inline constexpr const char *IntegerGraph = R"(graph @t opset 1.0
 dim batch in 1..16
 entry @f(%0 : i64[batch, 4] = input "a", %1 : i64[4] = input "b", %2 : f32[batch, 4] = input "x", %3 : i32[batch, 4] = input "c") {
