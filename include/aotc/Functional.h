@@ -152,6 +152,37 @@ Tensor avg_pool1d(const Tensor &x, int64_t kernel_size,
                   bool ceil_mode = false, bool count_include_pad = true, Loc loc = Loc::current());
 Tensor adaptive_avg_pool1d(const Tensor &x, int64_t output_size, Loc loc = Loc::current());
 
+// Sorting and selecting (as the Tensor methods).
+std::tuple<Tensor, Tensor> sort(const Tensor &x, int64_t dim = -1, bool descending = false,
+                                Loc loc = Loc::current());
+Tensor argsort(const Tensor &x, int64_t dim = -1, bool descending = false,
+               Loc loc = Loc::current());
+std::tuple<Tensor, Tensor> topk(const Tensor &x, const SymInt &k, int64_t dim = -1,
+                                bool largest = true, bool sorted = true, Loc loc = Loc::current());
+Tensor scatter(const Tensor &x, int64_t dim, const Tensor &index, const Tensor &src,
+               Loc loc = Loc::current());
+Tensor scatter_add(const Tensor &x, int64_t dim, const Tensor &index, const Tensor &src,
+                   Loc loc = Loc::current());
+/// torch.einsum: letters and one `...` per operand (broadcast right-aligned), `->` optional (the
+/// output is then the ellipsis and the letters seen once, sorted); no repeated subscripts within
+/// an operand (diagonals). Traced as sums, permutes, reshapes and bmm (mul without contraction).
+Tensor einsum(const std::string &equation, const std::vector<Tensor> &operands,
+              Loc loc = Loc::current());
+
+// Constant tensors from host values (torch::tensor, torch::from_blob), stored with the weights:
+// in an entry, a constant of the graph (`_tensor_constant0`, ...); in a module's constructor, a
+// tensor to register as a buffer (rotary `inv_freq`), whose values come from the model file
+// instead of the weights file. Integer lists default to i64, floating ones to f32.
+Tensor tensor(std::initializer_list<double> values, DType dtype = f32, Loc loc = Loc::current());
+Tensor tensor(std::initializer_list<int> values, DType dtype = i64, Loc loc = Loc::current());
+Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, DType dtype = f32,
+              Loc loc = Loc::current());
+/// `values` in row-major order of `shape`.
+Tensor tensor(const std::vector<double> &values, IntList shape, DType dtype = f32,
+              Loc loc = Loc::current());
+/// A copy of the dtype's little-endian elements at `data`, row-major in `shape`.
+Tensor from_blob(const void *data, IntList shape, DType dtype = f32, Loc loc = Loc::current());
+
 /// torch.nn.functional.scaled_dot_product_attention (inference: no dropout).
 Tensor scaled_dot_product_attention(const Tensor &query, const Tensor &key, const Tensor &value,
                                     const Tensor &attn_mask = {}, bool is_causal = false,

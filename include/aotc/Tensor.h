@@ -13,6 +13,7 @@
 #include <optional>
 #include <source_location>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace aotc {
@@ -255,6 +256,37 @@ public:
   Tensor triu(int64_t diagonal = 0, Loc loc = Loc::current()) const;
   Tensor index_select(int64_t dim, const Tensor &index, Loc loc = Loc::current()) const;
   Tensor gather(int64_t dim, const Tensor &index, Loc loc = Loc::current()) const;
+
+  // Sorting and selecting: (values, i64 indices) along `dim`; ties keep their input order and
+  // NaN sorts as the largest value, as in torch.
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false,
+                                  Loc loc = Loc::current()) const;
+  std::tuple<Tensor, Tensor> sort(std::optional<bool> stable, int64_t dim, bool descending = false,
+                                  Loc loc = Loc::current()) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false, Loc loc = Loc::current()) const;
+  Tensor argsort(bool stable, int64_t dim, bool descending = false, Loc loc = Loc::current()) const;
+  /// The k largest (smallest) elements along `dim`, in order; k may be symbolic.
+  std::tuple<Tensor, Tensor> topk(const SymInt &k, int64_t dim = -1, bool largest = true,
+                                  bool sorted = true, Loc loc = Loc::current()) const;
+
+  // Scatters, functional as torch's out-of-place forms: a copy of this tensor with src's elements
+  // written (added) at the positions `index` gives along `dim`; an index outside this tensor is
+  // a run-time error.
+  Tensor scatter(int64_t dim, const Tensor &index, const Tensor &src,
+                 Loc loc = Loc::current()) const;
+  Tensor scatter(int64_t dim, const Tensor &index, const Scalar &value,
+                 Loc loc = Loc::current()) const;
+  Tensor scatter_add(int64_t dim, const Tensor &index, const Tensor &src,
+                     Loc loc = Loc::current()) const;
+  /// `x.index_put({ids}, values, accumulate)`: one integer index tensor for dim 0 (negative ids
+  /// count from the end), `values` broadcast to ids.sizes() + sizes()[1:]; recorded as a scatter
+  /// (accumulate: scatter_add) along dim 0.
+  Tensor index_put(const std::vector<Tensor> &indices, const Tensor &values,
+                   bool accumulate = false, Loc loc = Loc::current()) const;
+  /// Each element `repeats` times in a row along `dim` (no dim: of the flattened tensor); traced
+  /// as unsqueeze, expand and flatten.
+  Tensor repeat_interleave(const SymInt &repeats, std::optional<int64_t> dim = std::nullopt,
+                           Loc loc = Loc::current()) const;
 
   /// The single element: usable only as a tensor-valued scalar. Branching on it (`if (x.item() >
   /// 0)`) cannot be traced and fails with the line and a pointer to aotc::cond.

@@ -1,5 +1,6 @@
-// Kernels of the indexing ops (embedding, index_select, gather): byte copies of the selected
-// elements, with every index checked so that a bad one is an error, never a read out of bounds.
+// Kernels of the indexing ops (embedding, index_select, gather, scatter): byte copies of the
+// selected elements, with every index checked so that a bad one is an error, never a read out of
+// bounds.
 #include "Kernels.h"
 
 #include <cstring>
@@ -123,6 +124,64 @@ KernelResult gather(const KernelContext &ctx) {
   return one(std::move(*out));
 }
 
+// self with each element of src written to (scatter) or added to (scatter_add) self at the same
+// position but index's value along `dim`; floating sums in double, rounded once.
+KernelResult scatter(const KernelContext &ctx, bool add) {
+  const HostTensor &self = *ctx.tensor("self"), &index = *ctx.tensor("index"),
+                   &src = *ctx.tensor("src");
+  auto dim = ctx.getInt("dim");
+  if (!dim)
+    return dim.takeError();
+  auto d = normalizeDim(*dim, self.rank());
+  if (!d)
+    return d.takeError();
+  int64_t rank = self.rank();
+  if (index.rank() != rank || src.rank() != rank)
+    return error("index {} and src {} must have the rank of self {}", describeTensor(index),
+                 describeTensor(src), describeTensor(self));
+  for (int64_t i = 0; i < rank; ++i)
+    if (index.shape()[i] > src.shape()[i] || (i != *d && index.shape()[i] > self.shape()[i]))
+      return error("index {} does not fit src {} and self {} in dim {}", describeTensor(index),
+                   describeTensor(src), describeTensor(self), i);
+  int64_t size = rank ? self.shape()[*d] : 1;
+  auto values = checkedIndices(index, size, fmt::format("dim {}", *dim));
+  if (!values)
+    return values.takeError();
+  Dims selfStrides = stridesOf(self.shape()), srcStrides = stridesOf(src.shape()),
+       indexStrides = stridesOf(index.shape());
+  // For each index element: the offsets it writes in self and reads in src.
+  std::vector<std::pair<int64_t, int64_t>> moves;
+  for (int64_t j = 0; j < index.numel(); ++j) {
+    int64_t to = 0, from = 0;
+    for (int64_t i = 0; i < rank; ++i) {
+      int64_t coord = (j / indexStrides[i]) % index.shape()[i];
+      to += (i == *d ? (*values)[j] : coord) * selfStrides[i];
+      from += coord * srcStrides[i];
+    }
+    moves.emplace_back(to, from);
+  }
+  DType dt = self.dtype();
+  if (!add) {
+    auto out = reshapeCopy(self, self.shape());
+    if (!out)
+      return out.takeError();
+    size_t bytes = byteSize(dt);
+    for (auto [to, from] : moves)
+      std::memcpy(out->mutableData() + to * bytes, src.data() + from * bytes, bytes);
+    return one(std::move(*out));
+  }
+  if (isFloating(dt)) {
+    std::vector<double> out = readDoubles(self, DType::F64), in = readDoubles(src, DType::F64);
+    for (auto [to, from] : moves)
+      out[to] += in[from];
+    return one(fromDoubles(dt, self.shape(), out));
+  }
+  std::vector<int64_t> out = readInts(self, DType::I64), in = readInts(src, DType::I64);
+  for (auto [to, from] : moves)
+    out[to] = dt == DType::Bool ? (out[to] || in[from]) : wrapAdd(out[to], in[from]);
+  return one(fromInts(dt, self.shape(), out));
+}
+
 } // namespace
 
 KernelResult runIndexing(const KernelContext &ctx) {
@@ -133,8 +192,11 @@ KernelResult runIndexing(const KernelContext &ctx) {
     return indexSelect(ctx);
   case OpKind::Gather:
     return gather(ctx);
+  case OpKind::Scatter:
+  case OpKind::ScatterAdd:
+    return scatter(ctx, ctx.kind() == OpKind::ScatterAdd);
   default:
-    return error("no indexing kernel for this op");
+    return runSort(ctx);
   }
 }
 

@@ -96,6 +96,8 @@ KernelResult runIndexing(const KernelContext &ctx);  // IndexingKernels.cpp (emb
 KernelResult runPosition(const KernelContext &ctx);
 /// pad and the upsample_* interpolations (ResampleKernels.cpp).
 KernelResult runResample(const KernelContext &ctx);
+/// Sort and topk (SortKernels.cpp).
+KernelResult runSort(const KernelContext &ctx);
 /// The pointwise ops with two or more tensor or scalar operands (BinaryKernels.cpp).
 KernelResult runBinary(const KernelContext &ctx);
 

@@ -230,6 +230,8 @@ public:
   llvm::Error lowerReduction(const Node &n);
   llvm::Error lowerShape(const Node &n);
   llvm::Error lowerIndexing(const Node &n);
+  llvm::Error lowerSort(const Node &n);    // LowerSort.cpp
+  llvm::Error lowerScatter(const Node &n); // LowerScatter.cpp
   llvm::Error lowerLinalg(const Node &n);
   llvm::Error lowerConvPool(const Node &n);
   llvm::Error lowerCond(const Node &n);
@@ -246,10 +248,9 @@ public:
   // Shared op builders over lowered values.
   LValue *reduce(LValue *in, ReduceOp op, llvm::ArrayRef<int64_t> dims, bool keepdim, DType outType,
                  bool mean, std::string opName);
-  llvm::Expected<LValue *>
-  gemm(LValue *a, LValue *b, std::string opName,
-       Epilogue epilogue = nullptr,
-       std::vector<LValue *> epilogueDeps = {});
+  llvm::Expected<LValue *> gemm(LValue *a, LValue *b, std::string opName,
+                                Epilogue epilogue = nullptr,
+                                std::vector<LValue *> epilogueDeps = {});
 
   /// Point functions return expressions, not errors: one that fails keeps its error here and
   /// returns `placeholder`; the walk over the nodes returns the error before any kernel that

@@ -338,6 +338,10 @@ llvm::Error Lowerer::lowerShape(const Node &n) {
 }
 
 llvm::Error Lowerer::lowerIndexing(const Node &n) {
+  if (n.kind() == OpKind::Sort || n.kind() == OpKind::Topk)
+    return lowerSort(n);
+  if (n.kind() == OpKind::Scatter || n.kind() == OpKind::ScatterAdd)
+    return lowerScatter(n);
   DType out = n.result()->type().dtype();
   DType ct = computeType(out);
   Shape shape = shapeOf(n.result());

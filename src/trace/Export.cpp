@@ -208,6 +208,8 @@ private:
       if (!Options.report && !tracer.problems().empty())
         break;
     }
+    // Constants made while tracing are weights the model file provides.
+    State.insert(State.end(), tracer.constants().begin(), tracer.constants().end());
     if (tracer.problems().empty())
       return llvm::Error::success();
     std::vector<std::string> lines;
@@ -295,6 +297,10 @@ private:
       std::vector<int64_t> shape;
       for (const SymExpr &d : impl.type.shape())
         shape.push_back(*d.constant());
+      if (impl.init.kind == InitSpec::Kind::Data) {
+        Weights.emplace_back(impl.stateName, *impl.init.data);
+        continue;
+      }
       const SafetensorsFile::Entry *entry = file ? file->find(impl.stateName) : nullptr;
       if (entry) {
         const HostTensor &w = entry->tensor;
@@ -365,6 +371,8 @@ private:
         break;
       case InitSpec::Kind::Constant:
         v = s.a;
+        break;
+      case InitSpec::Kind::Data: // bindWeights copies these values instead
         break;
       case InitSpec::Kind::Uniform:
         v = s.a + (s.b - s.a) * uniform01();

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 
 namespace aotc {
 
@@ -56,6 +57,78 @@ DType defaultDType(const Scalar &s) {
 }
 
 } // namespace
+
+namespace {
+/// A tensor of host values: a graph constant while tracing, else a placeholder holding them.
+Tensor fromHost(HostTensor t, const Loc &loc) {
+  auto data = std::make_shared<const HostTensor>(std::move(t));
+  if (Tracer *tracer = Tracer::current())
+    return tracer->addConstant(std::move(data), loc);
+  auto impl = std::make_shared<detail::TensorImpl>();
+  Shape shape(data->shape().begin(), data->shape().end());
+  impl->type = Type::tensor(data->dtype(), shape);
+  impl->loc = toSourceLoc(loc);
+  impl->init = {InitSpec::Kind::Data, 0, 0, std::move(data)};
+  return Tensor(impl);
+}
+
+HostTensor hostTensor(llvm::ArrayRef<double> values, const IntList &shape, DType dtype,
+                      const Loc &loc) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      throw DslError(fmt::format("{}:{}: tensor needs non-negative sizes, got {}", loc.file_name(),
+                                 loc.line(), describe(dtype, shape)));
+    n *= d;
+  }
+  if (n != static_cast<int64_t>(values.size()))
+    throw DslError(fmt::format("{}:{}: tensor {} needs {} values, got {}", loc.file_name(),
+                               loc.line(), describe(dtype, shape), n, values.size()));
+  HostTensor t(dtype, shape);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (isFloating(dtype))
+      t.setDouble(i, values[i]);
+    else
+      t.setInt(i, static_cast<int64_t>(values[i]));
+  }
+  return t;
+}
+} // namespace
+
+Tensor tensor(std::initializer_list<double> values, DType dtype, Loc loc) {
+  std::vector<double> v(values);
+  return fromHost(hostTensor(v, {static_cast<int64_t>(v.size())}, dtype, loc), loc);
+}
+Tensor tensor(std::initializer_list<int> values, DType dtype, Loc loc) {
+  std::vector<double> v(values.begin(), values.end());
+  return fromHost(hostTensor(v, {static_cast<int64_t>(v.size())}, dtype, loc), loc);
+}
+Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, DType dtype, Loc loc) {
+  std::vector<double> v;
+  size_t width = rows.size() ? rows.begin()->size() : 0;
+  for (const auto &row : rows) {
+    if (row.size() != width)
+      throw DslError(fmt::format("{}:{}: tensor rows must have the same length, got {} and {}",
+                                 loc.file_name(), loc.line(), width, row.size()));
+    v.insert(v.end(), row.begin(), row.end());
+  }
+  return fromHost(
+      hostTensor(v, {static_cast<int64_t>(rows.size()), static_cast<int64_t>(width)}, dtype, loc),
+      loc);
+}
+Tensor tensor(const std::vector<double> &values, IntList shape, DType dtype, Loc loc) {
+  return fromHost(hostTensor(values, shape, dtype, loc), loc);
+}
+Tensor from_blob(const void *data, IntList shape, DType dtype, Loc loc) {
+  for (int64_t d : shape)
+    if (d < 0)
+      throw DslError(fmt::format("{}:{}: from_blob needs non-negative sizes, got {}",
+                                 loc.file_name(), loc.line(), describe(dtype, shape)));
+  HostTensor t(dtype, shape);
+  if (t.nbytes())
+    std::memcpy(t.mutableData(), data, t.nbytes());
+  return fromHost(std::move(t), loc);
+}
 
 Tensor empty(SymIntList size, DType dtype, Loc loc) {
   return create(OpKind::Zeros, size, {}, dtype, {}, loc);
@@ -164,6 +237,22 @@ Tensor one_hot(const Tensor &x, int64_t num_classes, Loc loc) {
   return x.unsqueeze(-1, loc).eq(classes, loc).to(i64, loc);
 }
 Tensor minimum(const Tensor &a, const Tensor &b, Loc loc) { return a.minimum(b, loc); }
+std::tuple<Tensor, Tensor> sort(const Tensor &x, int64_t dim, bool descending, Loc loc) {
+  return x.sort(dim, descending, loc);
+}
+Tensor argsort(const Tensor &x, int64_t dim, bool descending, Loc loc) {
+  return x.argsort(dim, descending, loc);
+}
+std::tuple<Tensor, Tensor> topk(const Tensor &x, const SymInt &k, int64_t dim, bool largest,
+                                bool sorted, Loc loc) {
+  return x.topk(k, dim, largest, sorted, loc);
+}
+Tensor scatter(const Tensor &x, int64_t dim, const Tensor &index, const Tensor &src, Loc loc) {
+  return x.scatter(dim, index, src, loc);
+}
+Tensor scatter_add(const Tensor &x, int64_t dim, const Tensor &index, const Tensor &src, Loc loc) {
+  return x.scatter_add(dim, index, src, loc);
+}
 Tensor softmax(const Tensor &x, int64_t dim, Loc loc) { return x.softmax(dim, loc); }
 Tensor log_softmax(const Tensor &x, int64_t dim, Loc loc) { return x.log_softmax(dim, loc); }
 Tensor matmul(const Tensor &a, const Tensor &b, Loc loc) { return a.matmul(b, loc); }

@@ -1,5 +1,7 @@
 // Tensor methods and operators of the DSL: each records one op of the IR (Ops.def) at the
 // caller's line.
+#include "aotc/Functional.h"
+
 #include "Tracer.h"
 
 #include <fmt/format.h>
@@ -327,6 +329,90 @@ Tensor Tensor::tril(int64_t diagonal, Loc loc) const {
 }
 Tensor Tensor::triu(int64_t diagonal, Loc loc) const {
   return op1(OpKind::Triu, {*this}, {intAttr("diagonal", diagonal)}, loc);
+}
+// Sorting and selecting.
+static std::tuple<Tensor, Tensor> pair(const std::vector<Tensor> &results) {
+  return {results.at(0), results.at(1)};
+}
+std::tuple<Tensor, Tensor> Tensor::sort(int64_t d, bool descending, Loc loc) const {
+  return sort(std::nullopt, d, descending, loc);
+}
+std::tuple<Tensor, Tensor> Tensor::sort(std::optional<bool> stable, int64_t d, bool descending,
+                                        Loc loc) const {
+  std::vector<A> attrs;
+  if (stable)
+    attrs.push_back(boolAttr("stable", *stable));
+  attrs.push_back(intAttr("dim", d));
+  attrs.push_back(boolAttr("descending", descending));
+  return pair(activeTracer(loc).emit(OpKind::Sort, {*this}, attrs, loc));
+}
+Tensor Tensor::argsort(int64_t d, bool descending, Loc loc) const {
+  return std::get<1>(sort(std::nullopt, d, descending, loc));
+}
+Tensor Tensor::argsort(bool stable, int64_t d, bool descending, Loc loc) const {
+  return std::get<1>(sort(stable, d, descending, loc));
+}
+std::tuple<Tensor, Tensor> Tensor::topk(const SymInt &k, int64_t d, bool largest, bool sorted,
+                                        Loc loc) const {
+  return pair(activeTracer(loc).emit(OpKind::Topk, {*this},
+                                     {attr("k", Attribute::integer(symOf(k))), intAttr("dim", d),
+                                      boolAttr("largest", largest), boolAttr("sorted", sorted)},
+                                     loc));
+}
+
+Tensor Tensor::scatter(int64_t d, const Tensor &index, const Tensor &src, Loc loc) const {
+  return op1(OpKind::Scatter, {*this, index, src}, {intAttr("dim", d)}, loc);
+}
+Tensor Tensor::scatter(int64_t d, const Tensor &index, const Scalar &value, Loc loc) const {
+  return scatter(d, index, full(index.sizes(), value, dtype(), loc), loc);
+}
+Tensor Tensor::scatter_add(int64_t d, const Tensor &index, const Tensor &src, Loc loc) const {
+  return op1(OpKind::ScatterAdd, {*this, index, src}, {intAttr("dim", d)}, loc);
+}
+Tensor Tensor::index_put(const std::vector<Tensor> &indices, const Tensor &values, bool accumulate,
+                         Loc loc) const {
+  auto fail = [&](const std::string &what) {
+    return DslError(fmt::format("{}:{}: {}", loc.file_name(), loc.line(), what));
+  };
+  if (indices.size() != 1 || !indices[0].defined())
+    throw fail(fmt::format("index_put takes one index tensor (for dim 0), got {}", indices.size()));
+  const Tensor &ids = indices[0];
+  if (ids.dtype() == boolean)
+    throw fail("index_put with a bool mask is not supported; use masked_fill or where");
+  if (!isIntegral(ids.dtype()))
+    throw fail(fmt::format("index_put needs an integer index tensor, got {}", ids.str()));
+  if (dim() == 0)
+    throw fail(fmt::format("index_put needs a tensor with at least one dim, got {}", str()));
+  SymInt rows = size(0, loc), count = ids.numel();
+  // Flat ids, negatives counted from the end as torch does.
+  Tensor flat = ids.dtype() == i64 ? ids : ids.to(i64, loc);
+  if (ids.dim() != 1)
+    flat = flat.reshape({count}, loc);
+  Tensor wrapped = flat + full({}, Scalar(rows), i64, loc);
+  flat = aotc::where(flat < ScalarAt(0, loc), wrapped, flat, loc);
+  SymIntList target{count}, expanded = ids.sizes(), ones{count};
+  for (int64_t k = 1; k < dim(); ++k) {
+    target.push_back(size(k, loc));
+    expanded.push_back(size(k, loc));
+    ones.push_back(1);
+  }
+  Tensor src = values.expand(expanded, loc).reshape(target, loc);
+  Tensor index = flat.view(ones, loc).expand(target, loc);
+  return accumulate ? scatter_add(0, index, src, loc) : scatter(0, index, src, loc);
+}
+Tensor Tensor::repeat_interleave(const SymInt &repeats, std::optional<int64_t> d, Loc loc) const {
+  if (auto r = repeats.maybe_static(); r && *r < 0)
+    throw DslError(fmt::format("{}:{}: repeat_interleave needs non-negative repeats, got {}",
+                               loc.file_name(), loc.line(), *r));
+  Tensor x = d || dim() == 1 ? *this : flatten(0, -1, loc);
+  int64_t rank = x.dim(), at = d.value_or(0);
+  if (at < -rank || at >= rank)
+    throw DslError(fmt::format("{}:{}: dim {} is out of range for {}", loc.file_name(), loc.line(),
+                               at, x.str()));
+  at = at < 0 ? at + rank : at;
+  SymIntList sizes = x.sizes();
+  sizes.insert(sizes.begin() + at + 1, repeats);
+  return x.unsqueeze(at + 1, loc).expand(sizes, loc).flatten(at, at + 1, loc);
 }
 Tensor Tensor::index_select(int64_t d, const Tensor &index, Loc loc) const {
   return op1(OpKind::IndexSelect, {*this, index}, {intAttr("dim", d)}, loc);

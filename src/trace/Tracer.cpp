@@ -73,6 +73,23 @@ Tensor Tracer::wrap(Value *v, const SourceLoc &loc) {
   return Tensor(impl);
 }
 
+Tensor Tracer::addConstant(std::shared_ptr<const HostTensor> data, const Loc &loc) {
+  auto impl = std::make_shared<detail::TensorImpl>();
+  Shape shape(data->shape().begin(), data->shape().end());
+  impl->type = Type::tensor(data->dtype(), shape);
+  impl->loc = toSourceLoc(loc);
+  impl->isState = true;
+  impl->stateKind = InputKind::Constant;
+  impl->stateName = fmt::format("_tensor_constant{}", Constants.size());
+  impl->init = {InitSpec::Kind::Data, 0, 0, std::move(data)};
+  if (llvm::Error e = G.addState({InputKind::Constant, impl->stateName, impl->type})) {
+    fail(toSourceLoc(loc), llvm::toString(std::move(e)));
+    throw TraceAbort();
+  }
+  Constants.emplace_back(impl);
+  return Constants.back();
+}
+
 Value *Tracer::valueOf(const Tensor &t, const Loc &loc) {
   detail::TensorImpl &impl = *t.impl();
   const Scope &entryScope = Scopes.front();

@@ -6,6 +6,7 @@
 
 #include "aotc/Tensor.h"
 #include "aotc/ir/Builder.h"
+#include "aotc/tensor/HostTensor.h"
 
 #include <exception>
 #include <map>
@@ -18,10 +19,12 @@ namespace aotc {
 
 SourceLoc toSourceLoc(const Loc &loc);
 
-/// How a parameter placeholder is filled when the export gets no weights file.
+/// How a parameter placeholder is filled when the export gets no weights file; Data: values the
+/// model file gives (aotc::tensor, from_blob), used whether or not there is a weights file.
 struct InitSpec {
-  enum class Kind { Zeros, Constant, Uniform, Normal } kind = Kind::Zeros;
+  enum class Kind { Zeros, Constant, Uniform, Normal, Data } kind = Kind::Zeros;
   double a = 0, b = 0;
+  std::shared_ptr<const HostTensor> data = nullptr;
 };
 
 namespace detail {
@@ -125,6 +128,11 @@ public:
   traceRegion(Block &region, const std::vector<Tensor> &args, std::vector<Value *> &lifted,
               const std::function<std::vector<Tensor>(const std::vector<Tensor> &)> &fn);
 
+  /// A constant tensor of the graph holding `data` (`_tensor_constant<N>`, as torch.export names
+  /// them), bound as an input of the entry that uses it.
+  Tensor addConstant(std::shared_ptr<const HostTensor> data, const Loc &loc);
+  const std::vector<Tensor> &constants() const { return Constants; }
+
   /// Buffers written by in-place ops during the current entry.
   void noteBufferWrite(const std::shared_ptr<detail::TensorImpl> &buffer);
   const std::vector<std::shared_ptr<detail::TensorImpl>> &writtenBuffers() const { return Written; }
@@ -172,6 +180,7 @@ private:
   /// The chain a problem found now happened in.
   std::vector<SourceLoc> currentCalls();
   std::vector<std::shared_ptr<detail::TensorImpl>> Written;
+  std::vector<Tensor> Constants;
   Tracer *Previous;
 };
 

@@ -564,3 +564,80 @@ Result metaGather(const Args &args) {
 }
 
 } // namespace aotc::meta
+
+namespace aotc::meta {
+
+// sort and topk: the values in self's dtype and their i64 positions along `dim`.
+Result metaSort(const Args &args) {
+  auto self = args.tensor("self");
+  auto dim = args.constInt("dim");
+  if (!self || !dim)
+    return llvm::joinErrors(self.takeError(), dim.takeError());
+  if (auto d = args.normalizeDim(*dim, (*self)->rank(), "dim"); !d)
+    return d.takeError();
+  return llvm::SmallVector<Type, 1>{**self, Type::tensor(DType::I64, (*self)->shape())};
+}
+
+// topk keeps k <= the size of `dim` (provably, when either is symbolic).
+Result metaTopk(const Args &args) {
+  auto self = args.tensor("self");
+  auto dim = args.constInt("dim");
+  if (!self || !dim)
+    return llvm::joinErrors(self.takeError(), dim.takeError());
+  const Type &x = **self;
+  auto d = args.normalizeDim(*dim, x.rank(), "dim");
+  if (!d)
+    return d.takeError();
+  const Attribute *k = args.attr("k");
+  if (!k || k->kind() != Attribute::Kind::Int)
+    return args.error("attribute 'k' is missing");
+  SymExpr size = x.rank() ? x.shape()[*d] : SymExpr(1);
+  SymExpr kk = k->getInt();
+  if (auto c = kk.constant(); c && *c < 0)
+    return args.error("k must be non-negative, got {}", *c);
+  if (args.env().proveLE(kk, size) != Truth::True)
+    return args.error("k ({}) must be at most the size {} of dim {} of {}", kk.str(), size.str(),
+                      *dim, x.str());
+  Shape shape = x.shape();
+  if (x.rank())
+    shape[*d] = kk;
+  return llvm::SmallVector<Type, 1>{Type::tensor(x.dtype(), shape),
+                                    Type::tensor(DType::I64, shape)};
+}
+
+} // namespace aotc::meta
+
+namespace aotc::meta {
+
+// scatter / scatter_add: index and src of self's rank, index within src everywhere and within
+// self outside `dim` (provably, for symbolic dims); src of self's dtype.
+Result metaScatter(const Args &args) {
+  auto self = args.tensor("self");
+  auto index = args.tensor("index");
+  auto src = args.tensor("src");
+  auto dim = args.constInt("dim");
+  if (!self || !index || !src || !dim)
+    return llvm::joinErrors(
+        llvm::joinErrors(llvm::joinErrors(self.takeError(), index.takeError()), src.takeError()),
+        dim.takeError());
+  const Type &x = **self, &i = **index, &s = **src;
+  auto d = args.normalizeDim(*dim, x.rank(), "dim");
+  if (!d)
+    return d.takeError();
+  if (!isIntegral(i.dtype()))
+    return args.error("index must be an integer tensor, got {}", i.str());
+  if (i.rank() != x.rank() || s.rank() != x.rank())
+    return args.error("index {} and src {} must have the rank of self {}", i.str(), s.str(),
+                      x.str());
+  if (s.dtype() != x.dtype())
+    return args.error("src {} must have the dtype of self {}", s.str(), x.str());
+  for (size_t k = 0; k < i.rank(); ++k) {
+    if (args.env().proveLE(i.shape()[k], s.shape()[k]) != Truth::True)
+      return args.error("index {} must be no larger than src {} in dim {}", i.str(), s.str(), k);
+    if (k != *d && args.env().proveLE(i.shape()[k], x.shape()[k]) != Truth::True)
+      return args.error("index {} must be no larger than self {} in dim {}", i.str(), x.str(), k);
+  }
+  return one(x);
+}
+
+} // namespace aotc::meta

@@ -29,6 +29,12 @@ CUDA_GRAPH_TEST(Position, PositionGraph, Batches, 1e-5, true)
 // logsumexp, var / std and vector norms, decomposed into reductions.
 CUDA_GRAPH_TEST(Statistics, StatisticsGraph, Batches, 1e-5, true)
 
+// sort and topk: bitonic networks, a kernel per compare-exchange step.
+CUDA_GRAPH_TEST(Sort, SortGraph, Batches, 1e-5, true)
+
+// scatter / scatter_add as reductions from the output side (no atomics).
+CUDA_GRAPH_TEST(Scatter, ScatterGraph, Batches, 1e-5, true)
+
 // rms_norm, batch norm of 3-d and 5-d inputs, instance norm (group_norm, a group per channel).
 CUDA_GRAPH_TEST(Norms, NormsGraph, Batches, 1e-5, true)
 
@@ -65,8 +71,8 @@ CUDA_GRAPH_TEST(Views, ViewsGraph, Batches, 1e-5, true)
 // split, arange, full.
 CUDA_GRAPH_TEST(Creation, CreationGraph, Batches, 1e-5, false)
 
-// Float functions through libdevice (host libm when emulated), Python's float modulo, NaN-propagating
-// minimum, and float floor division.
+// Float functions through libdevice (host libm when emulated), Python's float modulo,
+// NaN-propagating minimum, and float floor division.
 const char *MathGraph = R"(graph @t opset 1.0
 dim batch in 1..16
 entry @f(%0 : f32[batch, 6] = input "x", %1 : f32[6] = input "y") {

@@ -46,6 +46,10 @@ TEST(Lower, PositionOpsAndScans) { expectMatches(PositionGraph, Batches); }
 
 TEST(Lower, Statistics) { expectMatches(StatisticsGraph, Batches); }
 
+TEST(Lower, SortAndTopk) { expectMatches(SortGraph, Batches); }
+
+TEST(Lower, ScatterAndScatterAdd) { expectMatches(ScatterGraph, Batches); }
+
 TEST(Lower, Norms) { expectMatches(NormsGraph, Batches, 1e-5); }
 
 TEST(Lower, ResampleAndPad) { expectMatches(ResampleGraph, Batches, 1e-5); }

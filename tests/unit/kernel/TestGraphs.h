@@ -168,6 +168,48 @@ entry @f(%0 : f32[batch, 2, 3, 4, 5] = input "x", %1 : f32[16, 2, 2, 3, 3] = inp
 }
 )";
 
+// sort and topk as bitonic networks: ties (floor(2x)), NaN (log of negatives; only the indices
+// are compared there), a symbolic sort dim padded to a power of two, a row of one, integers, a
+// symbolic k.
+inline constexpr const char *SortGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 6] = input "x", %1 : i64[batch, 5] = input "ids") {
+  %2 = aten.mul.Scalar(%0) {other = 2} : f32[batch, 6]
+  %3 = aten.floor(%2) : f32[batch, 6]
+  %4, %5 = aten.sort.stable(%3) {dim = -1, descending = true} : f32[batch, 6], i64[batch, 6]
+  %6, %7 = aten.sort.stable(%3) {dim = 1} : f32[batch, 6], i64[batch, 6]
+  %8, %9 = aten.sort.stable(%3) {dim = 0} : f32[batch, 6], i64[batch, 6]
+  %10 = aten.log(%0) : f32[batch, 6]
+  %11, %12 = aten.topk(%10) {k = 3} : f32[batch, 3], i64[batch, 3]
+  %13, %14 = aten.topk(%10) {k = 4, largest = false} : f32[batch, 4], i64[batch, 4]
+  %15, %16 = aten.topk(%1) {k = 1, dim = 0, largest = false} : i64[1, 5], i64[1, 5]
+  %17, %18 = aten.topk(%0) {k = batch, dim = 0} : f32[batch, 6], i64[batch, 6]
+  %19 = aten.unsqueeze(%0) {dim = 2} : f32[batch, 6, 1]
+  %20, %21 = aten.sort.stable(%19) {dim = 2} : f32[batch, 6, 1], i64[batch, 6, 1]
+  %22 = aten.add.Tensor(%4, %8) : f32[batch, 6]
+  return %22 as output "sum", %5 as output "down", %6 as output "up", %7 as output "up_i", %9 as output "col_i", %12 as output "top_i", %14 as output "low_i", %15 as output "ids", %16 as output "ids_i", %17 as output "all", %18 as output "all_i", %20 as output "one", %21 as output "one_i"
+}
+)";
+
+// scatter / scatter_add pulled from the output's side: repeated positions (ids in [0, 10)), an
+// index shorter than self outside the dim, integer sums, and a scatter along a symbolic dim.
+inline constexpr const char *ScatterGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : f32[batch, 10] = input "x", %1 : i64[batch, 4] = input "ids", %2 : f32[batch, 4] = input "src", %3 : i64[batch, 10] = input "counts") {
+  %4 = aten.scatter.src(%0, %1, %2) {dim = 1} : f32[batch, 10]
+  %5 = aten.scatter_add(%0, %1, %2) {dim = -1} : f32[batch, 10]
+  %6 = aten.scatter_add(%3, %1, %1) {dim = 1} : i64[batch, 10]
+  %7 = aten.slice.Tensor(%1) {dim = 0, start = 0, end = 1} : i64[1, 4]
+  %8 = aten.scatter.src(%0, %7, %2) {dim = 1} : f32[batch, 10]
+  %9 = aten.transpose.int(%0) {dim0 = 0, dim1 = 1} : f32[10, batch]
+  %10 = aten.transpose.int(%1) {dim0 = 0, dim1 = 1} : i64[4, batch]
+  %11 = aten.transpose.int(%2) {dim0 = 0, dim1 = 1} : f32[4, batch]
+  %12 = aten.scatter_add(%9, %10, %11) {dim = 0} : f32[10, batch]
+  %13 = aten.relu(%4) : f32[batch, 10]
+  return %13 as output "written", %5 as output "added", %6 as output "counted", %8 as output "first_row", %12 as output "columns"
+}
+)";
+
 inline constexpr const char *IntegerGraph = R"(graph @t opset 1.0
 dim batch in 1..16
 entry @f(%0 : i64[batch, 4] = input "a", %1 : i64[4] = input "b", %2 : f32[batch, 4] = input "x", %3 : i32[batch, 4] = input "c") {
