@@ -11,7 +11,11 @@ struct M : nn::Module {
     Tensor a = x.scatter(1, ids, src);
     Tensor b = scatter_add(x, -1, ids, src);
     Tensor c = x.scatter(1, ids, 0.5);
-    Tensor d = x.index_put({ids.select(1, 0)}, src.slice(1, 0, 1), /*accumulate=*/true);
+    // The index and the values in statements of their own: C++ leaves the order in which a call's
+    // arguments are evaluated (and so traced) unspecified.
+    Tensor rows = ids.select(1, 0);
+    Tensor values = src.slice(1, 0, 1);
+    Tensor d = x.index_put({rows}, values, /*accumulate=*/true);
     return {a, b, c, d};
   }
 };
@@ -25,13 +29,13 @@ AOTC_MODEL(M, dim("batch", 1, 16),
 // CHECK-NEXT:   %4 = aten.scatter_add(%0, %1, %2) {dim = -1} : f32[batch, 3]
 // CHECK-NEXT:   %5 = aten.full() {size = [batch, 2], fill_value = 0.5, dtype = f32} : f32[batch, 2]
 // CHECK-NEXT:   %6 = aten.scatter.src(%0, %1, %5) {dim = 1} : f32[batch, 3]
-// CHECK-NEXT:   %7 = aten.slice.Tensor(%2) {dim = 1, start = 0, end = 1} : f32[batch, 1]
-// CHECK-NEXT:   %8 = aten.select.int(%1) {dim = 1, index = 0} : i64[batch]
+// CHECK-NEXT:   %7 = aten.select.int(%1) {dim = 1, index = 0} : i64[batch]
+// CHECK-NEXT:   %8 = aten.slice.Tensor(%2) {dim = 1, start = 0, end = 1} : f32[batch, 1]
 // CHECK-NEXT:   %9 = aten.full() {size = [], fill_value = batch, dtype = i64} : i64[]
-// CHECK-NEXT:   %10 = aten.add.Tensor(%8, %9) : i64[batch]
-// CHECK-NEXT:   %11 = aten.lt.Scalar(%8) {other = 0} : bool[batch]
-// CHECK-NEXT:   %12 = aten.where.self(%11, %10, %8) : i64[batch]
-// CHECK-NEXT:   %13 = aten.expand(%7) {size = [batch, 3]} : f32[batch, 3]
+// CHECK-NEXT:   %10 = aten.add.Tensor(%7, %9) : i64[batch]
+// CHECK-NEXT:   %11 = aten.lt.Scalar(%7) {other = 0} : bool[batch]
+// CHECK-NEXT:   %12 = aten.where.self(%11, %10, %7) : i64[batch]
+// CHECK-NEXT:   %13 = aten.expand(%8) {size = [batch, 3]} : f32[batch, 3]
 // CHECK-NEXT:   %14 = aten.reshape(%13) {shape = [batch, 3]} : f32[batch, 3]
 // CHECK-NEXT:   %15 = aten.view(%12) {size = [batch, 1]} : i64[batch, 1]
 // CHECK-NEXT:   %16 = aten.expand(%15) {size = [batch, 3]} : i64[batch, 3]
