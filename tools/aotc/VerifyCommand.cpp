@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -171,21 +172,25 @@ Comparison compare(const HostTensor &got, const HostTensor &want) {
   return c;
 }
 
-llvm::Error verify(const VerifyArgs &args, bool &allPassed, bool &nonFiniteReference) {
-  auto device = parseDevice(args.device);
+llvm::Error verify(const VerifyArgs &a, bool &allPassed, bool &nonFiniteReference) {
+  std::optional<kir::Precision> precision;
+  if (!a.precision.empty()) {
+    auto p = kir::parsePrecision(a.precision);
+    if (!p)
+      return error("--precision: " + llvm::toString(p.takeError()));
+    precision = *p;
+  }
+  auto device = parseDevice(a.device);
   if (!device)
     return device.takeError();
-  auto artifact = Artifact::open(args.model, args.threads, *device);
+  auto artifact = Artifact::open(a.model, a.threads, *device);
   if (!artifact)
     return artifact.takeError();
   // The CPU computes every GEMM in f32 (tf32 ones too); a CUDA device rounds as exported.
-  VerifyArgs a = args;
-  if (a.tolerance == 0) {
-    std::string precision = !a.precision.empty() ? a.precision
-                            : device->cuda       ? (*artifact)->info().cudaPrecision
-                                                 : "fp32";
-    a.tolerance = defaultTolerance(cantFail(kir::parsePrecision(precision)));
-  }
+  if (!precision)
+    precision = device->cuda ? cantFail(kir::parsePrecision((*artifact)->info().cudaPrecision))
+                             : kir::Precision::FP32;
+  double tolerance = a.tolerance > 0 ? a.tolerance : defaultTolerance(*precision);
   // Creating the model checked a weights file; embedded weights are checked here only, since
   // create leaves them unread until used.
   if (llvm::Error e = (*artifact)->checkWeights())
@@ -293,7 +298,7 @@ llvm::Error verify(const VerifyArgs &args, bool &allPassed, bool &nonFiniteRefer
                                  llvm::toString(got.takeError())));
       for (size_t o = 0; o < want->size(); ++o) {
         Comparison c = compare((*got)[o], (*want)[o]);
-        bool ok = c.error <= a.tolerance && c.wantNonFinite == 0;
+        bool ok = c.error <= tolerance && c.wantNonFinite == 0;
         allPassed &= ok;
         std::string verdict = ok ? "ok" : "MISMATCH";
         int64_t numel = (*want)[o].numel();
@@ -341,10 +346,6 @@ Subcommand addVerifyCommand(CLI::App &parent) {
       ->allow_extra_args(false);
   return {app, [args] {
             bool passed = false, nonFiniteReference = false;
-            if (!args->precision.empty())
-              if (auto precision = kir::parsePrecision(args->precision); !precision)
-                return reportError("verify",
-                                   error("--precision: " + llvm::toString(precision.takeError())));
             if (llvm::Error e = verify(*args, passed, nonFiniteReference))
               return reportError("verify", std::move(e));
             if (!passed) {

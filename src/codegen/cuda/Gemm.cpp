@@ -39,36 +39,24 @@ public:
   }
 
 private:
-  Value *sharedSlot(GlobalVariable *tile, Value *index) {
-    Value *zero = B.getInt64(0);
-    return B.CreateInBoundsGEP(tile->getValueType(), tile, {zero, index});
-  }
-
   // The block's threads copy the k-step's A tile (stored k-major: the threads of a row of the
   // register tile read adjacent words) and B tile into shared memory, consecutive threads on
   // consecutive k (A) and n (B) for coalesced reads of row-major operands.
   void loadTiles(Value *k0) {
-    unsigned threads = T.threads();
-    for (unsigned e = 0; e < T.blockM * T.blockK / threads; ++e) {
-      Value *idx = B.CreateAdd(Tid, B.getInt64(uint64_t(e) * threads));
-      Value *r = B.CreateUDiv(idx, B.getInt64(T.blockK));
-      Value *c = B.CreateURem(idx, B.getInt64(T.blockK));
+    forTileElements(B, Tid, T.threads(), T.blockM, T.blockK, [&](Value *, Value *r, Value *c) {
       Value *row = B.CreateAdd(M0, r);
       Value *col = B.CreateAdd(k0, c);
       Value *v = Ops.load(Ops.aData(), Ops.a(row, col));
       Value *cm = B.CreateMul(c, B.getInt64(T.blockM));
       Value *slot = B.CreateAdd(cm, r);
-      B.CreateStore(v, sharedSlot(ATile, slot));
-    }
-    for (unsigned e = 0; e < T.blockK * T.blockN / threads; ++e) {
-      Value *idx = B.CreateAdd(Tid, B.getInt64(uint64_t(e) * threads));
-      Value *r = B.CreateUDiv(idx, B.getInt64(T.blockN));
-      Value *c = B.CreateURem(idx, B.getInt64(T.blockN));
+      B.CreateStore(v, sharedElement(B, ATile, slot));
+    });
+    forTileElements(B, Tid, T.threads(), T.blockK, T.blockN, [&](Value *idx, Value *r, Value *c) {
       Value *row = B.CreateAdd(k0, r);
       Value *col = B.CreateAdd(N0, c);
       Value *v = Ops.load(Ops.bData(), Ops.b(row, col));
-      B.CreateStore(v, sharedSlot(BTile, idx));
-    }
+      B.CreateStore(v, sharedElement(B, BTile, idx));
+    });
   }
 
   // Register tile element (i, j) covers row ty + i * (blockM / threadM) and column
@@ -78,63 +66,44 @@ private:
   Value *tileCol(unsigned j) { return B.CreateAdd(Tx, B.getInt64(j * (T.blockN / T.threadN))); }
 
   void accumulate(Value *kTiles) {
-    Function *f = B.GetInsertBlock()->getParent();
-    LLVMContext &c = f->getContext();
     Type *f32 = B.getFloatTy();
-    BasicBlock *pre = B.GetInsertBlock();
-    BasicBlock *head = BasicBlock::Create(c, "k.head", f);
-    BasicBlock *body = BasicBlock::Create(c, "k.body", f);
-    BasicBlock *exit = BasicBlock::Create(c, "k.exit", f);
-    B.CreateBr(head);
-    B.SetInsertPoint(head);
-    PHINode *kt = B.CreatePHI(B.getInt64Ty(), 2, "kt");
-    kt->addIncoming(B.getInt64(0), pre);
-    SmallVector<PHINode *, 16> accs;
-    for (unsigned i = 0; i < T.threadM * T.threadN; ++i) {
-      accs.push_back(B.CreatePHI(f32, 2, "acc"));
-      accs.back()->addIncoming(ConstantFP::get(f32, 0.0), pre);
-    }
-    B.CreateCondBr(B.CreateICmpULT(kt, kTiles), body, exit);
-    B.SetInsertPoint(body);
-    Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
-    loadTiles(k0);
-    B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
-    // Each k-step sums into fresh partial sums added to the accumulators once: blocked
-    // summation, whose rounding error grows with blockK + k / blockK rather than with k, so that
-    // long dot products stay within 1e-5 of the exactly rounded ones.
-    SmallVector<Value *, 16> sums(accs.size(), ConstantFP::get(f32, 0.0));
-    SmallVector<Value *, 8> rows, cols;
-    for (unsigned i = 0; i < T.threadM; ++i)
-      rows.push_back(tileRow(i));
-    for (unsigned j = 0; j < T.threadN; ++j)
-      cols.push_back(tileCol(j));
-    for (unsigned kk = 0; kk < T.blockK; ++kk) {
-      SmallVector<Value *, 8> a, b;
-      for (unsigned i = 0; i < T.threadM; ++i) {
-        Value *slot = B.CreateAdd(rows[i], B.getInt64(uint64_t(kk) * T.blockM));
-        a.push_back(B.CreateLoad(f32, sharedSlot(ATile, slot)));
-      }
-      for (unsigned j = 0; j < T.threadN; ++j) {
-        Value *slot = B.CreateAdd(cols[j], B.getInt64(uint64_t(kk) * T.blockN));
-        b.push_back(B.CreateLoad(f32, sharedSlot(BTile, slot)));
-      }
+    auto step = [&](Value *kt, ArrayRef<Value *> accs) {
+      Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
+      loadTiles(k0);
+      B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
+      // Each k-step sums into fresh partial sums added to the accumulators once: blocked
+      // summation, whose rounding error grows with blockK + k / blockK rather than with k, so
+      // that long dot products stay within 1e-5 of the exactly rounded ones.
+      SmallVector<Value *, 64> sums(accs.size(), ConstantFP::get(f32, 0.0));
+      SmallVector<Value *, 8> rows, cols;
       for (unsigned i = 0; i < T.threadM; ++i)
-        for (unsigned j = 0; j < T.threadN; ++j) {
-          Value *&s = sums[i * T.threadN + j];
-          s = B.CreateIntrinsic(Intrinsic::fmuladd, {f32}, {a[i], b[j], s});
+        rows.push_back(tileRow(i));
+      for (unsigned j = 0; j < T.threadN; ++j)
+        cols.push_back(tileCol(j));
+      for (unsigned kk = 0; kk < T.blockK; ++kk) {
+        SmallVector<Value *, 8> a, b;
+        for (unsigned i = 0; i < T.threadM; ++i) {
+          Value *slot = B.CreateAdd(rows[i], B.getInt64(uint64_t(kk) * T.blockM));
+          a.push_back(B.CreateLoad(f32, sharedElement(B, ATile, slot)));
         }
-    }
-    for (auto [s, acc] : zip(sums, accs))
-      s = B.CreateFAdd(acc, s);
-    // The next k-step overwrites the tiles only after every thread has read them.
-    B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
-    Value *next = B.CreateAdd(kt, B.getInt64(1), "kt.next");
-    kt->addIncoming(next, B.GetInsertBlock());
-    for (auto [phi, s] : zip(accs, sums))
-      phi->addIncoming(s, B.GetInsertBlock());
-    B.CreateBr(head);
-    B.SetInsertPoint(exit);
-    Acc.assign(accs.begin(), accs.end());
+        for (unsigned j = 0; j < T.threadN; ++j) {
+          Value *slot = B.CreateAdd(cols[j], B.getInt64(uint64_t(kk) * T.blockN));
+          b.push_back(B.CreateLoad(f32, sharedElement(B, BTile, slot)));
+        }
+        for (unsigned i = 0; i < T.threadM; ++i)
+          for (unsigned j = 0; j < T.threadN; ++j) {
+            Value *&s = sums[i * T.threadN + j];
+            s = B.CreateIntrinsic(Intrinsic::fmuladd, {f32}, {a[i], b[j], s});
+          }
+      }
+      for (auto [s, acc] : zip(sums, accs))
+        s = B.CreateFAdd(acc, s);
+      // The next k-step overwrites the tiles only after every thread has read them.
+      B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
+      return sums;
+    };
+    SmallVector<Value *, 64> acc = kTileLoop(B, kTiles, T.threadM * T.threadN, step);
+    Acc.assign(acc.begin(), acc.end());
   }
 
   // out[batch, row, col] = epilogue(acc) for each element of the register tile inside m x n.
@@ -192,7 +161,7 @@ Expected<CudaKernel> emitGemmKernel(Module &m, codegen::MathLibrary &math,
                                     const StringMap<unsigned> &symIndex, const GemmTiles &tiles) {
   const kir::GemmCall &g = std::get<kir::GemmCall>(step);
   if (Error err = checkGemm(entry, g))
-    return std::move(err);
+    return err;
   assert(tiles.blockM % tiles.threadM == 0 && tiles.blockN % tiles.threadN == 0 &&
          tiles.blockM * tiles.blockK % tiles.threads() == 0 &&
          tiles.blockK * tiles.blockN % tiles.threads() == 0 && "tiles the threads can load");

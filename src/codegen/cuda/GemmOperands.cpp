@@ -10,6 +10,54 @@ Value *ceilDiv(codegen::Builder &b, Value *x, unsigned d) {
   return b.CreateUDiv(up, b.getInt64(d));
 }
 
+Value *sharedElement(codegen::Builder &b, GlobalVariable *tile, Value *index) {
+  Value *zero = b.getInt64(0);
+  return b.CreateInBoundsGEP(tile->getValueType(), tile, {zero, index});
+}
+
+void forTileElements(codegen::Builder &b, Value *tid, unsigned threads, unsigned rows,
+                     unsigned cols, function_ref<void(Value *, Value *, Value *)> element) {
+  for (unsigned e = 0; e < rows * cols / threads; ++e) {
+    Value *idx = b.CreateAdd(tid, b.getInt64(uint64_t(e) * threads));
+    Value *r = b.CreateUDiv(idx, b.getInt64(cols));
+    Value *c = b.CreateURem(idx, b.getInt64(cols));
+    element(idx, r, c);
+  }
+}
+
+SmallVector<Value *, 64>
+kTileLoop(codegen::Builder &b, Value *kTiles, unsigned accumulators,
+          function_ref<SmallVector<Value *, 64>(Value *, ArrayRef<Value *>)> step) {
+  Function *f = b.GetInsertBlock()->getParent();
+  LLVMContext &c = f->getContext();
+  Type *f32 = b.getFloatTy();
+  BasicBlock *pre = b.GetInsertBlock();
+  BasicBlock *head = BasicBlock::Create(c, "k.head", f);
+  BasicBlock *body = BasicBlock::Create(c, "k.body", f);
+  BasicBlock *exit = BasicBlock::Create(c, "k.exit", f);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  PHINode *kt = b.CreatePHI(b.getInt64Ty(), 2, "kt");
+  kt->addIncoming(b.getInt64(0), pre);
+  SmallVector<Value *, 64> accs;
+  for (unsigned i = 0; i < accumulators; ++i) {
+    PHINode *acc = b.CreatePHI(f32, 2, "acc");
+    acc->addIncoming(ConstantFP::get(f32, 0.0), pre);
+    accs.push_back(acc);
+  }
+  b.CreateCondBr(b.CreateICmpULT(kt, kTiles), body, exit);
+  b.SetInsertPoint(body);
+  SmallVector<Value *, 64> next = step(kt, accs);
+  assert(next.size() == accs.size() && "one value per accumulator");
+  Value *ktNext = b.CreateAdd(kt, b.getInt64(1), "kt.next");
+  kt->addIncoming(ktNext, b.GetInsertBlock());
+  for (auto [phi, v] : zip(accs, next))
+    cast<PHINode>(phi)->addIncoming(v, b.GetInsertBlock());
+  b.CreateBr(head);
+  b.SetInsertPoint(exit);
+  return accs;
+}
+
 std::pair<Value *, Value *> GemmOperands::beginTile(Value *block, unsigned blockM,
                                                     unsigned blockN) {
   M = Ex.sym(G.m);

@@ -20,6 +20,27 @@ CudaKernel tiledGemmKernel(const kir::EntryKernels &entry, const kir::Step &step
 /// ceil(x / d) of an i64.
 llvm::Value *ceilDiv(codegen::Builder &b, llvm::Value *x, unsigned d);
 
+/// Element `index` (i64) of the shared-memory array `tile`.
+llvm::Value *sharedElement(codegen::Builder &b, llvm::GlobalVariable *tile, llvm::Value *index);
+
+/// How a block's `threads` threads share the elements of a rows x cols tile (whole rounds of
+/// them): in round e, thread `tid` takes element idx = tid + e * threads, at row idx / cols and
+/// column idx % cols, so that consecutive threads take consecutive columns. `element` is called
+/// with idx, the row and the column (i64) of each.
+void forTileElements(
+    codegen::Builder &b, llvm::Value *tid, unsigned threads, unsigned rows, unsigned cols,
+    llvm::function_ref<void(llvm::Value *idx, llvm::Value *row, llvm::Value *col)> element);
+
+/// Emits the k-tile loop of a GEMM kernel, kt from 0 while kt < kTiles, carrying `accumulators`
+/// f32 values that start at 0: `step` emits the body of iteration kt from their values at its
+/// start and returns them updated (it may branch; the back edge leaves from where it ends).
+/// Leaves `b` after the loop and returns the values there.
+llvm::SmallVector<llvm::Value *, 64> kTileLoop(
+    codegen::Builder &b, llvm::Value *kTiles, unsigned accumulators,
+    llvm::function_ref<llvm::SmallVector<llvm::Value *, 64>(llvm::Value *kt,
+                                                            llvm::ArrayRef<llvm::Value *> acc)>
+        step);
+
 class GemmOperands {
 public:
   /// An element of an operand: its offset in the operand's buffer and whether it exists

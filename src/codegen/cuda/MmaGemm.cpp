@@ -55,11 +55,6 @@ private:
   unsigned tilesM() const { return T.warpM() / MmaM; }
   unsigned tilesN() const { return T.warpN() / MmaN; }
 
-  Value *sharedSlot(GlobalVariable *tile, Value *index) {
-    Value *zero = B.getInt64(0);
-    return B.CreateInBoundsGEP(tile->getValueType(), tile, {zero, index});
-  }
-
   // cp.async of one f32 operand element into `slot`, zeros where it does not exist.
   void copyElement(Value *data, GemmOperands::Element e, Value *slot) {
     Value *src = B.CreateInBoundsGEP(B.getFloatTy(), data, e.offset);
@@ -78,25 +73,18 @@ private:
     B.CreateCondBr(B.CreateICmpULT(kt, kTiles), copy, done);
     B.SetInsertPoint(copy);
     Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
-    unsigned threads = T.threads();
     Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageFloats()));
-    for (unsigned e = 0; e < T.blockM * T.blockK / threads; ++e) {
-      Value *idx = B.CreateAdd(Tid, B.getInt64(uint64_t(e) * threads));
-      Value *r = B.CreateUDiv(idx, B.getInt64(T.blockK));
-      Value *c = B.CreateURem(idx, B.getInt64(T.blockK));
+    forTileElements(B, Tid, T.threads(), T.blockM, T.blockK, [&](Value *, Value *r, Value *c) {
       Value *row = B.CreateAdd(M0, r);
       Value *col = B.CreateAdd(k0, c);
-      copyElement(Ops.aData(), Ops.a(row, col), sharedSlot(ATile, aSlot(aBase, r, c)));
-    }
+      copyElement(Ops.aData(), Ops.a(row, col), sharedElement(B, ATile, aSlot(aBase, r, c)));
+    });
     Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageFloats()));
-    for (unsigned e = 0; e < T.blockK * T.blockN / threads; ++e) {
-      Value *idx = B.CreateAdd(Tid, B.getInt64(uint64_t(e) * threads));
-      Value *r = B.CreateUDiv(idx, B.getInt64(T.blockN));
-      Value *c = B.CreateURem(idx, B.getInt64(T.blockN));
+    forTileElements(B, Tid, T.threads(), T.blockK, T.blockN, [&](Value *, Value *r, Value *c) {
       Value *row = B.CreateAdd(k0, r);
       Value *col = B.CreateAdd(N0, c);
-      copyElement(Ops.bData(), Ops.b(row, col), sharedSlot(BTile, bSlot(bBase, r, c)));
-    }
+      copyElement(Ops.bData(), Ops.b(row, col), sharedElement(B, BTile, bSlot(bBase, r, c)));
+    });
     B.CreateBr(done);
     B.SetInsertPoint(done);
     B.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {}, {});
@@ -115,7 +103,7 @@ private:
   }
 
   Value *loadShared(GlobalVariable *tile, Value *slot) {
-    return B.CreateLoad(B.getFloatTy(), sharedSlot(tile, slot));
+    return B.CreateLoad(B.getFloatTy(), sharedElement(B, tile, slot));
   }
 
   // One fragment register from its elements: a tf32, or two 16-bit values with `lo` in the low
@@ -194,54 +182,34 @@ private:
   }
 
   void accumulate(Value *kTiles) {
-    Function *f = B.GetInsertBlock()->getParent();
-    LLVMContext &c = f->getContext();
-    Type *f32 = B.getFloatTy();
-    BasicBlock *pre = B.GetInsertBlock();
-    BasicBlock *head = BasicBlock::Create(c, "k.head", f);
-    BasicBlock *body = BasicBlock::Create(c, "k.body", f);
-    BasicBlock *exit = BasicBlock::Create(c, "k.exit", f);
-    B.CreateBr(head);
-    B.SetInsertPoint(head);
-    PHINode *kt = B.CreatePHI(B.getInt64Ty(), 2, "kt");
-    kt->addIncoming(B.getInt64(0), pre);
-    SmallVector<PHINode *, 64> accs;
-    for (unsigned i = 0; i < tilesM() * tilesN() * 4; ++i) {
-      accs.push_back(B.CreatePHI(f32, 2, "acc"));
-      accs.back()->addIncoming(ConstantFP::get(f32, 0.0), pre);
-    }
-    B.CreateCondBr(B.CreateICmpULT(kt, kTiles), body, exit);
-    B.SetInsertPoint(body);
-    // k-tile kt's group is complete once at most stages - 2 younger ones are pending; the
-    // barrier makes every thread's copies visible, and tells that every thread is done with
-    // the buffer the next copies overwrite (the one computed on in the previous iteration).
-    B.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {}, {B.getInt32(T.stages - 2)});
-    B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
-    Value *ahead = B.CreateAdd(kt, B.getInt64(T.stages - 1));
-    Value *aheadStage = B.CreateURem(ahead, B.getInt64(T.stages));
-    issueStage(aheadStage, ahead, kTiles);
-    Value *stage = B.CreateURem(kt, B.getInt64(T.stages));
-    Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageFloats()));
-    Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageFloats()));
-    SmallVector<Value *, 64> sums(accs.begin(), accs.end());
-    for (unsigned ks = 0; ks < T.blockK / mmaK(P); ++ks) {
-      SmallVector<SmallVector<Value *, 4>, 4> a;
-      SmallVector<SmallVector<Value *, 2>, 4> b;
-      for (unsigned mi = 0; mi < tilesM(); ++mi)
-        a.push_back(aFragment(aBase, mi, ks));
-      for (unsigned ni = 0; ni < tilesN(); ++ni)
-        b.push_back(bFragment(bBase, ni, ks));
-      for (unsigned mi = 0; mi < tilesM(); ++mi)
+    auto step = [&](Value *kt, ArrayRef<Value *> accs) {
+      // k-tile kt's group is complete once at most stages - 2 younger ones are pending; the
+      // barrier makes every thread's copies visible, and tells that every thread is done with
+      // the buffer the next copies overwrite (the one computed on in the previous iteration).
+      B.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {}, {B.getInt32(T.stages - 2)});
+      B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
+      Value *ahead = B.CreateAdd(kt, B.getInt64(T.stages - 1));
+      Value *aheadStage = B.CreateURem(ahead, B.getInt64(T.stages));
+      issueStage(aheadStage, ahead, kTiles);
+      Value *stage = B.CreateURem(kt, B.getInt64(T.stages));
+      Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageFloats()));
+      Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageFloats()));
+      SmallVector<Value *, 64> sums(accs.begin(), accs.end());
+      for (unsigned ks = 0; ks < T.blockK / mmaK(P); ++ks) {
+        SmallVector<SmallVector<Value *, 4>, 4> a;
+        SmallVector<SmallVector<Value *, 2>, 4> b;
+        for (unsigned mi = 0; mi < tilesM(); ++mi)
+          a.push_back(aFragment(aBase, mi, ks));
         for (unsigned ni = 0; ni < tilesN(); ++ni)
-          mma(a[mi], b[ni], MutableArrayRef(sums).slice((mi * tilesN() + ni) * 4, 4));
-    }
-    Value *next = B.CreateAdd(kt, B.getInt64(1), "kt.next");
-    kt->addIncoming(next, B.GetInsertBlock());
-    for (auto [phi, s] : zip(accs, sums))
-      phi->addIncoming(s, B.GetInsertBlock());
-    B.CreateBr(head);
-    B.SetInsertPoint(exit);
-    Acc.assign(accs.begin(), accs.end());
+          b.push_back(bFragment(bBase, ni, ks));
+        for (unsigned mi = 0; mi < tilesM(); ++mi)
+          for (unsigned ni = 0; ni < tilesN(); ++ni)
+            mma(a[mi], b[ni], MutableArrayRef(sums).slice((mi * tilesN() + ni) * 4, 4));
+      }
+      return sums;
+    };
+    SmallVector<Value *, 64> acc = kTileLoop(B, kTiles, tilesM() * tilesN() * 4, step);
+    Acc.assign(acc.begin(), acc.end());
   }
 
   // Accumulator i of mma tile (mi, ni): row group + 8 (i >> 1), column 2 inGroup + (i & 1).
@@ -279,7 +247,7 @@ Expected<CudaKernel> emitMmaGemmKernel(Module &m, codegen::MathLibrary &math,
                                        const MmaGemmTiles &tiles) {
   const kir::GemmCall &g = std::get<kir::GemmCall>(step);
   if (Error err = checkGemm(entry, g))
-    return std::move(err);
+    return err;
   if (g.precision == kir::Precision::FP32)
     return createStringError(fmt::format(
         "{}: GEMM '{}': fp32 precision does not run on the tensor cores", entry.name, g.name));
