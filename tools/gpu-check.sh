@@ -5,19 +5,21 @@
 #   tools/gpu-check.sh prepare [--full]   on the build machine (no GPU needed): builds aotc and
 #       the device checker, exports every model with --target cuda, draws inputs and computes the
 #       interpreter's outputs, all under .gpu-check/ (ignored by git).
-#   tools/gpu-check.sh run [cuda:N]       on the GPU machine: aotc_gpu_check on every case (output
-#       within 1e-4 of the interpreter, or the tolerance of its --precision; 8 threads on one handle bitwise equal to the serial run),
-#       then compute-sanitizer memcheck and racecheck on one run of each case. One table; exit 1
-#       on any failure. Without a GPU it says so and exits 0.
+#   tools/gpu-check.sh run [DIR] [cuda:N]   on the GPU machine: aotc_gpu_check on every case of
+#       DIR (default .gpu-check): output within 1e-4 of the interpreter, or the tolerance of its
+#       --precision; 8 threads on one handle bitwise equal to the serial run; CUDA graph replays
+#       bitwise equal to plain launches), then compute-sanitizer memcheck and racecheck on one run
+#       of each case (each tool at most $GPU_CHECK_SANITIZER_TIMEOUT s, default 240). One table;
+#       exit 1 on any failure. Without a GPU it says so and exits 0.
 #   tools/gpu-check.sh                    both, on a machine that builds and has a GPU.
 #
 # With the device tool of this project's sessions: `tools/gpu-check.sh prepare` here, then one
-# run call per part of .gpu-check/parts/ (carry ["<part>"]), then `tools/gpu-check.sh run`, as the
-# plan it prints says. A call carries at most 64 MiB: the default suite (the MLP at batch 1..512
-# and at tf32 and bf16, the tiny ResNets, GPT-2 tiny and at fp16, the tiny captioner; cubins for
-# sm_80 and sm_90) is 91 MiB, two parts; --full adds ResNet-18, ResNet-50, GPT-2 small and the
-# captioner; parts of 48 MiB are carried one per call on
-# the warm machine (the plan it prints).
+# run call per group it prints (carry [".gpu-check/groupN"], command `tools/gpu-check.sh run
+# .gpu-check/groupN`). A call carries at most 64 MiB with the repository: the default suite (the
+# MLP at batch 1..512 and at tf32 and bf16, the tiny ResNets, GPT-2 tiny and at fp16, the tiny
+# captioner; cubins for sm_80 and sm_90) is 91 MiB, two groups; --full adds ResNet-18,
+# ResNet-50, GPT-2 small and the captioner, more groups. Each group holds its own checker and
+# stands alone: calls may run in any order, on a warm machine or a fresh one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -103,39 +105,59 @@ prepare() {
   bytes=$(du -sb "$root" | cut -f1)
   echo "gpu-check: prepared $root ($((bytes / 1048576)) MiB)"
   if [ "$bytes" -gt $((56 * 1048576)) ]; then
-    # One device call carries at most 64 MiB with the repository: parts of 48 MiB, unpacked into
-    # /tmp on the warm machine one call after another, then run from there.
-    mkdir -p "$root/parts"
-    tar -C "$root" -cf - bin suite | split -b 48M -d - "$root/parts/part"
-    rm -rf "${root:?}/bin" "${root:?}/suite"
-    echo "gpu-check: too large for one call; carry one part per call, in order:"
-    for p in "$root"/parts/part*; do
-      echo "  carry [\"$p\"]: cat $p >> /tmp/gpu-check.tar"
+    # One device call carries at most 64 MiB with the repository: the models go into groups of
+    # at most 56 MiB, each with its own copy of the checker, so that every call stands alone (a
+    # machine handed back between calls loses nothing).
+    local limit=$((56 * 1048576)) binBytes group=0 used so name size
+    binBytes=$(du -sb "$root/bin" | cut -f1)
+    used=$limit
+    for so in "$root"/suite/*.so; do
+      name=$(basename "$so" .so)
+      size=$(du -sbc "$so" "$root/suite/$name" | tail -1 | cut -f1)
+      if [ $((used + size)) -gt "$limit" ]; then
+        group=$((group + 1))
+        mkdir -p "$root/group$group/suite"
+        cp -r "$root/bin" "$root/group$group/"
+        used=$binBytes
+      fi
+      mv "$so" "$root/suite/$name" "$root/group$group/suite/"
+      used=$((used + size))
     done
-    echo "  then: mkdir -p $root && tar -C $root -xf /tmp/gpu-check.tar && tools/gpu-check.sh run"
+    rm -rf "${root:?}/bin" "${root:?}/suite"
+    echo "gpu-check: too large for one call; one call per group, in any order:"
+    for g in "$root"/group*; do
+      echo "  carry [\"$g\"]: tools/gpu-check.sh run $g   ($(du -sh "$g" | cut -f1): $(ls "$g/suite" | grep '\.so$' | tr '\n' ' '))"
+    done
   fi
 }
 
 run() {
-  local device=${1:-cuda:0}
+  local device=cuda:0 dir=$root
+  for arg in "$@"; do
+    case "$arg" in
+    cuda:*) device=$arg ;;
+    *) dir=$arg ;;
+    esac
+  done
   if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
     echo "gpu-check: no GPU on this machine (nvidia-smi finds none): the GPU suite did not run"
     return 0
   fi
-  if [ ! -x "$root/bin/aotc_gpu_check" ]; then
-    echo "gpu-check: $root is not prepared: run tools/gpu-check.sh prepare first" >&2
+  if [ ! -x "$dir/bin/aotc_gpu_check" ]; then
+    echo "gpu-check: $dir is not prepared: run tools/gpu-check.sh prepare first" >&2
     return 2
   fi
   nvidia-smi -L
   local status=0
-  "$root/bin/aotc_gpu_check" --device "$device" "$root/suite" || status=1
+  "$dir/bin/aotc_gpu_check" --trace --device "$device" "$dir/suite" || status=1
   local sanitizer
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   if [ -x "$sanitizer" ]; then
     for tool in memcheck racecheck; do
       echo "gpu-check: compute-sanitizer --tool $tool"
-      "$sanitizer" --tool "$tool" --error-exitcode 3 --print-limit 20 \
-        "$root/bin/aotc_gpu_check" --quick --device "$device" "$root/suite" || status=1
+      timeout "${GPU_CHECK_SANITIZER_TIMEOUT:-240}" \
+        "$sanitizer" --tool "$tool" --error-exitcode 3 --print-limit 20 \
+        "$dir/bin/aotc_gpu_check" --quick --device "$device" "$dir/suite" || status=1
     done
   else
     echo "gpu-check: compute-sanitizer not found: memcheck and racecheck did not run"
@@ -147,10 +169,13 @@ run() {
 
 case "$mode" in
 prepare) prepare "${2:-}" ;;
-run) run "${2:-}" ;;
+run)
+  shift
+  run "$@"
+  ;;
 all) prepare && run ;;
 *)
-  echo "usage: tools/gpu-check.sh [prepare [--full] | run [cuda:N]]" >&2
+  echo "usage: tools/gpu-check.sh [prepare [--full] | run [DIR] [cuda:N]]" >&2
   exit 2
   ;;
 esac

@@ -1,7 +1,12 @@
 // Runs an entry of an aotc artifact on random inputs and prints its outputs and latency, using
 // nothing but the runtime's header (aotc/runtime.hpp over the C ABI):
 //   run_model MODEL.so --input x=8x784 [--entry NAME] [--iters N] [--threads N] [--median-only]
-// (--iters 0: one run, no timing: what a fresh process pays to its first answer)
+//             [--device cpu|cuda[:N]] [--cuda-graphs] [--weights FILE [--map-weights-unchecked]]
+// (--iters 0: one run, no timing: what a fresh process pays to its first answer). On a CUDA
+// device the inputs are uploaded once and the outputs written into device buffers allocated
+// once; a timed run returns when its outputs are ready (the model's own stream). --cuda-graphs
+// replays each run as one captured graph after two warm-up runs. --map-weights-unchecked maps a
+// weights file of the right size without checking its hash (a benchmark's random weights).
 #include <aotc/runtime.hpp>
 
 #include <algorithm>
@@ -19,14 +24,16 @@ namespace {
 struct Args {
   std::string model, entry;
   std::map<std::string, std::vector<int64_t>> shapes;
-  int iters = 100, threads = 0;
-  bool medianOnly = false;
+  std::string weights;
+  int iters = 100, threads = 0, deviceIndex = 0;
+  bool medianOnly = false, cuda = false, graphs = false, unchecked = false;
 };
 
 [[noreturn]] void usage(const char *message) {
   std::fprintf(stderr,
                "run_model: %s\nusage: run_model MODEL.so --input NAME=8x784 [--input ...] "
-               "[--entry NAME] [--iters N] [--threads N] [--median-only]\n",
+               "[--entry NAME] [--iters N] [--threads N] [--median-only] [--device cpu|cuda[:N]] "
+               "[--cuda-graphs] [--weights FILE [--map-weights-unchecked]]\n",
                message);
   std::exit(2);
 }
@@ -68,6 +75,26 @@ Args parse(int argc, char **argv) {
       a.threads = std::atoi(value().c_str());
     } else if (arg == "--median-only") {
       a.medianOnly = true;
+    } else if (arg == "--device") {
+      std::string d = value();
+      char *end = nullptr;
+      if (d == "cpu") {
+        a.cuda = false;
+      } else if (d == "cuda") {
+        a.cuda = true;
+      } else if (d.rfind("cuda:", 0) == 0 && d.size() > 5 &&
+                 (a.deviceIndex = int(std::strtol(d.c_str() + 5, &end, 10)), !*end) &&
+                 a.deviceIndex >= 0) {
+        a.cuda = true;
+      } else {
+        usage(("--device " + d + ": expected cpu, cuda or cuda:N").c_str());
+      }
+    } else if (arg == "--cuda-graphs") {
+      a.graphs = true;
+    } else if (arg == "--weights") {
+      a.weights = value();
+    } else if (arg == "--map-weights-unchecked") {
+      a.unchecked = true;
     } else if (!arg.empty() && arg[0] == '-') {
       usage(("unknown option " + arg).c_str());
     } else if (a.model.empty()) {
@@ -80,6 +107,10 @@ Args parse(int argc, char **argv) {
     usage("no model given");
   if (a.iters < 0)
     usage("--iters must not be negative");
+  if (a.graphs && !a.cuda)
+    usage("--cuda-graphs needs --device cuda");
+  if (a.unchecked && a.weights.empty())
+    usage("--map-weights-unchecked needs --weights FILE");
   return a;
 }
 
@@ -132,13 +163,38 @@ int main(int argc, char **argv) {
   try {
     aotc::rt::Library library(a.model.find('/') == std::string::npos ? "./" + a.model : a.model);
     aotc_model_options options;
-    library.api().model_options_init(&options);
+    const aotc::rt::Api &api = library.api();
+    api.model_options_init(&options);
     options.num_threads = a.threads;
+    if (a.cuda) {
+      options.device_type = AOTC_DEVICE_CUDA;
+      options.device_index = a.deviceIndex;
+      options.cuda_graphs = a.graphs ? 4 : 0;
+    }
+    if (!a.weights.empty())
+      options.weights_path = a.weights.c_str();
+    if (a.unchecked)
+      options.flags |= AOTC_MODEL_MAP_WEIGHTS_UNCHECKED;
     aotc::rt::Model model(library, &options);
     std::vector<std::string> entries = model.entries();
     int32_t entry = a.entry.empty() ? 0 : model.entry(a.entry);
     if (a.entry.empty() && entries.size() > 1)
       usage("the model has several entries; choose one with --entry");
+
+    // Device memory for the inputs and output buffers of a CUDA model, freed at the end.
+    std::vector<void *> deviceMemory;
+    auto freeDeviceMemory = [&] {
+      for (void *p : deviceMemory)
+        api.model_device_free(model.get(), p);
+    };
+    auto onDevice = [&](const void *host, uint64_t bytes) {
+      void *d = nullptr;
+      api.check(api.model_device_alloc(model.get(), std::max<uint64_t>(bytes, 1), &d));
+      deviceMemory.push_back(d);
+      if (host)
+        api.check(api.model_copy(model.get(), d, host, bytes, AOTC_COPY_HOST_TO_DEVICE));
+      return d;
+    };
 
     std::mt19937_64 rng(0);
     std::vector<std::vector<unsigned char>> storage;
@@ -152,17 +208,31 @@ int main(int argc, char **argv) {
         numel *= d;
       storage.push_back(randomData(info.dtype, numel, rng));
       inputs.push_back(aotc::rt::tensor(storage.back().data(), info.dtype, it->second));
+      if (a.cuda) {
+        aotc_tensor &t = inputs.back();
+        t.data = onDevice(storage.back().data(), storage.back().size());
+        t.device_type = AOTC_DEVICE_CUDA;
+        t.device_index = a.deviceIndex;
+      }
     }
 
-    // The first run allocates the outputs; the timed runs reuse them as caller buffers.
+    // The first run allocates the outputs; the timed runs write into buffers of their sizes
+    // (the same addresses every run, as a CUDA graph replay needs).
     std::vector<aotc::rt::OwnedTensor> outputs = model.run(entry, inputs);
     std::vector<aotc_tensor> buffers;
     for (const aotc::rt::OwnedTensor &o : outputs) {
       aotc_tensor t = o.raw();
       t.size_bytes = static_cast<uint64_t>(o.numel() * elementSize(o.dtype()));
       t.flags = 0;
+      if (a.cuda) {
+        t.data = onDevice(nullptr, t.size_bytes);
+        t.device_type = AOTC_DEVICE_CUDA;
+        t.device_index = a.deviceIndex;
+      }
       buffers.push_back(t);
     }
+    for (int i = 0; a.cuda && i < 3 && a.iters > 0; ++i)
+      model.run_into(entry, inputs, buffers); // seen, captured, replayed once
     std::vector<double> ms;
     for (int i = 0; i < a.iters; ++i) {
       auto start = std::chrono::steady_clock::now();
@@ -174,6 +244,7 @@ int main(int argc, char **argv) {
     std::sort(ms.begin(), ms.end());
     double median = ms.empty() ? 0 : ms[ms.size() / 2];
     if (a.medianOnly) {
+      freeDeviceMemory();
       std::printf("%.6f\n", median);
       return 0;
     }
@@ -185,17 +256,26 @@ int main(int argc, char **argv) {
         std::printf("%s%lld", d ? ", " : "", static_cast<long long>(o.raw().shape[d]));
       std::printf("]\n");
       if (o.dtype() == AOTC_DTYPE_F32) {
+        std::vector<float> head(static_cast<size_t>(std::min<int64_t>(o.numel(), 8)));
+        if (a.cuda)
+          api.check(api.model_copy(model.get(), head.data(), o.raw().data, head.size() * 4,
+                                   AOTC_COPY_DEVICE_TO_HOST));
+        else
+          std::copy_n(o.data<float>(), head.size(), head.begin());
         std::printf("  [");
-        for (int64_t j = 0; j < std::min<int64_t>(o.numel(), 8); ++j)
-          std::printf("%s%.6g", j ? ", " : "", o.data<float>()[j]);
+        for (size_t j = 0; j < head.size(); ++j)
+          std::printf("%s%.6g", j ? ", " : "", head[j]);
         std::printf("%s]\n", o.numel() > 8 ? ", ..." : "");
       }
     }
+    const char *device = "cpu";
+    api.check(api.model_device_name(model.get(), &device));
     if (!ms.empty())
       std::printf("latency: median %.4f ms, min %.4f ms, max %.4f ms over %d runs (%d threads, "
-                  "%s)\n",
+                  "%s, %s%s)\n",
                   median, ms.front(), ms.back(), a.iters, model.num_threads(),
-                  model.cpu_variant().c_str());
+                  model.cpu_variant().c_str(), device, a.graphs ? ", CUDA graphs" : "");
+    freeDeviceMemory();
   } catch (const aotc::rt::Error &e) {
     std::fprintf(stderr, "run_model: %s\n", e.what());
     return 1;

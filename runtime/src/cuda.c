@@ -55,9 +55,21 @@ static const struct {
     DRIVER_FN(cuEventRecord),
     DRIVER_FN(cuEventSynchronize),
     DRIVER_FN(cuLaunchKernel),
+    DRIVER_FN(cuStreamBeginCapture),
+    DRIVER_FN(cuStreamEndCapture),
+    DRIVER_FN(cuGraphInstantiateWithFlags),
+    DRIVER_FN(cuGraphLaunch),
+    DRIVER_FN(cuGraphExecDestroy),
+    DRIVER_FN(cuGraphDestroy),
     DRIVER_FN(cuGetErrorName),
     DRIVER_FN(cuGetErrorString),
 };
+/* Every function of the table is resolved from libcuda.so.1: one missing here stays null and
+ * is called as null on a real GPU only (the emulated device fills the table itself). */
+_Static_assert(sizeof driver_fns / sizeof driver_fns[0] ==
+                   (sizeof(aotc_cuda_driver) - offsetof(aotc_cuda_driver, cuInit)) /
+                       sizeof(void (*)(void)),
+               "driver_fns lists every function of aotc_cuda_driver");
 
 static void load_libcuda(void) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);

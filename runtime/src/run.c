@@ -269,7 +269,11 @@ static aotc_status check_output(const aotc_entry_desc *e, int32_t index, const a
                      "entry \"%s\": output \"%s\" would have more bytes than fit in 63 bits", en,
                      on);
   *out_bytes = bytes;
-  aotc_status status = check_device(en, "output", on, t, s);
+  /* An output without data is allocated by the runtime on the model's device: one left all
+   * zero (device_type and device_index 0, as runtime.hpp's Model::run leaves it) asks for that;
+   * one that names a device must name the model's. */
+  const int unset = !t->data && t->device_type == AOTC_DEVICE_CPU && t->device_index == 0;
+  aotc_status status = unset ? AOTC_OK : check_device(en, "output", on, t, s);
   if (status != AOTC_OK)
     return status;
   if (t->strides) {
@@ -345,6 +349,8 @@ static void finish_outputs(const aotc_model *model, const aotc_entry_desc *e,
     if (!t->data) {
       t->data = s->out_ptrs[o];
       t->size_bytes = s->out_bytes[o];
+      t->device_type = s->device_type; /* where the runtime allocated it */
+      t->device_index = s->device_index;
       t->flags |= AOTC_TENSOR_RUNTIME_OWNED;
       if (model->cuda)
         aotc_cuda_mark_owned(model, t);

@@ -25,6 +25,8 @@ config.substitutions.append(("%generate", config.generate))
 config.substitutions.append(("%print_nvptx", config.print_nvptx))
 config.substitutions.append(("%cuda_runtime_check", config.cuda_runtime_check))
 config.substitutions.append(("%gpu_check", config.gpu_check))
+config.substitutions.append(("%run_model", config.run_model))
+config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append((r"\bFileCheck\b", config.filecheck))
 # The ASan+UBSan build: tests that only repeat the release build's checks ten times slower (whole
 # models on the emulated CUDA device, whose JIT-compiled kernels are not instrumented anyway) say

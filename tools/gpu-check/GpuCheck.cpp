@@ -10,8 +10,9 @@
 //     replaying the captured graph, bitwise equal to the plain launches.
 // One table line per case; exit 1 when any check fails.
 //
-//   aotc_gpu_check [--device cuda:N|cpu] [--tolerance T] [--quick] SUITE_DIR...
-// --quick runs each case once (for compute-sanitizer, which is slow); --device cpu runs the same
+//   aotc_gpu_check [--device cuda:N|cpu] [--tolerance T] [--quick] [--trace] SUITE_DIR...
+// --quick runs each case once (for compute-sanitizer, which is slow); --trace names each phase
+// on stderr before it starts (where a crash happened); --device cpu runs the same
 // checks on the CPU code of cpu,cuda artifacts (how CI tests this program without a GPU).
 #include "aotc/runtime.hpp"
 
@@ -122,6 +123,7 @@ struct Options {
   int index = 0;
   double tolerance = 1e-4;
   bool quick = false;
+  bool trace = false; // each phase of each case on stderr, before it starts
 };
 
 struct Case {
@@ -252,6 +254,11 @@ private:
 /// Checks one case; prints its table line. Returns whether every check passed.
 bool checkCase(const Case &c, const std::string &so, const Options &o) {
   std::string why;
+  auto phase = [&](const char *what) {
+    if (o.trace)
+      std::fprintf(stderr, "aotc_gpu_check: %s: %s\n", c.dir.c_str(), what);
+  };
+  phase("serial run");
   try {
     Runner r(so, o);
     std::vector<Npy> inputs;
@@ -292,6 +299,7 @@ bool checkCase(const Case &c, const std::string &so, const Options &o) {
     ok = ok && err <= (c.tolerance > 0 ? c.tolerance : o.tolerance);
     std::string threads = "-";
     if (!o.quick) {
+      phase("8 threads");
       std::vector<int> same(8, 0);
       std::vector<std::thread> pool;
       for (int t = 0; t < 8; ++t)
@@ -309,6 +317,7 @@ bool checkCase(const Case &c, const std::string &so, const Options &o) {
     }
     std::string graphs = "-";
     if (!o.quick && o.cuda) {
+      phase("CUDA graphs");
       Runner g(so, o, 4);
       g.setInputs(inputs);
       std::vector<size_t> sizes;
@@ -332,6 +341,7 @@ bool checkCase(const Case &c, const std::string &so, const Options &o) {
 } // namespace
 
 int main(int argc, char **argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0); // each case's line out before the next case starts
   Options o;
   std::vector<std::string> suites;
   for (int i = 1; i < argc; ++i) {
@@ -348,9 +358,11 @@ int main(int argc, char **argv) {
       o.tolerance = std::atof(argv[++i]);
     } else if (a == "--quick") {
       o.quick = true;
+    } else if (a == "--trace") {
+      o.trace = true;
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "usage: aotc_gpu_check [--device cuda:N|cpu] [--tolerance T] "
-                           "[--quick] SUITE_DIR...\n");
+                           "[--quick] [--trace] SUITE_DIR...\n");
       return 2;
     } else {
       suites.push_back(a);

@@ -148,6 +148,27 @@ int main(int argc, char **argv) {
     Inputs in = makeInputs(s, m, 5, index);
     std::vector<uint8_t> serial = run(s, m, in, nullptr);
 
+    // Outputs left all zero (as runtime.hpp's Model::run leaves them) are allocated on the
+    // model's device and say so: device_type and device_index are filled in.
+    {
+      int32_t n = 0;
+      s.api.check(s.api.model_num_outputs(m, 0, &n));
+      std::vector<aotc_tensor> zeroed(static_cast<size_t>(n));
+      std::memset(zeroed.data(), 0, zeroed.size() * sizeof(aotc_tensor));
+      aotc_status zst = s.api.model_run_v2(m, 0, in.tensors.data(), in.tensors.size(),
+                                           zeroed.data(), zeroed.size(), nullptr);
+      std::vector<uint8_t> got(serial.size());
+      if (zst == AOTC_OK)
+        s.api.check(
+            s.api.model_copy(m, got.data(), zeroed[0].data, got.size(), AOTC_COPY_DEVICE_TO_HOST));
+      report(zst == AOTC_OK && zeroed[0].device_type == AOTC_DEVICE_CUDA &&
+                 zeroed[0].device_index == index && got == serial,
+             std::string("zeroed outputs are allocated on the device and say so: ") +
+                 (zst == AOTC_OK ? "ok" : s.api.last_error()));
+      for (aotc_tensor &t : zeroed)
+        s.api.tensor_release(&t);
+    }
+
     // A host tensor given to a CUDA model is an error naming it; nothing runs.
     Inputs host = in;
     host.tensors[0].device_type = AOTC_DEVICE_CPU;
