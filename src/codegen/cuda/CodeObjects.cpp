@@ -64,7 +64,7 @@ Expected<std::unique_ptr<Module>> emitKernels(LLVMContext &c, const kir::Program
       Function *f = cm->module->getFunction(k.name);
       f->setName(fmt::format("aotc_e{}_{}", i, k.name));
       k.name = f->getName().str();
-      l.byStep[k.step] = {&k, static_cast<int32_t>(code.kernels.size())};
+      l.byStep[k.step].push_back({&k, static_cast<int32_t>(code.kernels.size())});
       code.kernels.push_back(k.name);
     }
     if (Linker::linkModules(*all, std::move(cm->module)))

@@ -105,6 +105,19 @@ struct MmaGemmTiles {
 inline constexpr MmaGemmTiles TensorCoreGemmTiles = {128, 64, 16, 2, 2, 3, 4, 8};
 static_assert(TensorCoreGemmTiles.sharedBytes() <= 48 * 1024, "static shared memory");
 
+/// The small-m GEMM kernels (SmallGemm.cpp): a GEMM whose m lies in a tier's [minM, maxM] runs
+/// on one block of SmallGemmThreads threads per group of output columns, each weight element
+/// loaded once for all maxM rows, `unroll` k steps of loads in flight a thread; GEMMs with more
+/// rows than the last tier take the tiled kernels. A GEMM whose m is symbolic gets every kernel
+/// its range may need, and its run launches the one for the m it has (the others' grids are
+/// empty). Decode steps (m = batch) and GEMVs (m = 1) were 30 to 100 times slower on the tiled
+/// kernels, which compute 64 or 128 rows a block.
+struct SmallGemmTier {
+  unsigned minM, maxM, unroll;
+};
+inline constexpr SmallGemmTier SmallGemmTiers[] = {{1, 1, 8}, {2, 8, 4}};
+inline constexpr unsigned SmallGemmThreads = 256;
+
 /// The most blocks in x a grid-stride kernel is launched with: 64 per SM on the largest GPUs
 /// (132 SMs), plenty to fill them, few enough that no thread idles on a big tensor.
 inline constexpr uint32_t MaxGridStrideBlocks = 8192;

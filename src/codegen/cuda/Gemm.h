@@ -27,6 +27,15 @@ llvm::Expected<CudaKernel> emitMmaGemmKernel(llvm::Module &m, codegen::MathLibra
                                              const llvm::StringMap<unsigned> &symIndex,
                                              const MmaGemmTiles &tiles);
 
+/// The same GemmCall for at most tier.maxM rows (SmallGemm.cpp) on CUDA cores, in f32 whatever
+/// the GEMM's precision allows: one block of SmallGemmThreads threads per group of output
+/// columns of each batch element, k split among its threads. The same errors as emitGemmKernel.
+llvm::Expected<CudaKernel> emitSmallGemmKernel(llvm::Module &m, codegen::MathLibrary &math,
+                                               const kir::EntryKernels &entry,
+                                               const kir::Step &step,
+                                               const llvm::StringMap<unsigned> &symIndex,
+                                               const SmallGemmTier &tier);
+
 /// Why the CUDA GEMM kernels cannot run `g`, if they cannot: not f32 data, a packed operand.
 llvm::Error checkGemm(const kir::EntryKernels &entry, const kir::GemmCall &g);
 

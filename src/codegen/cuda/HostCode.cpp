@@ -136,8 +136,8 @@ private:
         emitCond(b, r, e, *c, launches);
         continue;
       }
-      auto [kernel, index] = launches.byStep.lookup(&step);
-      emitLaunch(b, r, e, *kernel, index);
+      for (auto [kernel, index] : launches.byStep.lookup(&step))
+        emitLaunch(b, r, e, *kernel, index);
     }
   }
 

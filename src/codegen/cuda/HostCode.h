@@ -11,7 +11,10 @@ namespace aotc::cuda {
 
 /// An entry's kernels as the host code launches them: each with its index in CudaCode::kernels.
 struct EntryLaunches {
-  llvm::DenseMap<const kir::Step *, std::pair<const CudaKernel *, int32_t>> byStep;
+  /// A step's kernels (a GEMM may have several, each launching for its own range of m) and
+  /// their indices in the artifact's kernel table.
+  llvm::DenseMap<const kir::Step *, llvm::SmallVector<std::pair<const CudaKernel *, int32_t>, 3>>
+      byStep;
 };
 
 /// Emits into `m` (triple and data layout set) for every entry i of `program`:

@@ -285,6 +285,40 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
   return out;
 }
 
+/// The kernels of a GEMM step: a small-m kernel for each tier its m may fall in, and for more
+/// rows, fp32 GEMMs in f32 on the CUDA cores, tf32, bf16 and fp16 ones on the tensor cores (which
+/// every arch of CudaTarget.h has). With a symbolic m, each kernel's grid has a y extent of 1
+/// where m is in its range and at most 0 elsewhere (no launch), so a run launches one of them.
+Error emitGemmKernels(Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry,
+                      const kir::Step &step, const StringMap<unsigned> &symIndex,
+                      std::vector<CudaKernel> &out) {
+  const kir::GemmCall &g = std::get<kir::GemmCall>(step);
+  std::optional<int64_t> rows = g.m.constant();
+  auto add = [&](Expected<CudaKernel> k, int64_t lo, std::optional<int64_t> hi) -> Error {
+    if (!k)
+      return k.takeError();
+    if (!rows) {
+      SmallVector<SymExpr, 3> gate = {SymExpr(1), g.m - SymExpr(lo - 1)};
+      if (hi)
+        gate.push_back(SymExpr(*hi + 1) - g.m);
+      k->launch.grid.push_back(SymExpr::minOf(gate));
+    }
+    out.push_back(std::move(*k));
+    return Error::success();
+  };
+  for (const SmallGemmTier &t : SmallGemmTiers)
+    if (!rows || (*rows >= t.minM && *rows <= t.maxM))
+      if (Error e = add(emitSmallGemmKernel(m, math, entry, step, symIndex, t), t.minM, t.maxM))
+        return e;
+  const int64_t largest = SmallGemmTiers[std::size(SmallGemmTiers) - 1].maxM;
+  if (rows && *rows <= largest)
+    return Error::success();
+  bool tensorCores = g.precision != kir::Precision::FP32;
+  return add(tensorCores ? emitMmaGemmKernel(m, math, entry, step, symIndex, TensorCoreGemmTiles)
+                         : emitGemmKernel(m, math, entry, step, symIndex, CudaCoreGemmTiles),
+             largest + 1, std::nullopt);
+}
+
 } // namespace
 
 Expected<CudaModule> emitEntryKernels(LLVMContext &c, const kir::EntryKernels &entry,
@@ -304,18 +338,8 @@ Expected<CudaModule> emitEntryKernels(LLVMContext &c, const kir::EntryKernels &e
       return;
     if (std::holds_alternative<kir::LoopKernel>(step))
       out.kernels.push_back(emitKernel(m, math, entry, step, symIndex));
-    else if (std::holds_alternative<kir::GemmCall>(step)) {
-      // fp32 GEMMs compute in f32 on the CUDA cores; tf32, bf16 and fp16 ones on the tensor
-      // cores, which every arch of CudaTarget.h has.
-      bool tensorCores = std::get<kir::GemmCall>(step).precision != kir::Precision::FP32;
-      Expected<CudaKernel> k =
-          tensorCores ? emitMmaGemmKernel(m, math, entry, step, symIndex, TensorCoreGemmTiles)
-                      : emitGemmKernel(m, math, entry, step, symIndex, CudaCoreGemmTiles);
-      if (!k)
-        err = k.takeError();
-      else
-        out.kernels.push_back(std::move(*k));
-    }
+    else if (std::holds_alternative<kir::GemmCall>(step))
+      err = emitGemmKernels(m, math, entry, step, symIndex, out.kernels);
   });
   if (err)
     return err;

@@ -1,0 +1,159 @@
+// The GEMM library kernel for a few rows (a decode step's projections: m = batch x 1 token, a
+// GEMV at m = 1). The tiled kernels give such a product one block per 64 or 128 output columns
+// and compute 64 or 128 rows of which one is real; here every block computes all rows of
+// `columns` output columns, its threads splitting k, so that the weights stream through many
+// SMs once, each element loaded by one thread and used for every row. Each thread sums its
+// share of k in registers; the block adds the shares in a fixed order (no atomics: every run
+// gives the same bits) and the fused epilogue runs as the sums are stored.
+//
+// Which way a warp's lanes go is chosen from B's layout, for 128-byte loads of the weights: along
+// n (32 columns a block, the lanes on adjacent columns, 8 warps on interleaved k) when B's
+// columns are adjacent, as a [k, n] weight; along k (8 columns a block, one per warp, the lanes on
+// adjacent k) when its rows are, as nn.Linear's [n, k] weight read transposed.
+#include "codegen/cuda/Gemm.h"
+#include "codegen/cuda/GemmOperands.h"
+#include "codegen/cuda/KernelBuilder.h"
+
+#include "llvm/IR/IntrinsicsNVPTX.h"
+
+namespace aotc::cuda {
+
+using namespace llvm;
+using codegen::Builder;
+
+namespace {
+
+/// How the block's threads share the work: `columns` output columns, k split `splits` ways.
+struct SmallGemmLayout {
+  bool lanesAlongK;
+  unsigned columns, splits;
+};
+
+SmallGemmLayout layoutFor(const kir::GemmCall &g) {
+  std::optional<int64_t> rowStride = g.b.rowStride.constant();
+  bool alongK = !g.b.conv && rowStride && *rowStride == 1;
+  unsigned columns = alongK ? SmallGemmThreads / 32 : 32;
+  return {alongK, columns, SmallGemmThreads / columns};
+}
+
+class SmallGemmKernel {
+public:
+  SmallGemmKernel(Builder &b, codegen::ExprEmitter &ex, const kir::GemmCall &g,
+                  const SmallGemmTier &tier, const SmallGemmLayout &layout,
+                  const KernelFunction &kf, GlobalVariable *partials)
+      : B(b), T(tier), L(layout), Ops(b, ex, g, kf), Partials(partials) {}
+
+  void emit() {
+    Value *tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
+    Value *block = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+    N0 = Ops.beginTile(block, T.maxM, L.columns).second;
+    Value *lane = B.CreateURem(tid, B.getInt64(32));
+    Value *warp = B.CreateUDiv(tid, B.getInt64(32));
+    Column = L.lanesAlongK ? warp : lane;
+    Split = L.lanesAlongK ? lane : warp;
+    accumulate();
+    combine(tid);
+  }
+
+private:
+  // Thread (column c, split s) sums a[row, k] * b[k, n0 + c] over k = s, s + splits, ... for
+  // every row; `unroll` k at a time, their loads first, so that each warp has that many weight
+  // loads in flight. Each step's products are summed apart and then added (blocked summation,
+  // as the tiled kernel).
+  void accumulate() {
+    Type *f32 = B.getFloatTy();
+    Value *col = B.CreateAdd(N0, Column, "col");
+    unsigned stride = L.splits * T.unroll;
+    Value *steps = ceilDiv(B, Ops.k(), stride);
+    auto step = [&](Value *it, ArrayRef<Value *> accs) {
+      Value *k0 = B.CreateAdd(B.CreateMul(it, B.getInt64(stride)), Split);
+      SmallVector<Value *, 8> bs;
+      SmallVector<SmallVector<Value *, 8>, 8> as(T.unroll);
+      for (unsigned u = 0; u < T.unroll; ++u) {
+        Value *k = B.CreateAdd(k0, B.getInt64(uint64_t(u) * L.splits));
+        bs.push_back(Ops.load(Ops.bData(), Ops.b(k, col)));
+        for (unsigned r = 0; r < T.maxM; ++r)
+          as[u].push_back(Ops.load(Ops.aData(), Ops.a(B.getInt64(r), k)));
+      }
+      SmallVector<Value *, 64> sums(accs.size(), ConstantFP::get(f32, 0.0));
+      for (unsigned u = 0; u < T.unroll; ++u)
+        for (unsigned r = 0; r < T.maxM; ++r)
+          sums[r] = B.CreateIntrinsic(Intrinsic::fmuladd, {f32}, {as[u][r], bs[u], sums[r]});
+      for (auto [s, acc] : zip(sums, accs))
+        s = B.CreateFAdd(acc, s);
+      return sums;
+    };
+    SmallVector<Value *, 64> acc = kTileLoop(B, steps, T.maxM, step);
+    Acc.assign(acc.begin(), acc.end());
+  }
+
+  // The shares go to shared memory, [split][row][column]; then thread t < maxM x columns adds
+  // those of row t / columns, column t % columns in split order and stores the result.
+  void combine(Value *tid) {
+    Type *f32 = B.getFloatTy();
+    for (unsigned r = 0; r < T.maxM; ++r)
+      B.CreateStore(Acc[r], sharedElement(B, Partials, slot(Split, r, Column)));
+    B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
+    Function *f = B.GetInsertBlock()->getParent();
+    LLVMContext &c = f->getContext();
+    BasicBlock *sum = BasicBlock::Create(c, "combine", f);
+    BasicBlock *done = BasicBlock::Create(c, "combine.done", f);
+    unsigned outputs = T.maxM * L.columns;
+    B.CreateCondBr(B.CreateICmpULT(tid, B.getInt64(outputs)), sum, done);
+    B.SetInsertPoint(sum);
+    Value *row = B.CreateUDiv(tid, B.getInt64(L.columns), "row");
+    Value *column = B.CreateURem(tid, B.getInt64(L.columns));
+    Value *total = ConstantFP::get(f32, 0.0);
+    for (unsigned s = 0; s < L.splits; ++s) {
+      Value *part = B.CreateLoad(f32, sharedElement(B, Partials, slot(B.getInt64(s), row, column)));
+      total = B.CreateFAdd(total, part);
+    }
+    Ops.store(row, B.CreateAdd(N0, column, "col"), total);
+    B.CreateBr(done);
+    B.SetInsertPoint(done);
+  }
+
+  Value *slot(Value *split, unsigned row, Value *column) {
+    return slot(split, B.getInt64(row), column);
+  }
+  Value *slot(Value *split, Value *row, Value *column) {
+    Value *splitRows = B.CreateMul(split, B.getInt64(T.maxM));
+    Value *r = B.CreateAdd(splitRows, row);
+    return B.CreateAdd(B.CreateMul(r, B.getInt64(L.columns)), column);
+  }
+
+  Builder &B;
+  const SmallGemmTier &T;
+  SmallGemmLayout L;
+  GemmOperands Ops;
+  GlobalVariable *Partials;
+  Value *N0 = nullptr, *Column = nullptr, *Split = nullptr;
+  SmallVector<Value *, 8> Acc;
+};
+
+} // namespace
+
+Expected<CudaKernel> emitSmallGemmKernel(Module &m, codegen::MathLibrary &math,
+                                         const kir::EntryKernels &entry, const kir::Step &step,
+                                         const StringMap<unsigned> &symIndex,
+                                         const SmallGemmTier &tier) {
+  const kir::GemmCall &g = std::get<kir::GemmCall>(step);
+  if (Error err = checkGemm(entry, g))
+    return err;
+  SmallGemmLayout layout = layoutFor(g);
+  CudaKernel out = tiledGemmKernel(entry, step, tier.maxM, layout.columns, SmallGemmThreads);
+  LLVMContext &c = m.getContext();
+  Builder b(c);
+  KernelFunction kf = beginKernel(m, entry, (g.name + "_m" + Twine(tier.maxM)).str(), out, b);
+  out.name = kf.fn->getName().str();
+  GlobalVariable *partials = sharedArray(m, b.getFloatTy(), uint64_t(SmallGemmThreads) * tier.maxM,
+                                         out.name + "_partials");
+  codegen::ExprEmitter ex(math, b, entry, symIndex, kf.syms, kf.buffers);
+  ex.failedCheck = codegen::entryAlloca(b, b.getInt32Ty(), "failed.check");
+  b.CreateStore(b.getInt32(0), ex.failedCheck);
+  SmallGemmKernel(b, ex, g, tier, layout, kf, partials).emit();
+  endKernel(b, kf, ex.failedCheck);
+  return out;
+}
+
+} // namespace aotc::cuda
