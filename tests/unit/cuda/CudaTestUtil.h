@@ -69,6 +69,7 @@ runEmulated(const kir::Program &program, const CudaModule &cm, emu::EmulatedModu
     }
   }
   failedCheck = 0;
+  std::function<llvm::Error(const CudaKernel *)> launch;
   std::function<llvm::Error(const std::vector<kir::Step> &)> run =
       [&](const std::vector<kir::Step> &steps) -> llvm::Error {
     for (const kir::Step &step : steps) {
@@ -78,41 +79,50 @@ runEmulated(const kir::Program &program, const CudaModule &cm, emu::EmulatedModu
           return err;
         continue;
       }
-      const CudaKernel *ck = nullptr;
-      for (const CudaKernel &x : cm.kernels)
-        if (x.step == &step)
-          ck = &x;
-      if (!ck)
-        return llvm::createStringError("a step without a kernel");
-      std::vector<void *> params;
-      for (int64_t &s : syms)
-        params.push_back(&s);
-      std::vector<void *> ptrs;
-      for (uint32_t b : ck->buffers)
-        ptrs.push_back(bufs[b]);
-      int32_t *flag = &failedCheck;
-      for (void *&p : ptrs)
-        params.push_back(&p);
-      params.push_back(&flag);
-      // Grid-stride kernels on at most 5 blocks of 64 threads, so that the grid-stride loop and
-      // idle threads both happen; every other kernel on its own grid and block.
-      emu::Dim3 grid, block{ck->launch.block[0], ck->launch.block[1], ck->launch.block[2]};
-      uint32_t *g[] = {&grid.x, &grid.y, &grid.z};
-      for (auto [i, extent] : llvm::enumerate(ck->launch.grid))
-        *g[i] = static_cast<uint32_t>(eval(extent));
-      if (!grid.x || !grid.y || !grid.z)
-        continue;
-      if (ck->launch.gridStride && ownBlocks) {
-        grid.x = std::min<uint32_t>(grid.x, 5);
-      } else if (ck->launch.gridStride) {
-        int64_t points = int64_t(grid.x) * block.x;
-        block.x = 64;
-        grid.x = static_cast<uint32_t>(std::clamp<int64_t>((points + 63) / 64, 1, 5));
+      // A step's kernels (a GEMM's small-m ones and its tiled one) launch as the host code
+      // launches them: each whose grid has no extent of 0 or less.
+      bool any = false;
+      for (const CudaKernel &x : cm.kernels) {
+        if (x.step != &step)
+          continue;
+        any = true;
+        if (llvm::Error err = launch(&x))
+          return err;
       }
-      if (llvm::Error err = dev.launch(ck->name, grid, block, params))
-        return err;
+      if (!any)
+        return llvm::createStringError("a step without a kernel");
     }
     return llvm::Error::success();
+  };
+  launch = [&](const CudaKernel *ck) -> llvm::Error {
+    std::vector<void *> params;
+    for (int64_t &s : syms)
+      params.push_back(&s);
+    std::vector<void *> ptrs;
+    for (uint32_t b : ck->buffers)
+      ptrs.push_back(bufs[b]);
+    int32_t *flag = &failedCheck;
+    for (void *&p : ptrs)
+      params.push_back(&p);
+    params.push_back(&flag);
+    // Grid-stride kernels on at most 5 blocks of 64 threads, so that the grid-stride loop and
+    // idle threads both happen; every other kernel on its own grid and block.
+    emu::Dim3 grid, block{ck->launch.block[0], ck->launch.block[1], ck->launch.block[2]};
+    uint32_t *g[] = {&grid.x, &grid.y, &grid.z};
+    for (auto [i, extent] : llvm::enumerate(ck->launch.grid)) {
+      int64_t v = eval(extent);
+      if (v <= 0)
+        return llvm::Error::success();
+      *g[i] = static_cast<uint32_t>(v);
+    }
+    if (ck->launch.gridStride && ownBlocks) {
+      grid.x = std::min<uint32_t>(grid.x, 5);
+    } else if (ck->launch.gridStride) {
+      int64_t points = int64_t(grid.x) * block.x;
+      block.x = 64;
+      grid.x = static_cast<uint32_t>(std::clamp<int64_t>((points + 63) / 64, 1, 5));
+    }
+    return dev.launch(ck->name, grid, block, params);
   };
   if (llvm::Error err = run(e.steps))
     return err;
