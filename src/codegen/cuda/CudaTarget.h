@@ -78,6 +78,13 @@ struct GemmTiles {
 /// blocks share an SM; each A and B element loaded from shared memory feeds 4 FMAs.
 inline constexpr GemmTiles CudaCoreGemmTiles = {64, 64, 8, 4, 4};
 
+/// 32 x 32 x 8 with 2 x 2 per thread (256 threads): four times the blocks of CudaCoreGemmTiles
+/// for a GEMM whose 64 x 64 tiles number fewer than GemmFewBlocks (a late ResNet stage at batch 1:
+/// 8 blocks for 132 SMs), each shared element feeding 2 FMAs instead of 4.
+inline constexpr GemmTiles CudaCoreSmallGemmTiles = {32, 32, 8, 2, 2};
+/// Two blocks for each SM of the largest GPUs (132 SMs): fewer 64 x 64 tiles leave SMs idle.
+inline constexpr int64_t GemmFewBlocks = 264;
+
 /// The tiles of the tensor-core GEMM (MmaGemm.cpp), mma.sync on sm_80 and later: a block of
 /// warpsM x warpsN warps computes a blockM x blockN output tile, each warp a
 /// (blockM / warpsM) x (blockN / warpsN) part of it in m16n8 accumulator fragments; A and B

@@ -158,7 +158,8 @@ CudaKernel tiledGemmKernel(const kir::EntryKernels &entry, const kir::Step &step
 
 Expected<CudaKernel> emitGemmKernel(Module &m, codegen::MathLibrary &math,
                                     const kir::EntryKernels &entry, const kir::Step &step,
-                                    const StringMap<unsigned> &symIndex, const GemmTiles &tiles) {
+                                    const StringMap<unsigned> &symIndex, const GemmTiles &tiles,
+                                    StringRef suffix) {
   const kir::GemmCall &g = std::get<kir::GemmCall>(step);
   if (Error err = checkGemm(entry, g))
     return err;
@@ -168,7 +169,7 @@ Expected<CudaKernel> emitGemmKernel(Module &m, codegen::MathLibrary &math,
   CudaKernel out = tiledGemmKernel(entry, step, tiles.blockM, tiles.blockN, tiles.threads());
   LLVMContext &c = m.getContext();
   Builder b(c);
-  KernelFunction kf = beginKernel(m, entry, g.name, out, b);
+  KernelFunction kf = beginKernel(m, entry, (g.name + suffix).str(), out, b);
   out.name = kf.fn->getName().str();
   GlobalVariable *aTile =
       sharedArray(m, b.getFloatTy(), uint64_t(tiles.blockM) * tiles.blockK, out.name + "_a_tile");

@@ -8,7 +8,8 @@
 
 namespace aotc::cuda {
 
-/// Emits the GemmCall `step` of `entry` into `m` as one kernel of CudaCodegen.h's convention,
+/// Emits the GemmCall `step` of `entry` into `m` as one kernel of CudaCodegen.h's convention
+/// (named after the GEMM, then `suffix`),
 /// launched on one block of tiles.threads() threads per blockM x blockN output tile of each
 /// batch element. An f32 GEMM only, with unpacked operands (panelRows and winogradTile 0: the
 /// CUDA lowering target turns Winograd off and nothing packs weights for CUDA); anything else is
@@ -16,7 +17,7 @@ namespace aotc::cuda {
 llvm::Expected<CudaKernel> emitGemmKernel(llvm::Module &m, codegen::MathLibrary &math,
                                           const kir::EntryKernels &entry, const kir::Step &step,
                                           const llvm::StringMap<unsigned> &symIndex,
-                                          const GemmTiles &tiles);
+                                          const GemmTiles &tiles, llvm::StringRef suffix = "");
 
 /// The same GemmCall on the tensor cores (mma.sync, sm_80 and later) for a GEMM whose
 /// precision is tf32, bf16 or fp16: one block of tiles.threads() threads per blockM x blockN

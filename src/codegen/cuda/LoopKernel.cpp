@@ -285,38 +285,50 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
   return out;
 }
 
-/// The kernels of a GEMM step: a small-m kernel for each tier its m may fall in, and for more
-/// rows, fp32 GEMMs in f32 on the CUDA cores, tf32, bf16 and fp16 ones on the tensor cores (which
-/// every arch of CudaTarget.h has). With a symbolic m, each kernel's grid has a y extent of 1
-/// where m is in its range and at most 0 elsewhere (no launch), so a run launches one of them.
+/// The kernels of a GEMM step: a small-m kernel for each tier its m may fall in; for more rows,
+/// fp32 GEMMs in f32 on the CUDA cores (on 32 x 32 tiles where 64 x 64 ones would be too few
+/// blocks to fill the GPU), tf32, bf16 and fp16 ones on the tensor cores (which every arch of
+/// CudaTarget.h has). Each kernel serves where its gate, the minimum of some terms, is positive:
+/// a gate that is a constant decides at export (a kernel whose gate is not positive is not
+/// emitted); a symbolic one becomes the y extent of the kernel's grid, 1 where the kernel serves
+/// and at most 0 (no launch) elsewhere, so that a run launches one kernel of the step.
 Error emitGemmKernels(Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry,
                       const kir::Step &step, const StringMap<unsigned> &symIndex,
                       std::vector<CudaKernel> &out) {
   const kir::GemmCall &g = std::get<kir::GemmCall>(step);
-  std::optional<int64_t> rows = g.m.constant();
-  auto add = [&](Expected<CudaKernel> k, int64_t lo, std::optional<int64_t> hi) -> Error {
+  auto add = [&](ArrayRef<SymExpr> terms, function_ref<Expected<CudaKernel>()> emit) -> Error {
+    SmallVector<SymExpr, 4> all = {SymExpr(1)};
+    all.append(terms.begin(), terms.end());
+    SymExpr gate = SymExpr::minOf(all);
+    std::optional<int64_t> fixed = gate.constant();
+    if (fixed && *fixed <= 0)
+      return Error::success();
+    Expected<CudaKernel> k = emit();
     if (!k)
       return k.takeError();
-    if (!rows) {
-      SmallVector<SymExpr, 3> gate = {SymExpr(1), g.m - SymExpr(lo - 1)};
-      if (hi)
-        gate.push_back(SymExpr(*hi + 1) - g.m);
-      k->launch.grid.push_back(SymExpr::minOf(gate));
-    }
+    if (!fixed)
+      k->launch.grid.push_back(gate);
     out.push_back(std::move(*k));
     return Error::success();
   };
   for (const SmallGemmTier &t : SmallGemmTiers)
-    if (!rows || (*rows >= t.minM && *rows <= t.maxM))
-      if (Error e = add(emitSmallGemmKernel(m, math, entry, step, symIndex, t), t.minM, t.maxM))
-        return e;
-  const int64_t largest = SmallGemmTiers[std::size(SmallGemmTiers) - 1].maxM;
-  if (rows && *rows <= largest)
-    return Error::success();
-  bool tensorCores = g.precision != kir::Precision::FP32;
-  return add(tensorCores ? emitMmaGemmKernel(m, math, entry, step, symIndex, TensorCoreGemmTiles)
-                         : emitGemmKernel(m, math, entry, step, symIndex, CudaCoreGemmTiles),
-             largest + 1, std::nullopt);
+    if (Error e = add({g.m - SymExpr(t.minM - 1), SymExpr(t.maxM + 1) - g.m},
+                      [&] { return emitSmallGemmKernel(m, math, entry, step, symIndex, t); }))
+      return e;
+  const SymExpr more = g.m - SymExpr(SmallGemmTiers[std::size(SmallGemmTiers) - 1].maxM);
+  if (g.precision != kir::Precision::FP32)
+    return add({more}, [&] {
+      return emitMmaGemmKernel(m, math, entry, step, symIndex, TensorCoreGemmTiles);
+    });
+  const GemmTiles &big = CudaCoreGemmTiles;
+  SymExpr blocks = SymExpr::floorDiv(g.n + SymExpr(big.blockN - 1), SymExpr(big.blockN)) *
+                   SymExpr::floorDiv(g.m + SymExpr(big.blockM - 1), SymExpr(big.blockM)) * g.batch;
+  if (Error e = add({more, SymExpr(GemmFewBlocks) - blocks}, [&] {
+        return emitGemmKernel(m, math, entry, step, symIndex, CudaCoreSmallGemmTiles, "_t32");
+      }))
+    return e;
+  return add({more, blocks - SymExpr(GemmFewBlocks - 1)},
+             [&] { return emitGemmKernel(m, math, entry, step, symIndex, big); });
 }
 
 } // namespace
