@@ -82,8 +82,11 @@ inline constexpr GemmTiles CudaCoreGemmTiles = {64, 64, 8, 4, 4};
 /// for a GEMM whose 64 x 64 tiles number fewer than GemmFewBlocks (a late ResNet stage at batch 1:
 /// 8 blocks for 132 SMs), each shared element feeding 2 FMAs instead of 4.
 inline constexpr GemmTiles CudaCoreSmallGemmTiles = {32, 32, 8, 2, 2};
-/// Two blocks for each SM of the largest GPUs (132 SMs): fewer 64 x 64 tiles leave SMs idle.
-inline constexpr int64_t GemmFewBlocks = 264;
+/// One block for each SM of the largest GPUs (132 SMs): fewer 64 x 64 tiles leave SMs idle. On an
+/// H200, 264 (two a SM) made ResNet-50 at batch 1 1.4 times faster but batch 32 and GPT-2's
+/// seq-128 prefill at batch 8, whose GEMMs have 132 to 264 tiles, 7-8 % slower: between one and
+/// two waves the 64 x 64 tiles win.
+inline constexpr int64_t GemmFewBlocks = 132;
 
 /// The tiles of the tensor-core GEMM (MmaGemm.cpp), mma.sync on sm_80 and later: a block of
 /// warpsM x warpsN warps computes a blockM x blockN output tile, each warp a
