@@ -49,6 +49,9 @@ CUDA_GRAPH_TEST(Conv3d, Conv3dGraph, Batches, 1e-4, true)
 // Python floor division and modulo on integers, bool logic, casts.
 CUDA_GRAPH_TEST(Integer, IntegerGraph, Batches, 1e-5, true)
 
+// Bitwise ops and shifts (amounts past the width), on i64, i8, u8 and bool.
+CUDA_GRAPH_TEST(Bitwise, BitwiseGraph, Batches, 1e-5, true)
+
 // f16 and bf16 storage, computed in f32.
 CUDA_GRAPH_TEST(Half, HalfGraph, Batches, 1e-3, true)
 

@@ -62,6 +62,8 @@ TEST(Lower, Conv3d) { expectMatches(Conv3dGraph, Batches, 1e-4); }
 
 TEST(Lower, IntegerAndBoolOps) { expectMatches(IntegerGraph, Batches); }
 
+TEST(Lower, BitwiseOpsAndShifts) { expectMatches(BitwiseGraph, Batches); }
+
 TEST(Lower, HalfInputs) { expectMatches(HalfGraph, Batches, 1e-3); }
 
 TEST(Lower, ReductionsOverAnyDims) { expectMatches(ReductionsGraph, Batches, 1e-4); }

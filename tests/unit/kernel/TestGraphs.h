@@ -236,6 +236,38 @@ entry @f(%0 : i64[batch, 4] = input "a", %1 : i64[4] = input "b", %2 : f32[batch
 }
 )";
 
+// Bitwise ops and shifts: negative values (inputs are 0..9, scaled to -150..183), shift amounts
+// from -5 to 67 (outside i64's width both ways), i8 and u8 results that wrap at their width,
+// i32 ^ i64 promotion, bool operands, and scalar overloads.
+inline constexpr const char *BitwiseGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : i64[batch, 4] = input "a", %1 : i64[4] = input "b", %2 : i32[batch, 4] = input "c", %3 : bool[batch, 4] = input "p", %4 : bool[4] = input "q") {
+  %5 = aten.mul.Scalar(%0) {other = 37} : i64[batch, 4]
+  %6 = aten.sub.Scalar(%5) {other = 150} : i64[batch, 4]
+  %7 = aten.mul.Scalar(%1) {other = 8} : i64[4]
+  %8 = aten.sub.Scalar(%7) {other = 5} : i64[4]
+  %9 = aten.bitwise_and.Tensor(%6, %8) : i64[batch, 4]
+  %10 = aten.bitwise_or.Tensor(%6, %8) : i64[batch, 4]
+  %11 = aten.bitwise_xor.Scalar(%6) {other = -3} : i64[batch, 4]
+  %12 = aten.bitwise_not(%10) : i64[batch, 4]
+  %13 = aten.bitwise_left_shift.Tensor(%6, %8) : i64[batch, 4]
+  %14 = aten.bitwise_right_shift.Tensor(%6, %8) : i64[batch, 4]
+  %15 = aten._to_copy(%6) {dtype = i8} : i8[batch, 4]
+  %16 = aten._to_copy(%1) {dtype = i8} : i8[4]
+  %17 = aten.bitwise_right_shift.Tensor(%15, %16) : i8[batch, 4]
+  %18 = aten.bitwise_left_shift.Tensor_Scalar(%15) {other = 3} : i8[batch, 4]
+  %19 = aten._to_copy(%6) {dtype = u8} : u8[batch, 4]
+  %20 = aten.bitwise_not(%19) : u8[batch, 4]
+  %21 = aten.bitwise_right_shift.Tensor_Scalar(%20) {other = 2} : u8[batch, 4]
+  %22 = aten.bitwise_xor.Tensor(%2, %0) : i64[batch, 4]
+  %23 = aten.bitwise_and.Tensor(%3, %4) : bool[batch, 4]
+  %24 = aten.bitwise_not(%23) : bool[batch, 4]
+  %25 = aten.bitwise_xor.Scalar(%3) {other = true} : bool[batch, 4]
+  %26 = aten.bitwise_or.Scalar(%4) {other = 6} : i64[4]
+  return %9 as output "and", %12 as output "not_or", %11 as output "xor", %13 as output "shl", %14 as output "shr", %17 as output "shr_i8", %18 as output "shl_i8", %21 as output "u8", %22 as output "promoted", %24 as output "nand", %25 as output "flip", %26 as output "or_bool"
+}
+)";
+
 inline constexpr const char *HalfGraph = R"(graph @t opset 1.0
 dim batch in 1..16
 entry @f(%0 : f16[batch, 8] = input "x", %1 : bf16[8] = input "y") {
