@@ -65,6 +65,14 @@ CUDA_GRAPH_TEST(LayerNorm, LayerNormGraph,
                                    {{"batch", 16}, {"seq", 9}}}),
                 1e-4, true)
 
+// Grouped-query attention: query heads folded into the GEMM rows of their key/value head;
+// causal, masked, strided query, decode shapes.
+CUDA_GRAPH_TEST(GroupedQueryAttention, GqaGraph,
+                (std::vector<Dims>{{{"batch", 1}, {"seq", 1}, {"past", 1}},
+                                   {{"batch", 2}, {"seq", 3}, {"past", 4}},
+                                   {{"batch", 4}, {"seq", 6}, {"past", 7}}}),
+                1e-5, true)
+
 // Sum, mean, amax, amin, prod, argmax over any dims; integer sums.
 CUDA_GRAPH_TEST(Reductions, ReductionsGraph, Batches, 1e-4, true)
 

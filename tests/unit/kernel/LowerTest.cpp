@@ -180,6 +180,14 @@ entry @f(%0 : i64[batch, seq] = input "ids", %1 : f32[12, 8] = parameter "emb.we
       {{{"batch", 1}, {"seq", 1}}, {{"batch", 2}, {"seq", 3}}, {{"batch", 4}, {"seq", 6}}}, 1e-5);
 }
 
+TEST(Lower, GroupedQueryAttention) {
+  expectMatches(GqaGraph,
+                {{{"batch", 1}, {"seq", 1}, {"past", 1}},
+                 {{"batch", 2}, {"seq", 3}, {"past", 4}},
+                 {{"batch", 4}, {"seq", 6}, {"past", 7}}},
+                1e-5);
+}
+
 TEST(Lower, IndexSelectGatherBoolMask) {
   expectMatches(R"(graph @t opset 1.0
 dim batch in 1..4

@@ -268,6 +268,31 @@ entry @f(%0 : i64[batch, 4] = input "a", %1 : i64[4] = input "b", %2 : i32[batch
 }
 )";
 
+// Grouped-query attention (4 query heads over 2 key/value heads): causal, with a float mask
+// per head, with a bool mask (kept true on the diagonal so no row is all masked) and a scale, a
+// query transposed from [batch, seq, heads, 8] (not contiguous), a value head size unlike the
+// query's, and decode shapes (one query position against `past` cached ones) with a padding
+// mask and without one.
+inline constexpr const char *GqaGraph = R"(graph @t opset 1.0
+dim batch in 1..4
+dim seq in 1..6
+dim past in 1..7
+entry @f(%0 : f32[batch, 4, seq, 8] = input "q", %1 : f32[batch, 2, seq, 8] = input "k", %2 : f32[batch, 2, seq, 6] = input "v", %3 : f32[batch, 4, seq, seq] = input "fmask", %4 : bool[seq, seq] = input "bmask", %5 : f32[batch, seq, 4, 8] = input "qt", %6 : f32[batch, 4, 1, 8] = input "qd", %7 : f32[batch, 2, past, 8] = input "kc", %8 : f32[batch, 2, past, 8] = input "vc", %9 : f32[batch, 1, 1, past] = input "pad") {
+  %10 = aten.scaled_dot_product_attention(%0, %1, %2, none) {is_causal = true, enable_gqa = true} : f32[batch, 4, seq, 6]
+  %11 = aten.scaled_dot_product_attention(%0, %1, %2, %3) {enable_gqa = true} : f32[batch, 4, seq, 6]
+  %12 = aten.arange.start_step() {start = 0, end = seq} : i64[seq]
+  %13 = aten.reshape(%12) {shape = [seq, 1]} : i64[seq, 1]
+  %14 = aten.eq.Tensor(%13, %12) : bool[seq, seq]
+  %15 = aten.logical_or(%4, %14) : bool[seq, seq]
+  %16 = aten.scaled_dot_product_attention(%0, %1, %2, %15) {scale = 0.3, enable_gqa = true} : f32[batch, 4, seq, 6]
+  %17 = aten.transpose.int(%5) {dim0 = 1, dim1 = 2} : f32[batch, 4, seq, 8]
+  %18 = aten.scaled_dot_product_attention(%17, %1, %2, none) {is_causal = true, enable_gqa = true} : f32[batch, 4, seq, 6]
+  %19 = aten.scaled_dot_product_attention(%6, %7, %8, %9) {enable_gqa = true} : f32[batch, 4, 1, 8]
+  %20 = aten.scaled_dot_product_attention(%6, %7, %8, none) {enable_gqa = true} : f32[batch, 4, 1, 8]
+  return %10 as output "causal", %11 as output "fmask", %16 as output "bmask", %18 as output "strided", %19 as output "decode", %20 as output "decode_nomask"
+}
+)";
+
 inline constexpr const char *HalfGraph = R"(graph @t opset 1.0
 dim batch in 1..16
 entry @f(%0 : f16[batch, 8] = input "x", %1 : bf16[8] = input "y") {
