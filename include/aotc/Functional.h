@@ -51,6 +51,17 @@ Tensor where(const Tensor &condition, const Tensor &x, const Scalar &y, Loc loc 
 Tensor where(const Tensor &condition, const Scalar &x, const Tensor &y, Loc loc = Loc::current());
 Tensor where(const Tensor &condition, const Scalar &x, const Scalar &y, Loc loc = Loc::current());
 Tensor maximum(const Tensor &a, const Tensor &b, Loc loc = Loc::current());
+Tensor bitwise_and(const Tensor &a, const Tensor &b, Loc loc = Loc::current());
+Tensor bitwise_and(const Tensor &a, const Scalar &b, Loc loc = Loc::current());
+Tensor bitwise_or(const Tensor &a, const Tensor &b, Loc loc = Loc::current());
+Tensor bitwise_or(const Tensor &a, const Scalar &b, Loc loc = Loc::current());
+Tensor bitwise_xor(const Tensor &a, const Tensor &b, Loc loc = Loc::current());
+Tensor bitwise_xor(const Tensor &a, const Scalar &b, Loc loc = Loc::current());
+Tensor bitwise_not(const Tensor &a, Loc loc = Loc::current());
+Tensor bitwise_left_shift(const Tensor &a, const Tensor &b, Loc loc = Loc::current());
+Tensor bitwise_left_shift(const Tensor &a, const Scalar &b, Loc loc = Loc::current());
+Tensor bitwise_right_shift(const Tensor &a, const Tensor &b, Loc loc = Loc::current());
+Tensor bitwise_right_shift(const Tensor &a, const Scalar &b, Loc loc = Loc::current());
 Tensor clamp_min(const Tensor &x, const Scalar &min, Loc loc = Loc::current());
 Tensor clamp_max(const Tensor &x, const Scalar &max, Loc loc = Loc::current());
 Tensor tril(const Tensor &x, int64_t diagonal = 0, Loc loc = Loc::current());

@@ -188,6 +188,19 @@ public:
   Tensor ge(const Tensor &other, Loc loc = Loc::current()) const;
   Tensor logical_and(const Tensor &other, Loc loc = Loc::current()) const;
   Tensor logical_or(const Tensor &other, Loc loc = Loc::current()) const;
+  // Bitwise ops of integer and bool tensors (shifts: integers), as torch's.
+  Tensor bitwise_and(const Tensor &other, Loc loc = Loc::current()) const;
+  Tensor bitwise_and(const Scalar &other, Loc loc = Loc::current()) const;
+  Tensor bitwise_or(const Tensor &other, Loc loc = Loc::current()) const;
+  Tensor bitwise_or(const Scalar &other, Loc loc = Loc::current()) const;
+  Tensor bitwise_xor(const Tensor &other, Loc loc = Loc::current()) const;
+  Tensor bitwise_xor(const Scalar &other, Loc loc = Loc::current()) const;
+  Tensor bitwise_not(Loc loc = Loc::current()) const;
+  Tensor bitwise_left_shift(const Tensor &other, Loc loc = Loc::current()) const;
+  Tensor bitwise_left_shift(const Scalar &other, Loc loc = Loc::current()) const;
+  /// Arithmetic for signed dtypes.
+  Tensor bitwise_right_shift(const Tensor &other, Loc loc = Loc::current()) const;
+  Tensor bitwise_right_shift(const Scalar &other, Loc loc = Loc::current()) const;
   Tensor masked_fill(const Tensor &mask, const Scalar &value, Loc loc = Loc::current()) const;
   /// self + value * tensor1 * tensor2
   Tensor addcmul(const Tensor &tensor1, const Tensor &tensor2, const Scalar &value = 1,
@@ -335,6 +348,20 @@ Tensor operator>(const Tensor &a, const ScalarAt &b);
 Tensor operator>=(const Tensor &a, const ScalarAt &b);
 Tensor operator==(const Tensor &a, const ScalarAt &b);
 Tensor operator!=(const Tensor &a, const ScalarAt &b);
+Tensor operator&(const Tensor &a, const TensorAt &b);
+Tensor operator|(const Tensor &a, const TensorAt &b);
+Tensor operator^(const Tensor &a, const TensorAt &b);
+Tensor operator<<(const Tensor &a, const TensorAt &b);
+Tensor operator>>(const Tensor &a, const TensorAt &b);
+Tensor operator&(const Tensor &a, const ScalarAt &b);
+Tensor operator|(const Tensor &a, const ScalarAt &b);
+Tensor operator^(const Tensor &a, const ScalarAt &b);
+Tensor operator<<(const Tensor &a, const ScalarAt &b);
+Tensor operator>>(const Tensor &a, const ScalarAt &b);
+Tensor operator&(const Scalar &a, const TensorAt &b);
+Tensor operator|(const Scalar &a, const TensorAt &b);
+Tensor operator^(const Scalar &a, const TensorAt &b);
+Tensor operator~(const TensorAt &a);
 Tensor &operator+=(Tensor &a, const TensorAt &b);
 Tensor &operator*=(Tensor &a, const TensorAt &b);
 

@@ -214,6 +214,7 @@ Value *ExprEmitter::unary(kir::UnaryOp op, Value *x, DType t) {
     case kir::UnaryOp::Abs:
       return isUnsignedType(t) ? x : B.CreateBinaryIntrinsic(Intrinsic::abs, x, B.getFalse());
     case kir::UnaryOp::Not:
+    case kir::UnaryOp::BitNot:
       return B.CreateNot(x);
     case kir::UnaryOp::Floor:
     case kir::UnaryOp::Ceil:
@@ -259,6 +260,8 @@ Value *ExprEmitter::unary(kir::UnaryOp op, Value *x, DType t) {
     return intrinsic(Intrinsic::roundeven);
   case kir::UnaryOp::Not:
     return B.CreateFCmpOEQ(x, ConstantFP::get(ty, 0.0));
+  case kir::UnaryOp::BitNot:
+    break;
   }
   llvm_unreachable("unknown unary op");
 }
@@ -316,9 +319,14 @@ Value *ExprEmitter::binary(kir::BinaryOp op, Value *x, Value *y, DType t) {
       return B.CreateFCmpOGE(x, y);
     case kir::BinaryOp::And:
     case kir::BinaryOp::Or:
+    case kir::BinaryOp::BitAnd:
+    case kir::BinaryOp::BitOr:
+    case kir::BinaryOp::BitXor:
+    case kir::BinaryOp::Shl:
+    case kir::BinaryOp::Shr:
       break;
     }
-    llvm_unreachable("logical op on floats");
+    llvm_unreachable("logical or bitwise op on floats");
   }
   bool u = isUnsignedType(t);
   switch (op) {
@@ -378,7 +386,25 @@ Value *ExprEmitter::binary(kir::BinaryOp op, Value *x, Value *y, DType t) {
   case kir::BinaryOp::And:
     return B.CreateAnd(x, y);
   case kir::BinaryOp::Or:
+  case kir::BinaryOp::BitOr:
     return B.CreateOr(x, y);
+  case kir::BinaryOp::BitAnd:
+    return B.CreateAnd(x, y);
+  case kir::BinaryOp::BitXor:
+    return B.CreateXor(x, y);
+  case kir::BinaryOp::Shl:
+  case kir::BinaryOp::Shr: {
+    // LLVM's shifts are poison from the type's width on; ATen gives 0, or the sign fill to the
+    // right. One unsigned compare also catches negative amounts.
+    unsigned width = ty->getIntegerBitWidth();
+    Value *inRange = B.CreateICmpULT(y, ConstantInt::get(ty, width));
+    Value *amount = B.CreateSelect(inRange, y, ConstantInt::get(ty, width - 1));
+    if (op == kir::BinaryOp::Shl)
+      return B.CreateSelect(inRange, B.CreateShl(x, amount), ConstantInt::get(ty, 0));
+    if (u)
+      return B.CreateSelect(inRange, B.CreateLShr(x, amount), ConstantInt::get(ty, 0));
+    return B.CreateAShr(x, amount);
+  }
   }
   llvm_unreachable("unknown binary op");
 }

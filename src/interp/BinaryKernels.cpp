@@ -1,5 +1,6 @@
 // Kernels of the pointwise ops with several operands: arithmetic (tensor and scalar overloads),
-// comparisons, logic, where, addcmul and lerp, with broadcasting and PyTorch's type promotion.
+// comparisons, logic, bitwise ops and shifts, where, addcmul and lerp, with broadcasting and
+// PyTorch's type promotion.
 #include "Kernels.h"
 
 #include <cmath>
@@ -204,6 +205,52 @@ KernelResult logical(const KernelContext &ctx, bool isAnd) {
       [=](const int64_t *v) -> int64_t { return isAnd ? v[0] && v[1] : v[0] || v[1]; });
 }
 
+enum class BitOp { And, Or, Xor, Shl, Shr };
+
+// ATen's CPU semantics in the result dtype: a shift by a negative amount or by the dtype's width
+// or more gives 0 to the left, and to the right the sign fill (signed) or 0 (unsigned).
+int64_t applyBits(BitOp op, DType t, int64_t a, int64_t b) {
+  int64_t width = static_cast<int64_t>(byteSize(t)) * 8;
+  switch (op) {
+  case BitOp::And:
+    return a & b;
+  case BitOp::Or:
+    return a | b;
+  case BitOp::Xor:
+    return a ^ b;
+  case BitOp::Shl:
+    return b < 0 || b >= width ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << b);
+  case BitOp::Shr:
+    // Values of a narrow signed dtype are held sign-extended, so shifting the i64 by up to 63 is
+    // the arithmetic shift of the narrow value; unsigned values are held non-negative.
+    if (b < 0 || b >= width)
+      return isSigned(t) ? (a < 0 ? -1 : 0) : 0;
+    return a >> b;
+  }
+  return 0;
+}
+
+KernelResult bitwise(const KernelContext &ctx, BitOp op, const HostTensor &a, const HostTensor &b) {
+  DType r = ctx.resultDType();
+  if (isFloating(r))
+    return error("not implemented for {} inputs", toString(r).str());
+  return mapElements<int64_t>({&a, &b}, r, r,
+                              [=](const int64_t *v) { return applyBits(op, r, v[0], v[1]); });
+}
+
+KernelResult bitwiseTensor(const KernelContext &ctx, BitOp op) {
+  return bitwise(ctx, op, *ctx.tensor("self"), *ctx.tensor("other"));
+}
+
+KernelResult bitwiseScalar(const KernelContext &ctx, BitOp op) {
+  auto other = requiredScalar(ctx, "other");
+  if (!other)
+    return other.takeError();
+  if (other->isFloat())
+    return error("not implemented for a floating-point number");
+  return bitwise(ctx, op, *ctx.tensor("self"), scalarTensor(*other));
+}
+
 KernelResult where(const KernelContext &ctx) {
   DType r = ctx.resultDType();
   llvm::SmallVector<const HostTensor *, 3> in = {ctx.tensor("condition"), ctx.tensor("self"),
@@ -321,6 +368,26 @@ KernelResult runBinary(const KernelContext &ctx) {
     return logical(ctx, true);
   case OpKind::LogicalOr:
     return logical(ctx, false);
+  case OpKind::BitwiseAndTensor:
+    return bitwiseTensor(ctx, BitOp::And);
+  case OpKind::BitwiseOrTensor:
+    return bitwiseTensor(ctx, BitOp::Or);
+  case OpKind::BitwiseXorTensor:
+    return bitwiseTensor(ctx, BitOp::Xor);
+  case OpKind::BitwiseLeftShiftTensor:
+    return bitwiseTensor(ctx, BitOp::Shl);
+  case OpKind::BitwiseRightShiftTensor:
+    return bitwiseTensor(ctx, BitOp::Shr);
+  case OpKind::BitwiseAndScalar:
+    return bitwiseScalar(ctx, BitOp::And);
+  case OpKind::BitwiseOrScalar:
+    return bitwiseScalar(ctx, BitOp::Or);
+  case OpKind::BitwiseXorScalar:
+    return bitwiseScalar(ctx, BitOp::Xor);
+  case OpKind::BitwiseLeftShiftScalar:
+    return bitwiseScalar(ctx, BitOp::Shl);
+  case OpKind::BitwiseRightShiftScalar:
+    return bitwiseScalar(ctx, BitOp::Shr);
   case OpKind::Where:
     return where(ctx);
   case OpKind::Addcmul:

@@ -265,6 +265,12 @@ KernelResult runPointwise(const KernelContext &ctx) {
   case OpKind::LogicalNot:
     return mapElements<int64_t>({self}, DType::Bool, r,
                                 [](const int64_t *a) -> int64_t { return !a[0]; });
+  case OpKind::BitwiseNot:
+    if (isFloating(r))
+      return error("not implemented for {} inputs", toString(r).str());
+    return mapElements<int64_t>({self}, r, r, [r](const int64_t *a) -> int64_t {
+      return r == DType::Bool ? !a[0] : ~a[0];
+    });
   case OpKind::ToCopy:
     return one(castTensor(*self, r));
   default:

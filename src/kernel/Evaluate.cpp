@@ -304,6 +304,9 @@ public:
       case UnaryOp::Not:
         r.i = !a.i;
         break;
+      case UnaryOp::BitNot:
+        r.i = e.type == DType::Bool ? !a.i : ~a.i;
+        break;
       default:
         r.i = a.i;
         break;
@@ -362,6 +365,7 @@ public:
       y = std::nearbyint(x);
       break;
     case UnaryOp::Not:
+    case UnaryOp::BitNot:
       y = x == 0;
       break;
     }
@@ -425,6 +429,13 @@ public:
         return r;
       case BinaryOp::Or:
         r.i = x != 0 || y != 0;
+        return r;
+      case BinaryOp::BitAnd:
+      case BinaryOp::BitOr:
+      case BinaryOp::BitXor:
+      case BinaryOp::Shl:
+      case BinaryOp::Shr:
+        fail(fmt::format("{} of floating-point values", toString(e.binary)));
         return r;
       }
       r.f = roundToFloat(e.type, z);
@@ -509,6 +520,27 @@ public:
     case BinaryOp::Or:
       z = x || y;
       break;
+    case BinaryOp::BitAnd:
+      z = x & y;
+      break;
+    case BinaryOp::BitOr:
+      z = x | y;
+      break;
+    case BinaryOp::BitXor:
+      z = x ^ y;
+      break;
+    case BinaryOp::Shl:
+    case BinaryOp::Shr: {
+      // Narrow signed values are held sign-extended and unsigned ones non-negative, so the i64
+      // shift is the narrow type's, wrapped below.
+      int64_t width = static_cast<int64_t>(byteSize(e.type)) * 8;
+      bool inRange = y >= 0 && y < width;
+      if (e.binary == BinaryOp::Shl)
+        z = inRange ? static_cast<int64_t>(u(x) << y) : 0;
+      else
+        z = inRange ? x >> y : (isSigned(e.type) && x < 0 ? -1 : 0);
+      break;
+    }
     }
     r.i = wrapInt(e.type, z);
     return r;
@@ -702,7 +734,8 @@ public:
         for (int64_t c = 0; c < K; ++c) {
           float taps[9], u[36];
           for (int t = 0; t < 9; ++t)
-            taps[t] = static_cast<float>(loadElem(g.a.buffer, aa.off + r * aa.rs + c * aa.cs + t).f);
+            taps[t] =
+                static_cast<float>(loadElem(g.a.buffer, aa.off + r * aa.rs + c * aa.cs + t).f);
           winogradFilter(aa.winograd, taps, u);
           for (int64_t b = 0; b < components; ++b)
             filter[(b * M + r) * K + c] = u[b];

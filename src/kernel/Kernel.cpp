@@ -67,6 +67,16 @@ const char *infixOf(BinaryOp op) {
     return "&&";
   case BinaryOp::Or:
     return "||";
+  case BinaryOp::BitAnd:
+    return "&";
+  case BinaryOp::BitOr:
+    return "|";
+  case BinaryOp::BitXor:
+    return "^";
+  case BinaryOp::Shl:
+    return "<<";
+  case BinaryOp::Shr:
+    return ">>";
   default:
     return nullptr;
   }
@@ -100,6 +110,8 @@ public:
         return fmt::format("-{}", str(e.operands[0]));
       if (e.unary == UnaryOp::Not)
         return fmt::format("!{}", str(e.operands[0]));
+      if (e.unary == UnaryOp::BitNot)
+        return fmt::format("~{}", str(e.operands[0]));
       return fmt::format("{}({})", toString(e.unary), str(e.operands[0]));
     case ExprKind::Binary:
       if (const char *op = infixOf(e.binary))
@@ -321,14 +333,14 @@ void print(const Program &program, llvm::raw_ostream &os) {
 std::string toString(UnaryOp op) {
   static const char *const Names[] = {"neg",     "abs",   "exp",  "log",   "log1p", "sqrt",
                                       "rsqrt",   "recip", "sin",  "cos",   "tanh",  "erf",
-                                      "sigmoid", "floor", "ceil", "round", "not"};
+                                      "sigmoid", "floor", "ceil", "round", "not",   "bitnot"};
   return Names[static_cast<unsigned>(op)];
 }
 
 std::string toString(BinaryOp op) {
-  static const char *const Names[] = {"add", "sub", "mul", "div", "floordiv", "mod",
-                                      "pow", "min", "max", "eq",  "ne",       "lt",
-                                      "le",  "gt",  "ge",  "and", "or"};
+  static const char *const Names[] = {
+      "add", "sub", "mul", "div", "floordiv", "mod", "pow",    "min",   "max",    "eq",  "ne",
+      "lt",  "le",  "gt",  "ge",  "and",      "or",  "bitand", "bitor", "bitxor", "shl", "shr"};
   return Names[static_cast<unsigned>(op)];
 }
 

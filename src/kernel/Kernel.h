@@ -57,8 +57,9 @@ enum class UnaryOp : uint8_t {
   Sigmoid,
   Floor,
   Ceil,
-  Round, // half to even, as torch.round
-  Not,   // logical not of a bool
+  Round,  // half to even, as torch.round
+  Not,    // logical not of a bool
+  BitNot, // bitwise not of an integer (logical not of a bool)
 };
 
 enum class BinaryOp : uint8_t {
@@ -79,6 +80,13 @@ enum class BinaryOp : uint8_t {
   Ge, // result bool
   And,
   Or, // bools
+  BitAnd,
+  BitOr,
+  BitXor, // integers and bools
+  // Integers, shifted by the second operand; an amount outside [0, width of the type) gives 0
+  // (Shl) or the sign fill (Shr: arithmetic for signed types, logical for unsigned), as ATen.
+  Shl,
+  Shr,
 };
 
 struct Expr {

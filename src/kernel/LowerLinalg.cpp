@@ -372,8 +372,8 @@ llvm::Error Lowerer::lowerLinalg(const Node &n) {
     LValue *mask = n.operand(3) ? get(n.operand(3)) : nullptr;
     const Attribute *gqa = n.attr("enable_gqa");
     const Attribute *drop = n.attr("dropout_p");
-    if ((gqa && gqa->getBool()) || (drop && drop->getFloat() != 0))
-      return unsupported(n, "aten.scaled_dot_product_attention with dropout or enable_gqa");
+    if (drop && drop->getFloat() != 0)
+      return unsupported(n, "aten.scaled_dot_product_attention with dropout");
     bool causal = intAttr(n, "is_causal").constant().value_or(0) != 0;
     double scale;
     if (const Attribute *sa = n.attr("scale"); sa && sa->kind() == Attribute::Kind::Float) {
@@ -385,12 +385,52 @@ llvm::Error Lowerer::lowerLinalg(const Node &n) {
       scale = 1.0 / std::sqrt(static_cast<double>(*e));
     }
     DType qt = computeType(q->dtype);
+    size_t rank = q->shape.size();
+    // Grouped-query attention (query head h reads key/value head h / G, G = Hq / Hkv): the G
+    // query heads of a group are folded into the rows of one GEMM against their key/value head,
+    // query [..., Hkv, G * L, E] x key [..., Hkv, S, E]^T, so key and value are read in place
+    // rather than repeated; the scores and the output unfold back to [..., Hq, L, ...].
+    SymExpr group = 1, qLen = rank >= 2 ? q->shape[rank - 2] : SymExpr(1);
+    if (gqa && gqa->getBool() && rank >= 3)
+      group = SymExpr::floorDiv(q->shape[rank - 3], k->shape[rank - 3]);
+    bool grouped = group != SymExpr(1);
+    LValue *qRows = q;
+    if (grouped) {
+      Shape folded = q->shape;
+      folded[rank - 3] = k->shape[rank - 3];
+      folded[rank - 2] = group * qLen;
+      std::optional<Layout> l;
+      if (q->layout && isContiguous(*q->layout, q->shape))
+        l = Layout{q->layout->buffer, q->layout->offset, denseStrides(folded)};
+      qRows = view(
+          q, folded,
+          [this, rank, group, qLen](llvm::ArrayRef<ExprId> idx) {
+            IndexList sub(idx.begin(), idx.end());
+            ExprId row = idx[rank - 2];
+            sub[rank - 3] = iadd(imul(idx[rank - 3], dim(group)), ifloordiv(row, dim(qLen)));
+            sub[rank - 2] = imod(row, dim(qLen));
+            return sub;
+          },
+          l);
+    }
+    // Index `idx` of the (folded) scores as an index of the [..., Hq, L, S] scores.
+    auto scoresIndex = [this, rank, grouped, group, qLen](llvm::ArrayRef<ExprId> idx) {
+      IndexList full(idx.begin(), idx.end());
+      if (grouped) {
+        ExprId row = idx[rank - 2];
+        full[rank - 3] = iadd(imul(idx[rank - 3], dim(group)), ifloordiv(row, dim(qLen)));
+        full[rank - 2] = imod(row, dim(qLen));
+      }
+      return full;
+    };
     std::vector<LValue *> deps;
     if (mask)
       deps.push_back(mask);
     auto scores = gemm(
-        q, transposeLast(*this, k), "sdpa_scores",
-        [this, mask, causal, scale, qt](Scope &s, llvm::ArrayRef<ExprId> idx, ExprId acc) {
+        qRows, transposeLast(*this, k), "sdpa_scores",
+        [this, mask, causal, scale, qt, scoresIndex](Scope &s, llvm::ArrayRef<ExprId> at,
+                                                     ExprId acc) {
+          IndexList idx = scoresIndex(at);
           ExprId x = binary(BinaryOp::Mul, cast(qt, acc), cNum(scale, qt));
           ExprId ninf = cNum(-std::numeric_limits<double>::infinity(), qt);
           if (mask) {
@@ -414,6 +454,27 @@ llvm::Error Lowerer::lowerLinalg(const Node &n) {
     LValue *p = softmaxOf(*this, *scores, (*scores)->shape.size() - 1, q->dtype, false);
     p->name = valueName(n.result()) + ".probs";
     r = gemm(p, v, "sdpa");
+    if (r && grouped) {
+      // [..., Hkv, G * L, Ev] dense is [..., Hq, L, Ev] dense.
+      LValue *o = *r;
+      auto l = realize(o);
+      if (!l)
+        return l.takeError();
+      Shape shape = shapeOf(n.result());
+      std::optional<Layout> unfolded;
+      if (isContiguous(*l, o->shape))
+        unfolded = Layout{l->buffer, l->offset, denseStrides(shape)};
+      r = view(
+          o, shape,
+          [this, rank, group, qLen](llvm::ArrayRef<ExprId> idx) {
+            IndexList sub(idx.begin(), idx.end());
+            ExprId head = idx[rank - 3];
+            sub[rank - 3] = ifloordiv(head, dim(group));
+            sub[rank - 2] = iadd(imul(imod(head, dim(group)), dim(qLen)), idx[rank - 2]);
+            return sub;
+          },
+          unfolded);
+    }
     break;
   }
   default:

@@ -325,6 +325,39 @@ llvm::Error Lowerer::lowerPointwise(const Node &n) {
   case OpKind::LogicalOr:
     r = bin(BinaryOp::Or, DType::Bool);
     break;
+  case OpKind::BitwiseAndTensor:
+    r = bin(BinaryOp::BitAnd, ct);
+    break;
+  case OpKind::BitwiseOrTensor:
+    r = bin(BinaryOp::BitOr, ct);
+    break;
+  case OpKind::BitwiseXorTensor:
+    r = bin(BinaryOp::BitXor, ct);
+    break;
+  case OpKind::BitwiseLeftShiftTensor:
+    r = bin(BinaryOp::Shl, ct);
+    break;
+  case OpKind::BitwiseRightShiftTensor:
+    r = bin(BinaryOp::Shr, ct);
+    break;
+  case OpKind::BitwiseAndScalar:
+    r = binScalar(BinaryOp::BitAnd, ct);
+    break;
+  case OpKind::BitwiseOrScalar:
+    r = binScalar(BinaryOp::BitOr, ct);
+    break;
+  case OpKind::BitwiseXorScalar:
+    r = binScalar(BinaryOp::BitXor, ct);
+    break;
+  case OpKind::BitwiseLeftShiftScalar:
+    r = binScalar(BinaryOp::Shl, ct);
+    break;
+  case OpKind::BitwiseRightShiftScalar:
+    r = binScalar(BinaryOp::Shr, ct);
+    break;
+  case OpKind::BitwiseNot:
+    r = un(UnaryOp::BitNot);
+    break;
   case OpKind::Where:
     r = elementwise(
         *this, n, ins, {DType::Bool, ct, ct},

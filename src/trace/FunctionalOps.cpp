@@ -212,6 +212,16 @@ Tensor where(const Tensor &c, const Scalar &x, const Scalar &y, Loc loc) {
   return where(c, scalarTensor(x, loc), scalarTensor(y, loc), loc);
 }
 Tensor maximum(const Tensor &a, const Tensor &b, Loc loc) { return a.maximum(b, loc); }
+#define AOTC_BITWISE(name)                                                                         \
+  Tensor name(const Tensor &a, const Tensor &b, Loc loc) { return a.name(b, loc); }                \
+  Tensor name(const Tensor &a, const Scalar &b, Loc loc) { return a.name(b, loc); }
+AOTC_BITWISE(bitwise_and)
+AOTC_BITWISE(bitwise_or)
+AOTC_BITWISE(bitwise_xor)
+AOTC_BITWISE(bitwise_left_shift)
+AOTC_BITWISE(bitwise_right_shift)
+#undef AOTC_BITWISE
+Tensor bitwise_not(const Tensor &a, Loc loc) { return a.bitwise_not(loc); }
 Tensor clamp_min(const Tensor &x, const Scalar &min, Loc loc) { return x.clamp_min(min, loc); }
 Tensor clamp_max(const Tensor &x, const Scalar &max, Loc loc) { return x.clamp_max(max, loc); }
 Tensor tril(const Tensor &x, int64_t diagonal, Loc loc) { return x.tril(diagonal, loc); }

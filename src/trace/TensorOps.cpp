@@ -95,6 +95,7 @@ AOTC_UNARY(round, Round)
 AOTC_UNARY(relu, Relu)
 AOTC_UNARY(silu, Silu)
 AOTC_UNARY(logical_not, LogicalNot)
+AOTC_UNARY(bitwise_not, BitwiseNot)
 AOTC_UNARY(contiguous, Contiguous)
 #undef AOTC_UNARY
 
@@ -148,10 +149,26 @@ AOTC_BINARY(gt, GtTensor)
 AOTC_BINARY(ge, GeTensor)
 AOTC_BINARY(logical_and, LogicalAnd)
 AOTC_BINARY(logical_or, LogicalOr)
+AOTC_BINARY(bitwise_and, BitwiseAndTensor)
+AOTC_BINARY(bitwise_or, BitwiseOrTensor)
+AOTC_BINARY(bitwise_xor, BitwiseXorTensor)
+AOTC_BINARY(bitwise_left_shift, BitwiseLeftShiftTensor)
+AOTC_BINARY(bitwise_right_shift, BitwiseRightShiftTensor)
 AOTC_BINARY(matmul, Matmul)
 AOTC_BINARY(mm, Mm)
 AOTC_BINARY(bmm, Bmm)
 #undef AOTC_BINARY
+
+#define AOTC_BINARY_SCALAR(method, Kind)                                                           \
+  Tensor Tensor::method(const Scalar &o, Loc loc) const {                                          \
+    return op1(OpKind::Kind, {*this}, {attr("other", scalarAttr(o))}, loc);                        \
+  }
+AOTC_BINARY_SCALAR(bitwise_and, BitwiseAndScalar)
+AOTC_BINARY_SCALAR(bitwise_or, BitwiseOrScalar)
+AOTC_BINARY_SCALAR(bitwise_xor, BitwiseXorScalar)
+AOTC_BINARY_SCALAR(bitwise_left_shift, BitwiseLeftShiftScalar)
+AOTC_BINARY_SCALAR(bitwise_right_shift, BitwiseRightShiftScalar)
+#undef AOTC_BINARY_SCALAR
 
 Tensor Tensor::div(const Tensor &o, const std::string &mode, Loc loc) const {
   return op1(OpKind::DivTensorMode, {*this, o}, {attr("rounding_mode", Attribute::string(mode))},
@@ -515,6 +532,29 @@ Tensor operator==(const Tensor &a, const ScalarAt &b) {
 Tensor operator!=(const Tensor &a, const ScalarAt &b) {
   return scalarOp(OpKind::NeScalar, a, b.value, b.loc);
 }
+Tensor operator&(const Tensor &a, const TensorAt &b) { return a.bitwise_and(b.value, b.loc); }
+Tensor operator|(const Tensor &a, const TensorAt &b) { return a.bitwise_or(b.value, b.loc); }
+Tensor operator^(const Tensor &a, const TensorAt &b) { return a.bitwise_xor(b.value, b.loc); }
+Tensor operator<<(const Tensor &a, const TensorAt &b) {
+  return a.bitwise_left_shift(b.value, b.loc);
+}
+Tensor operator>>(const Tensor &a, const TensorAt &b) {
+  return a.bitwise_right_shift(b.value, b.loc);
+}
+Tensor operator&(const Tensor &a, const ScalarAt &b) { return a.bitwise_and(b.value, b.loc); }
+Tensor operator|(const Tensor &a, const ScalarAt &b) { return a.bitwise_or(b.value, b.loc); }
+Tensor operator^(const Tensor &a, const ScalarAt &b) { return a.bitwise_xor(b.value, b.loc); }
+Tensor operator<<(const Tensor &a, const ScalarAt &b) {
+  return a.bitwise_left_shift(b.value, b.loc);
+}
+Tensor operator>>(const Tensor &a, const ScalarAt &b) {
+  return a.bitwise_right_shift(b.value, b.loc);
+}
+// The commutative ops with the number first, as libtorch's `1 & t`.
+Tensor operator&(const Scalar &a, const TensorAt &b) { return b.value.bitwise_and(a, b.loc); }
+Tensor operator|(const Scalar &a, const TensorAt &b) { return b.value.bitwise_or(a, b.loc); }
+Tensor operator^(const Scalar &a, const TensorAt &b) { return b.value.bitwise_xor(a, b.loc); }
+Tensor operator~(const TensorAt &a) { return a.value.bitwise_not(a.loc); }
 Tensor &operator+=(Tensor &a, const TensorAt &b) { return a.add_(b.value, 1, b.loc); }
 Tensor &operator*=(Tensor &a, const TensorAt &b) { return a.mul_(b.value, b.loc); }
 

@@ -238,6 +238,46 @@ public:
 };
 AOTC_MODULE(Embedding);
 
+struct MultiheadAttentionOptions {
+  MultiheadAttentionOptions(int64_t embed_dim, int64_t num_heads)
+      : embed_dim_(embed_dim), num_heads_(num_heads), kdim_(embed_dim), vdim_(embed_dim) {}
+  AOTC_OPTION(int64_t, embed_dim);
+  AOTC_OPTION(int64_t, num_heads);
+  AOTC_OPTION(double, dropout) = 0.0; // identity: entries are traced for inference
+  AOTC_OPTION(bool, bias) = true;
+  /// Not supported: they append a learned (or zero) key/value position.
+  AOTC_OPTION(bool, add_bias_kv) = false;
+  AOTC_OPTION(bool, add_zero_attn) = false;
+  /// Key and value feature sizes; when either differs from embed_dim the input projections are
+  /// q_proj_weight, k_proj_weight and v_proj_weight instead of in_proj_weight, as in PyTorch.
+  AOTC_OPTION(int64_t, kdim);
+  AOTC_OPTION(int64_t, vdim);
+  /// torch.nn.MultiheadAttention's batch_first (libtorch's module is sequence-first only):
+  /// inputs and output are [batch, seq, feature] instead of [seq, batch, feature].
+  AOTC_OPTION(bool, batch_first) = false;
+};
+
+/// torch.nn.MultiheadAttention with PyTorch's parameter names (in_proj_weight, in_proj_bias,
+/// out_proj.weight, out_proj.bias) and libtorch's forward: query [L, N, E], key [S, N, kdim] and
+/// value [S, N, vdim] (or [L, E] ... unbatched, or batch first) give (attn_output [L, N, E],
+/// attn_weights [N, L, S] averaged over heads, or [N, H, L, S]; undefined unless need_weights).
+/// key_padding_mask [N, S] and attn_mask [L, S] or [N * H, L, S]: true (bool) masks a position
+/// out, a float mask is added to the scores.
+class MultiheadAttentionImpl : public Module {
+public:
+  MultiheadAttentionImpl(int64_t embed_dim, int64_t num_heads)
+      : MultiheadAttentionImpl(MultiheadAttentionOptions(embed_dim, num_heads)) {}
+  explicit MultiheadAttentionImpl(MultiheadAttentionOptions options);
+  std::tuple<Tensor, Tensor> forward(const Tensor &query, const Tensor &key, const Tensor &value,
+                                     const Tensor &key_padding_mask = {}, bool need_weights = true,
+                                     const Tensor &attn_mask = {}, bool average_attn_weights = true,
+                                     Loc loc = Loc::current());
+  MultiheadAttentionOptions options;
+  Tensor in_proj_weight, in_proj_bias, q_proj_weight, k_proj_weight, v_proj_weight;
+  Linear out_proj{nullptr};
+};
+AOTC_MODULE(MultiheadAttention);
+
 struct DropoutOptions {
   DropoutOptions(double p = 0.5) : p_(p) {} // NOLINT
   AOTC_OPTION(double, p);

@@ -128,6 +128,34 @@ Result metaBinaryScalar(const Args &args) {
 Result metaBinaryScalarFloat(const Args &args) { return scalarWith(args, "other", floatOf); }
 Result metaCompareScalar(const Args &args) { return scalarWith(args, "other", toBool); }
 
+// torch's bitwise kernels are defined for integers and bool (shifts for integers only): a
+// floating operand is refused as ATen refuses it ("bitwise_and_cpu" not implemented for 'Float').
+static Result bitwiseChecked(const Args &args, Result r, bool allowBool) {
+  if (!r)
+    return r;
+  DType t = (*r)[0].dtype();
+  if (isFloating(t) || (!allowBool && t == DType::Bool))
+    return args.error("not implemented for {} inputs; it takes {} tensors", toString(t).str(),
+                      allowBool ? "integer or bool" : "integer");
+  return r;
+}
+
+Result metaBitwise(const Args &args) {
+  return bitwiseChecked(args, binaryWith(args, "other", same), true);
+}
+Result metaBitwiseScalar(const Args &args) {
+  return bitwiseChecked(args, scalarWith(args, "other", same), true);
+}
+Result metaBitwiseNot(const Args &args) {
+  return bitwiseChecked(args, unaryWith(args, same), true);
+}
+Result metaShift(const Args &args) {
+  return bitwiseChecked(args, binaryWith(args, "other", same), false);
+}
+Result metaShiftScalar(const Args &args) {
+  return bitwiseChecked(args, scalarWith(args, "other", same), false);
+}
+
 Result metaWhere(const Args &args) {
   auto cond = args.tensor("condition");
   auto self = args.tensor("self");

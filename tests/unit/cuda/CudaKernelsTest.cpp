@@ -49,6 +49,9 @@ CUDA_GRAPH_TEST(Conv3d, Conv3dGraph, Batches, 1e-4, true)
 // Python floor division and modulo on integers, bool logic, casts.
 CUDA_GRAPH_TEST(Integer, IntegerGraph, Batches, 1e-5, true)
 
+// Bitwise ops and shifts (amounts past the width), on i64, i8, u8 and bool.
+CUDA_GRAPH_TEST(Bitwise, BitwiseGraph, Batches, 1e-5, true)
+
 // f16 and bf16 storage, computed in f32.
 CUDA_GRAPH_TEST(Half, HalfGraph, Batches, 1e-3, true)
 
@@ -61,6 +64,14 @@ CUDA_GRAPH_TEST(LayerNorm, LayerNormGraph,
                                    {{"batch", 3}, {"seq", 5}},
                                    {{"batch", 16}, {"seq", 9}}}),
                 1e-4, true)
+
+// Grouped-query attention: query heads folded into the GEMM rows of their key/value head;
+// causal, masked, strided query, decode shapes.
+CUDA_GRAPH_TEST(GroupedQueryAttention, GqaGraph,
+                (std::vector<Dims>{{{"batch", 1}, {"seq", 1}, {"past", 1}},
+                                   {{"batch", 2}, {"seq", 3}, {"past", 4}},
+                                   {{"batch", 4}, {"seq", 6}, {"past", 7}}}),
+                1e-5, true)
 
 // Sum, mean, amax, amin, prod, argmax over any dims; integer sums.
 CUDA_GRAPH_TEST(Reductions, ReductionsGraph, Batches, 1e-4, true)

@@ -62,6 +62,8 @@ TEST(Lower, Conv3d) { expectMatches(Conv3dGraph, Batches, 1e-4); }
 
 TEST(Lower, IntegerAndBoolOps) { expectMatches(IntegerGraph, Batches); }
 
+TEST(Lower, BitwiseOpsAndShifts) { expectMatches(BitwiseGraph, Batches); }
+
 TEST(Lower, HalfInputs) { expectMatches(HalfGraph, Batches, 1e-3); }
 
 TEST(Lower, ReductionsOverAnyDims) { expectMatches(ReductionsGraph, Batches, 1e-4); }
@@ -176,6 +178,14 @@ entry @f(%0 : i64[batch, seq] = input "ids", %1 : f32[12, 8] = parameter "emb.we
 }
 )",
       {{{"batch", 1}, {"seq", 1}}, {{"batch", 2}, {"seq", 3}}, {{"batch", 4}, {"seq", 6}}}, 1e-5);
+}
+
+TEST(Lower, GroupedQueryAttention) {
+  expectMatches(GqaGraph,
+                {{{"batch", 1}, {"seq", 1}, {"past", 1}},
+                 {{"batch", 2}, {"seq", 3}, {"past", 4}},
+                 {{"batch", 4}, {"seq", 6}, {"past", 7}}},
+                1e-5);
 }
 
 TEST(Lower, IndexSelectGatherBoolMask) {

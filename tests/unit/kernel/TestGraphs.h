@@ -236,6 +236,63 @@ entry @f(%0 : i64[batch, 4] = input "a", %1 : i64[4] = input "b", %2 : f32[batch
 }
 )";
 
+// Bitwise ops and shifts: negative values (inputs are 0..9, scaled to -150..183), shift amounts
+// from -5 to 67 (outside i64's width both ways), i8 and u8 results that wrap at their width,
+// i32 ^ i64 promotion, bool operands, and scalar overloads.
+inline constexpr const char *BitwiseGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+entry @f(%0 : i64[batch, 4] = input "a", %1 : i64[4] = input "b", %2 : i32[batch, 4] = input "c", %3 : bool[batch, 4] = input "p", %4 : bool[4] = input "q") {
+  %5 = aten.mul.Scalar(%0) {other = 37} : i64[batch, 4]
+  %6 = aten.sub.Scalar(%5) {other = 150} : i64[batch, 4]
+  %7 = aten.mul.Scalar(%1) {other = 8} : i64[4]
+  %8 = aten.sub.Scalar(%7) {other = 5} : i64[4]
+  %9 = aten.bitwise_and.Tensor(%6, %8) : i64[batch, 4]
+  %10 = aten.bitwise_or.Tensor(%6, %8) : i64[batch, 4]
+  %11 = aten.bitwise_xor.Scalar(%6) {other = -3} : i64[batch, 4]
+  %12 = aten.bitwise_not(%10) : i64[batch, 4]
+  %13 = aten.bitwise_left_shift.Tensor(%6, %8) : i64[batch, 4]
+  %14 = aten.bitwise_right_shift.Tensor(%6, %8) : i64[batch, 4]
+  %15 = aten._to_copy(%6) {dtype = i8} : i8[batch, 4]
+  %16 = aten._to_copy(%1) {dtype = i8} : i8[4]
+  %17 = aten.bitwise_right_shift.Tensor(%15, %16) : i8[batch, 4]
+  %18 = aten.bitwise_left_shift.Tensor_Scalar(%15) {other = 3} : i8[batch, 4]
+  %19 = aten._to_copy(%6) {dtype = u8} : u8[batch, 4]
+  %20 = aten.bitwise_not(%19) : u8[batch, 4]
+  %21 = aten.bitwise_right_shift.Tensor_Scalar(%20) {other = 2} : u8[batch, 4]
+  %22 = aten.bitwise_xor.Tensor(%2, %0) : i64[batch, 4]
+  %23 = aten.bitwise_and.Tensor(%3, %4) : bool[batch, 4]
+  %24 = aten.bitwise_not(%23) : bool[batch, 4]
+  %25 = aten.bitwise_xor.Scalar(%3) {other = true} : bool[batch, 4]
+  %26 = aten.bitwise_or.Scalar(%4) {other = 6} : i64[4]
+  return %9 as output "and", %12 as output "not_or", %11 as output "xor", %13 as output "shl", %14 as output "shr", %17 as output "shr_i8", %18 as output "shl_i8", %21 as output "u8", %22 as output "promoted", %24 as output "nand", %25 as output "flip", %26 as output "or_bool"
+}
+)";
+
+// Grouped-query attention (4 query heads over 2 key/value heads): causal, with a float mask
+// per head, with a bool mask (kept true on the diagonal so no row is all masked) and a scale, a
+// query transposed from [batch, seq, heads, 8] (not contiguous), a value head size unlike the
+// query's, and decode shapes (one query position against `past` cached ones) with a padding
+// mask and without one.
+inline constexpr const char *GqaGraph = R"(graph @t opset 1.0
+dim batch in 1..4
+dim seq in 1..6
+dim past in 1..7
+entry @f(%0 : f32[batch, 4, seq, 8] = input "q", %1 : f32[batch, 2, seq, 8] = input "k", %2 : f32[batch, 2, seq, 6] = input "v", %3 : f32[batch, 4, seq, seq] = input "fmask", %4 : bool[seq, seq] = input "bmask", %5 : f32[batch, seq, 4, 8] = input "qt", %6 : f32[batch, 4, 1, 8] = input "qd", %7 : f32[batch, 2, past, 8] = input "kc", %8 : f32[batch, 2, past, 8] = input "vc", %9 : f32[batch, 1, 1, past] = input "pad") {
+  %10 = aten.scaled_dot_product_attention(%0, %1, %2, none) {is_causal = true, enable_gqa = true} : f32[batch, 4, seq, 6]
+  %11 = aten.scaled_dot_product_attention(%0, %1, %2, %3) {enable_gqa = true} : f32[batch, 4, seq, 6]
+  %12 = aten.arange.start_step() {start = 0, end = seq} : i64[seq]
+  %13 = aten.reshape(%12) {shape = [seq, 1]} : i64[seq, 1]
+  %14 = aten.eq.Tensor(%13, %12) : bool[seq, seq]
+  %15 = aten.logical_or(%4, %14) : bool[seq, seq]
+  %16 = aten.scaled_dot_product_attention(%0, %1, %2, %15) {scale = 0.3, enable_gqa = true} : f32[batch, 4, seq, 6]
+  %17 = aten.transpose.int(%5) {dim0 = 1, dim1 = 2} : f32[batch, 4, seq, 8]
+  %18 = aten.scaled_dot_product_attention(%17, %1, %2, none) {is_causal = true, enable_gqa = true} : f32[batch, 4, seq, 6]
+  %19 = aten.scaled_dot_product_attention(%6, %7, %8, %9) {enable_gqa = true} : f32[batch, 4, 1, 8]
+  %20 = aten.scaled_dot_product_attention(%6, %7, %8, none) {enable_gqa = true} : f32[batch, 4, 1, 8]
+  return %10 as output "causal", %11 as output "fmask", %16 as output "bmask", %18 as output "strided", %19 as output "decode", %20 as output "decode_nomask"
+}
+)";
+
 inline constexpr const char *HalfGraph = R"(graph @t opset 1.0
 dim batch in 1..16
 entry @f(%0 : f16[batch, 8] = input "x", %1 : bf16[8] = input "y") {
