@@ -20,6 +20,11 @@
         and the start-up of a fresh process (load + first inference). Peers whose compile would
         run past --deadline seconds from the start are skipped with a message.
 
+A device call carries at most 64 MiB: the GEMM group fits one call with the GPU suite's smaller
+models; the models group (about 86 MiB with sm_90 cubins) takes two, e.g. GPT-2 fp32 and both
+ResNet-50s in one, GPT-2 bf16 in the other (carry .gpu-bench/bin, .gpu-bench/manifest.json and
+the .so files; run skips artifacts that are not there).
+
 The PyTorch side runs at the artifact's precision: fp32 with TF32 off, tf32 with TF32 on for
 matmul and cuDNN, bf16/fp16 under torch.autocast (the GEMM: torch.mm on bf16/fp16 tensors). aotc
 keeps activations in fp32 and rounds GEMM operands to the precision (docs/cuda.md), so at bf16 it
@@ -252,7 +257,10 @@ def run(args):
                     continue
                 try:
                     start = time.monotonic()
-                    with torch.inference_mode(), cast:
+                    # torch.export traces under no_grad (inference tensors are not exportable
+                    # everywhere); the compiled modules run under inference_mode as eager does.
+                    grad_off = torch.no_grad() if peer == "aoti" else torch.inference_mode()
+                    with grad_off, cast:
                         if peer == "compile":
                             for mode in ("max-autotune-no-cudagraphs", "reduce-overhead"):
                                 fn = torch.compile(module, mode=mode)
