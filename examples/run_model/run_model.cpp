@@ -224,11 +224,8 @@ int main(int argc, char **argv) {
       aotc_tensor t = o.raw();
       t.size_bytes = static_cast<uint64_t>(o.numel() * elementSize(o.dtype()));
       t.flags = 0;
-      if (a.cuda) {
+      if (a.cuda) // on the device the runtime allocated the output on, which t names
         t.data = onDevice(nullptr, t.size_bytes);
-        t.device_type = AOTC_DEVICE_CUDA;
-        t.device_index = a.deviceIndex;
-      }
       buffers.push_back(t);
     }
     for (int i = 0; a.cuda && i < 3 && a.iters > 0; ++i)

@@ -139,9 +139,20 @@ Error checkGemm(const kir::EntryKernels &entry, const kir::GemmCall &g) {
   return Error::success();
 }
 
-CudaKernel tiledGemmKernel(const kir::EntryKernels &entry, const kir::Step &step, unsigned blockM,
-                           unsigned blockN, unsigned threads) {
+SymExpr gemmTileCount(const kir::GemmCall &g, unsigned blockM, unsigned blockN) {
+  SymExpr nTiles = SymExpr::floorDiv(g.n + (blockN - 1), blockN);
+  SymExpr mTiles = SymExpr::floorDiv(g.m + (blockM - 1), blockM);
+  return nTiles * mTiles * g.batch;
+}
+
+Expected<CudaKernel> emitTiledGemm(
+    Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry, const kir::Step &step,
+    const StringMap<unsigned> &symIndex, unsigned blockM, unsigned blockN, unsigned threads,
+    StringRef name,
+    function_ref<void(Builder &, codegen::ExprEmitter &, const KernelFunction &, StringRef)> body) {
   const kir::GemmCall &g = std::get<kir::GemmCall>(step);
+  if (Error err = checkGemm(entry, g))
+    return err;
   CudaKernel out;
   std::vector<uint32_t> used = kir::buffersOfStep(entry, step);
   out.buffers.assign(used.begin(), used.end());
@@ -149,10 +160,17 @@ CudaKernel tiledGemmKernel(const kir::EntryKernels &entry, const kir::Step &step
   // Every tile in x: the grid's y and z extents stop at 65535, which m / blockM and the batch
   // (images x groups, batch x heads) can pass over a dynamic range; x goes to 2^31 - 1 blocks,
   // more tiles than any output in device memory has. The kernel splits its block index back.
-  SymExpr nTiles = SymExpr::floorDiv(g.n + (blockN - 1), blockN);
-  SymExpr mTiles = SymExpr::floorDiv(g.m + (blockM - 1), blockM);
-  out.launch.grid = {nTiles * mTiles * g.batch};
+  out.launch.grid = {gemmTileCount(g, blockM, blockN)};
   out.launch.block[0] = threads;
+  LLVMContext &c = m.getContext();
+  Builder b(c);
+  KernelFunction kf = beginKernel(m, entry, name, out, b);
+  out.name = kf.fn->getName().str();
+  codegen::ExprEmitter ex(math, b, entry, symIndex, kf.syms, kf.buffers);
+  ex.failedCheck = codegen::entryAlloca(b, b.getInt32Ty(), "failed.check");
+  b.CreateStore(b.getInt32(0), ex.failedCheck);
+  body(b, ex, kf, out.name);
+  endKernel(b, kf, ex.failedCheck);
   return out;
 }
 
@@ -160,27 +178,20 @@ Expected<CudaKernel> emitGemmKernel(Module &m, codegen::MathLibrary &math,
                                     const kir::EntryKernels &entry, const kir::Step &step,
                                     const StringMap<unsigned> &symIndex, const GemmTiles &tiles,
                                     StringRef suffix) {
-  const kir::GemmCall &g = std::get<kir::GemmCall>(step);
-  if (Error err = checkGemm(entry, g))
-    return err;
   assert(tiles.blockM % tiles.threadM == 0 && tiles.blockN % tiles.threadN == 0 &&
          tiles.blockM * tiles.blockK % tiles.threads() == 0 &&
          tiles.blockK * tiles.blockN % tiles.threads() == 0 && "tiles the threads can load");
-  CudaKernel out = tiledGemmKernel(entry, step, tiles.blockM, tiles.blockN, tiles.threads());
-  LLVMContext &c = m.getContext();
-  Builder b(c);
-  KernelFunction kf = beginKernel(m, entry, (g.name + suffix).str(), out, b);
-  out.name = kf.fn->getName().str();
-  GlobalVariable *aTile =
-      sharedArray(m, b.getFloatTy(), uint64_t(tiles.blockM) * tiles.blockK, out.name + "_a_tile");
-  GlobalVariable *bTile =
-      sharedArray(m, b.getFloatTy(), uint64_t(tiles.blockK) * tiles.blockN, out.name + "_b_tile");
-  codegen::ExprEmitter ex(math, b, entry, symIndex, kf.syms, kf.buffers);
-  ex.failedCheck = codegen::entryAlloca(b, b.getInt32Ty(), "failed.check");
-  b.CreateStore(b.getInt32(0), ex.failedCheck);
-  GemmKernel(b, ex, g, tiles, kf, aTile, bTile).emit();
-  endKernel(b, kf, ex.failedCheck);
-  return out;
+  const kir::GemmCall &g = std::get<kir::GemmCall>(step);
+  return emitTiledGemm(
+      m, math, entry, step, symIndex, tiles.blockM, tiles.blockN, tiles.threads(),
+      (g.name + suffix).str(),
+      [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
+        GlobalVariable *aTile = sharedArray(
+            m, b.getFloatTy(), uint64_t(tiles.blockM) * tiles.blockK, kernel + "_a_tile");
+        GlobalVariable *bTile = sharedArray(
+            m, b.getFloatTy(), uint64_t(tiles.blockK) * tiles.blockN, kernel + "_b_tile");
+        GemmKernel(b, ex, g, tiles, kf, aTile, bTile).emit();
+      });
 }
 
 } // namespace aotc::cuda

@@ -12,10 +12,21 @@
 
 namespace aotc::cuda {
 
-/// A GEMM kernel's launch: one block of `threads` threads per blockM x blockN output tile of
-/// each batch element, all in x (GemmOperands::beginTile splits the index back); its buffers.
-CudaKernel tiledGemmKernel(const kir::EntryKernels &entry, const kir::Step &step, unsigned blockM,
-                           unsigned blockN, unsigned threads);
+/// How many blockM x blockN output tiles GEMM `g` has, over its whole batch.
+SymExpr gemmTileCount(const kir::GemmCall &g, unsigned blockM, unsigned blockN);
+
+/// What every GEMM kernel shares around its body: checkGemm; the launch, one block of `threads`
+/// threads per blockM x blockN output tile of each batch element, all in x
+/// (GemmOperands::beginTile splits the index back); the kernel `name` of CudaCodegen.h's
+/// convention; an ExprEmitter over its parameters with the index-check local; the kernel's end.
+/// `body` emits the kernel in between, given the kernel's name for its shared arrays.
+llvm::Expected<CudaKernel>
+emitTiledGemm(llvm::Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry,
+              const kir::Step &step, const llvm::StringMap<unsigned> &symIndex, unsigned blockM,
+              unsigned blockN, unsigned threads, llvm::StringRef name,
+              llvm::function_ref<void(codegen::Builder &, codegen::ExprEmitter &,
+                                      const KernelFunction &, llvm::StringRef kernel)>
+                  body);
 
 /// ceil(x / d) of an i64.
 llvm::Value *ceilDiv(codegen::Builder &b, llvm::Value *x, unsigned d);

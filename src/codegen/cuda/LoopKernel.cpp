@@ -9,6 +9,7 @@
 #include "codegen/cuda/BlockReduce.h"
 #include "codegen/cuda/CudaCodegen.h"
 #include "codegen/cuda/Gemm.h"
+#include "codegen/cuda/GemmOperands.h"
 #include "codegen/cuda/KernelBuilder.h"
 #include "kernel/MemoryPlan.h"
 
@@ -321,8 +322,7 @@ Error emitGemmKernels(Module &m, codegen::MathLibrary &math, const kir::EntryKer
       return emitMmaGemmKernel(m, math, entry, step, symIndex, TensorCoreGemmTiles);
     });
   const GemmTiles &big = CudaCoreGemmTiles;
-  SymExpr blocks = SymExpr::floorDiv(g.n + SymExpr(big.blockN - 1), SymExpr(big.blockN)) *
-                   SymExpr::floorDiv(g.m + SymExpr(big.blockM - 1), SymExpr(big.blockM)) * g.batch;
+  SymExpr blocks = gemmTileCount(g, big.blockM, big.blockN);
   if (Error e = add({more, SymExpr(GemmFewBlocks) - blocks}, [&] {
         return emitGemmKernel(m, math, entry, step, symIndex, CudaCoreSmallGemmTiles, "_t32");
       }))

@@ -246,29 +246,21 @@ Expected<CudaKernel> emitMmaGemmKernel(Module &m, codegen::MathLibrary &math,
                                        const StringMap<unsigned> &symIndex,
                                        const MmaGemmTiles &tiles) {
   const kir::GemmCall &g = std::get<kir::GemmCall>(step);
-  if (Error err = checkGemm(entry, g))
-    return err;
   if (g.precision == kir::Precision::FP32)
     return createStringError(fmt::format(
         "{}: GEMM '{}': fp32 precision does not run on the tensor cores", entry.name, g.name));
   assert(tiles.blockK % 16 == 0 && tiles.warpM() % 16 == 0 && tiles.warpN() % 8 == 0 &&
          tiles.blockM * tiles.blockK % tiles.threads() == 0 &&
          tiles.blockK * tiles.blockN % tiles.threads() == 0 && "tiles the warps can load");
-  CudaKernel out = tiledGemmKernel(entry, step, tiles.blockM, tiles.blockN, tiles.threads());
-  LLVMContext &c = m.getContext();
-  Builder b(c);
-  KernelFunction kf = beginKernel(m, entry, g.name, out, b);
-  out.name = kf.fn->getName().str();
-  GlobalVariable *aTile = sharedArray(
-      m, b.getFloatTy(), uint64_t(tiles.stages) * tiles.aStageFloats(), out.name + "_a_tiles");
-  GlobalVariable *bTile = sharedArray(
-      m, b.getFloatTy(), uint64_t(tiles.stages) * tiles.bStageFloats(), out.name + "_b_tiles");
-  codegen::ExprEmitter ex(math, b, entry, symIndex, kf.syms, kf.buffers);
-  ex.failedCheck = codegen::entryAlloca(b, b.getInt32Ty(), "failed.check");
-  b.CreateStore(b.getInt32(0), ex.failedCheck);
-  MmaGemmKernel(m, b, ex, g, tiles, kf, aTile, bTile).emit();
-  endKernel(b, kf, ex.failedCheck);
-  return out;
+  return emitTiledGemm(
+      m, math, entry, step, symIndex, tiles.blockM, tiles.blockN, tiles.threads(), g.name,
+      [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
+        GlobalVariable *aTile = sharedArray(
+            m, b.getFloatTy(), uint64_t(tiles.stages) * tiles.aStageFloats(), kernel + "_a_tiles");
+        GlobalVariable *bTile = sharedArray(
+            m, b.getFloatTy(), uint64_t(tiles.stages) * tiles.bStageFloats(), kernel + "_b_tiles");
+        MmaGemmKernel(m, b, ex, g, tiles, kf, aTile, bTile).emit();
+      });
 }
 
 } // namespace aotc::cuda

@@ -138,22 +138,15 @@ Expected<CudaKernel> emitSmallGemmKernel(Module &m, codegen::MathLibrary &math,
                                          const StringMap<unsigned> &symIndex,
                                          const SmallGemmTier &tier) {
   const kir::GemmCall &g = std::get<kir::GemmCall>(step);
-  if (Error err = checkGemm(entry, g))
-    return err;
   SmallGemmLayout layout = layoutFor(g);
-  CudaKernel out = tiledGemmKernel(entry, step, tier.maxM, layout.columns, SmallGemmThreads);
-  LLVMContext &c = m.getContext();
-  Builder b(c);
-  KernelFunction kf = beginKernel(m, entry, (g.name + "_m" + Twine(tier.maxM)).str(), out, b);
-  out.name = kf.fn->getName().str();
-  GlobalVariable *partials = sharedArray(m, b.getFloatTy(), uint64_t(SmallGemmThreads) * tier.maxM,
-                                         out.name + "_partials");
-  codegen::ExprEmitter ex(math, b, entry, symIndex, kf.syms, kf.buffers);
-  ex.failedCheck = codegen::entryAlloca(b, b.getInt32Ty(), "failed.check");
-  b.CreateStore(b.getInt32(0), ex.failedCheck);
-  SmallGemmKernel(b, ex, g, tier, layout, kf, partials).emit();
-  endKernel(b, kf, ex.failedCheck);
-  return out;
+  return emitTiledGemm(
+      m, math, entry, step, symIndex, tier.maxM, layout.columns, SmallGemmThreads,
+      (g.name + "_m" + Twine(tier.maxM)).str(),
+      [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
+        GlobalVariable *partials = sharedArray(
+            m, b.getFloatTy(), uint64_t(SmallGemmThreads) * tier.maxM, kernel + "_partials");
+        SmallGemmKernel(b, ex, g, tier, layout, kf, partials).emit();
+      });
 }
 
 } // namespace aotc::cuda
