@@ -1,34 +1,93 @@
 #!/usr/bin/python3
-"""The model benchmark: ResNet-18 and ResNet-50 (examples/resnet) at 224x224, batch 1 and 8, and
-GPT-2 small (examples/gpt2) at seq 128, batch 1 and 8, and its decode step (one token after 127
-cached positions, batch 1 and 8), aotc (through examples/run_model) against PyTorch eager and
-TorchScript (trace + freeze + optimize_for_inference), as medians of interleaved rounds (one
-fresh aotc process, then eager, then TorchScript, --repeats times); then export times and
-start-up: a fresh process that loads the ResNet-50 artifact and runs it once, against a fresh
-Python process that imports torch, loads the saved TorchScript module and runs it. The PyTorch
-GPT-2 is written here with the same math as Hugging Face's GPT2LMHeadModel (transformers is not
-a Debian package); torch 1.13 has no fused attention.
+"""The model benchmark: aotc against the CPU engines users pick today, from PyPI.
 
-    LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 \\
-        tools/bench/bench_models.py [--build build] [--threads 2] [--repeats 5]
+    /usr/bin/python3 tools/bench/bench_models.py [--build build] [--threads 2] [--repeats 5]
+        [--models resnet18,resnet50,gpt2,gpt2-decode,mlp,bert] [--engines aotc,eager,...]
+        [--batches 1,8] [--venv ~/.cache/aotc/bench-venv] [--markdown FILE]
 
-Needs Debian's python3-torch and python3-torchvision. Weights are random (aotc's defaults and
-torchvision's); times do not depend on them."""
+Models, all with random weights (times do not depend on them): ResNet-18 and ResNet-50
+(torchvision, 224x224) at batch 1 and 8; GPT-2 small at seq 128, batch 1 and 8, and its decode
+step (one token after 127 cached positions, batch 1 and 8); the MLP of examples/mlp
+(784-1024-1024-10) at batch 1 and 512; BERT-base (transformers' BertModel, seq 128, batch 1),
+for the peers only: aotc has no BERT example yet. GPT-2 is written here with the math of
+examples/gpt2 (Hugging Face's GPT2LMHeadModel with scaled_dot_product_attention) and its cache
+as one tensor, so that every exporter takes the decode step.
+
+Engines: aotc (the artifact of build/tools/aotc/aotc, run by build/examples/run_model), PyTorch
+eager, torch.compile (inductor), torch.export + AOTInductor (aoti_compile_and_package, loaded
+with aoti_load_package), ONNX Runtime (ORT_ENABLE_ALL) and OpenVINO at f32 and, where the CPU
+has bf16, bf16 (INFERENCE_PRECISION_HINT), both on the .onnx of torch.onnx.export. aotc, the
+AOTInductor package and the .onnx have a dynamic batch, exported once per model; torch.compile
+specializes on each case's shapes. Every engine runs --threads threads.
+
+Every sample is a fresh process that loads the model, warms up, times --iters calls and reports
+their median; rounds are interleaved (one fresh process of every engine in turn, --repeats
+times), so the shared machine's slow spells fall on every engine alike, and each cell is the
+median [min-max] over the rounds. Also measured: the start-up (fresh process to first result;
+aotc's is a `run_model --iters 0` process per round), the peak RSS of the timed process, the size
+on disk of what each engine loads, and the export (compile) time of each.
+
+The peers run in a virtual environment that this script makes on first use (python3 -m venv,
+packages from PyPI, installed under nice); this script needs nothing outside the standard
+library and runs one worker process of that environment's python (this file, --worker) per
+sample."""
 import argparse
+import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-import torch
-import torchvision
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODELS = {"ResNet-18": ("resnet18", torchvision.models.resnet18),
-          "ResNet-50": ("resnet50", torchvision.models.resnet50)}
-BATCHES = (1, 8)
+PACKAGES = ("torch", "torchvision", "transformers", "onnxruntime", "openvino", "onnx",
+            "onnxscript")
+
+# The columns, in order; fp32 says which count as the best fp32 peer of the ratios.
+ENGINES = {"aotc": "aotc", "eager": "PyTorch eager", "compile": "torch.compile",
+           "aoti": "AOTInductor", "ort": "ONNX Runtime", "ov-f32": "OpenVINO f32",
+           "ov-bf16": "OpenVINO bf16"}
+FP32_PEERS = ("eager", "compile", "aoti", "ort", "ov-f32")
+TORCH_ENGINES = ("eager", "compile", "aoti")
+
+# name: (label, aotc source and export flags or None, batches, warm-up calls, {batch: iters}).
+# The iterations keep one timed process near a second on two cores of a recent x86 part, so a
+# full run at --repeats 5 takes about 40 minutes.
+MODELS = {
+    "resnet18": ("ResNet-18", ("examples/resnet/resnet18.cpp", "--entry", "forward"), (1, 8), 2,
+                 {1: 40, 8: 6}),
+    "resnet50": ("ResNet-50", ("examples/resnet/resnet50.cpp", "--entry", "forward"), (1, 8), 2,
+                 {1: 15, 8: 3}),
+    "gpt2": ("GPT-2 small seq 128", ("examples/gpt2/gpt2.cpp", "--entry", "forward", "--dyn",
+                                     "batch=1..8", "--dyn", "seq=1..128"), (1, 8), 2,
+             {1: 8, 8: 3}),
+    "gpt2-decode": ("GPT-2 small decode after 127", ("examples/gpt2/gpt2.cpp", "--entry",
+                                                     "decode", "--dyn", "batch=1..8", "--dyn",
+                                                     "past=1..255"), (1, 8), 3, {1: 30, 8: 20}),
+    "mlp": ("MLP 784-1024-1024-10", ("examples/mlp/mlp.cpp", "--dyn", "batch=1..512"), (1, 512),
+            20, {1: 1000, 512: 100}),
+    "bert": ("BERT-base seq 128", None, (1,), 2, {1: 8}),
+}
+SEQ, PAST = 128, 127
+
+
+def inputs(model, batch):
+    """The case's inputs as {name: (shape, dtype)}, in the order of forward's arguments and of
+    run_model's --input (token ids are drawn from [0, 10), as run_model draws them)."""
+    if model.startswith("resnet"):
+        return {"x": ((batch, 3, 224, 224), "float32")}
+    if model == "mlp":
+        return {"x": ((batch, 784), "float32")}
+    if model == "gpt2-decode":
+        return {"input_ids": ((batch, 1), "int64"),
+                "past": ((12, 2, batch, 12, PAST, 64), "float32")}
+    return {"input_ids": ((batch, SEQ), "int64")}
+
+
+# ---------------------------------------------------------------------------------------------
+# The driver: standard library only.
 
 
 def run(cmd, **kw):
@@ -40,160 +99,99 @@ def probe(build, threads):
     return {k: float(v) for k, v in (line.split() for line in out.splitlines())}
 
 
-def flops(module, x):
-    """Multiply-adds of the convolutions and linear layers, times 2, for input x."""
-    total = [0]
-
-    def conv(m, _, out):
-        k = m.kernel_size[0] * m.kernel_size[1] * m.in_channels // m.groups
-        total[0] += 2 * out.numel() * k
-
-    def linear(m, _, out):
-        total[0] += 2 * out.numel() * m.in_features
-
-    hooks = [m.register_forward_hook(conv if isinstance(m, torch.nn.Conv2d) else linear)
-             for m in module.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
-    with torch.no_grad():
-        module(x)
-    for h in hooks:
-        h.remove()
-    return total[0]
+def ensure_venv(venv):
+    """The python of `venv`, made and filled from PyPI (under nice) where it lacks a package."""
+    python = os.path.join(venv, "bin", "python")
+    check = [python, "-c", "import " + ", ".join(PACKAGES)]
+    if os.path.exists(python) and subprocess.run(check, capture_output=True).returncode == 0:
+        return python
+    print(f"making the peers' virtual environment in {venv} (PyPI: {', '.join(PACKAGES)})",
+          flush=True)
+    if not os.path.exists(python):
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    subprocess.run(["nice", "-n", "19", python, "-m", "pip", "install", "--progress-bar", "off",
+                    *PACKAGES], check=True)
+    subprocess.run(check, check=True)
+    return python
 
 
-def aotc_ms(run_model, so, batch, threads, iters, input_spec=None, extra=()):
-    """run_model's median over `iters` calls in one fresh process, in ms."""
-    cmd = [run_model, so, "--input", input_spec or f"x={batch}x3x224x224", *extra, "--threads",
-           str(threads), "--iters", str(iters), "--median-only"]
-    return float(run(cmd).split()[0])
-
-
-def torch_ms(fn, x, iters):
-    """The median over `iters` calls of fn(x), in ms (warmed up by the caller)."""
-    with torch.no_grad():
-        times = []
-        for _ in range(iters):
-            start = time.perf_counter()
-            fn(x)
-            times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
-
-
-def warm(fn, x):
-    """Two calls: TorchScript's profiling executor optimizes on the second."""
-    with torch.no_grad():
-        fn(x)
-        fn(x)
-    return fn
-
-
-def interleaved(measures, repeats):
-    """Medians over `repeats` rounds that each take one sample of every measure in turn: the
-    shared machine's slow spells fall on every side alike, not on whichever ran then."""
-    samples = [[] for _ in measures]
-    for _ in range(repeats):
-        for got, measure in zip(samples, measures):
-            got.append(measure())
-    return [statistics.median(got) for got in samples]
-
-
-def wall_s(cmd, repeats, env=None):
-    """Median wall time of a whole process, in s."""
-    times = []
-    for _ in range(repeats):
+def process(cmd, env=None):
+    """Runs cmd to its end: (exit code, stdout, stderr, wall seconds, peak RSS in MiB)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.monotonic()
-        done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                              env=env)
-        if done.returncode:
-            sys.exit(f"{' '.join(cmd)} failed:\n{done.stderr}")
-        times.append(time.monotonic() - start)
-    return statistics.median(times)
+        child = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, text=True)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.monotonic() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return child.returncode, out.read(), err.read(), wall, usage.ru_maxrss / 1024
 
 
-class GPT2(torch.nn.Module):
-    """GPT-2 small as Hugging Face computes it: learned positions, pre-norm blocks, causal
-    attention, gelu (tanh), tied output embedding."""
-
-    def __init__(self, layers=12, embd=768, heads=12, vocab=50257, positions=1024):
-        super().__init__()
-        self.heads = heads
-        self.wte = torch.nn.Embedding(vocab, embd)
-        self.wpe = torch.nn.Embedding(positions, embd)
-        self.blocks = torch.nn.ModuleList()
-        for _ in range(layers):
-            self.blocks.append(torch.nn.ModuleDict({
-                "ln_1": torch.nn.LayerNorm(embd), "c_attn": torch.nn.Linear(embd, 3 * embd),
-                "c_proj": torch.nn.Linear(embd, embd), "ln_2": torch.nn.LayerNorm(embd),
-                "c_fc": torch.nn.Linear(embd, 4 * embd), "mlp_proj": torch.nn.Linear(4 * embd, embd)}))
-        self.ln_f = torch.nn.LayerNorm(embd)
-
-    def forward(self, ids):
-        return self.run(ids, None)[0]
-
-    def decode(self, ids, past):
-        """One token per sequence after the cached positions `past` ([layers, 2, batch, heads,
-        past, head_dim], transformers' past_key_values stacked): logits and the grown cache."""
-        return self.run(ids, past)
-
-    def run(self, ids, past):
-        b, t = ids.shape
-        start = 0 if past is None else past.shape[4]
-        h = self.wte(ids) + self.wpe(torch.arange(start, start + t).unsqueeze(0))
-        mask = torch.full((t, t), float("-inf")).triu(1) if past is None else 0.0
-        present = []
-        for i, blk in enumerate(self.blocks):
-            q, k, v = blk["c_attn"](blk["ln_1"](h)).split(h.shape[-1], dim=-1)
-            q, k, v = (z.view(b, t, self.heads, -1).transpose(1, 2) for z in (q, k, v))
-            if past is not None:
-                k, v = torch.cat([past[i, 0], k], 2), torch.cat([past[i, 1], v], 2)
-                present.append(torch.stack([k, v]))
-            att = torch.softmax(q @ k.transpose(-1, -2) / (q.shape[-1] ** 0.5) + mask, dim=-1)
-            y = (att @ v).transpose(1, 2).reshape(b, t, -1)
-            h = h + blk["c_proj"](y)
-            h = h + blk["mlp_proj"](torch.nn.functional.gelu(blk["c_fc"](blk["ln_2"](h)),
-                                                             approximate="tanh"))
-        logits = self.ln_f(h) @ self.wte.weight.t()
-        return logits, (torch.stack(present) if present else None)
+def reason(stderr):
+    """The last line of a failed worker's stderr, short enough for a cell."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return (lines[-1] if lines else "failed")[:120]
 
 
-class GPT2Decode(torch.nn.Module):
-    """GPT2.decode as a module's forward, for torch.jit.trace."""
+class Worker:
+    """Runs this file's worker jobs in the peers' python."""
 
-    def __init__(self, gpt2):
-        super().__init__()
-        self.gpt2 = gpt2
+    def __init__(self, python, tmp, threads):
+        self.python, self.tmp, self.threads = python, tmp, threads
+        self.env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONWARNINGS="ignore",
+                        TORCHINDUCTOR_CACHE_DIR=os.path.join(tmp, "inductor-cache"),
+                        TF_CPP_MIN_LOG_LEVEL="3")
 
-    def forward(self, ids, past):
-        return self.gpt2.decode(ids, past)
-
-
-def torchscript(module, example):
-    """TorchScript's inference mode: trace, freeze, optimize_for_inference."""
-    with torch.no_grad():
-        return torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(module, example)))
-
-
-def measured(rows, case, ms, throughput, eager, scripted, digits=1):
-    """Appends a row of the table (times with `digits` decimals) and prints it at once."""
-    rows.append([case, f"{ms:.{digits}f} ms", throughput, f"{eager:.{digits}f} ms",
-                 f"{scripted:.{digits}f} ms", f"{min(eager, scripted) / ms:.2f}x"])
-    print("measured:", " | ".join(rows[-1]), flush=True)
+    def __call__(self, job, **kw):
+        """The job's JSON result with the process's wall time and peak RSS added, or a dict
+        with `error`."""
+        kw.update(job=job, tmp=self.tmp, threads=self.threads, spawned=time.monotonic())
+        code, out, err, wall, rss = process(
+            [self.python, os.path.abspath(__file__), "--worker", json.dumps(kw)], self.env)
+        if code:
+            return {"error": reason(err)}
+        result = json.loads(out.strip().splitlines()[-1])
+        result.update(wall=wall, rss=rss)
+        return result
 
 
-def exported(export_rows, label, seconds, so):
-    export_rows.append([label, f"{seconds:.1f} s", f"{os.path.getsize(so) / 2**20:.1f} MiB"])
+def sizes_mib(paths):
+    return sum(os.path.getsize(p) for p in paths) / 2**20
 
 
-def gpt2_flops(batch, seq, layers=12, embd=768, vocab=50257):
-    per_token = layers * (2 * 12 * embd * embd + 2 * 2 * seq * embd) + 2 * embd * vocab
-    return batch * seq * per_token
+def cell(values, digits):
+    """median [min-max], or the reason the engine could not run."""
+    if isinstance(values, str):
+        return values
+    if not values:
+        return "n/a"
+    med = statistics.median(values)
+    if len(values) == 1:
+        return f"{med:.{digits}f}"
+    return f"{med:.{digits}f} [{min(values):.{digits}f}-{max(values):.{digits}f}]"
 
 
-def table(header, rows):
-    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-    print(" | ".join(h.ljust(w) for h, w in zip(header, widths)))
-    print("-+-".join("-" * w for w in widths))
-    for r in rows:
-        print(" | ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+def ratio(row):
+    """aotc's median over the best fp32 peer's median."""
+    aotc = row.get("aotc")
+    peers = [statistics.median(row[e]) for e in FP32_PEERS
+             if isinstance(row.get(e), list) and row[e]]
+    if not isinstance(aotc, list) or not aotc or not peers:
+        return "n/a"
+    return f"{statistics.median(aotc) / min(peers):.2f}"
+
+
+def markdown(title, engines, rows, digits, with_ratio=True):
+    """One markdown table: a row per case, a column per engine (median [min-max])."""
+    head = ["model"] + [ENGINES[e] for e in engines] + (["aotc / best fp32 peer"] if with_ratio
+                                                        else [])
+    lines = [f"### {title}", "", "| " + " | ".join(head) + " |",
+             "|" + "|".join("---" for _ in head) + "|"]
+    for label, row in rows:
+        cells = [label] + [cell(row.get(e, "n/a"), digits) for e in engines]
+        lines.append("| " + " | ".join(cells + ([ratio(row)] if with_ratio else [])) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def main():
@@ -201,125 +199,372 @@ def main():
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--engines", default=",".join(ENGINES))
+    p.add_argument("--batches", help="only the cases of these batch sizes (e.g. 1,8)")
+    p.add_argument("--venv", default=os.path.expanduser("~/.cache/aotc/bench-venv"))
+    p.add_argument("--markdown", help="also write the tables to this file")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
     a = p.parse_args()
+    if a.worker:
+        return worker(json.loads(a.worker))
+    models = a.models.split(",")
+    engines = [e for e in ENGINES if e in a.engines.split(",")]
+    unknown = set(models) - set(MODELS) | set(a.engines.split(",")) - set(ENGINES)
+    if unknown:
+        p.error(f"unknown models or engines: {', '.join(sorted(unknown))} (models: "
+                f"{', '.join(MODELS)}; engines: {', '.join(ENGINES)})")
     aotc = os.path.join(a.build, "tools", "aotc", "aotc")
     run_model = os.path.join(a.build, "examples", "run_model", "run_model")
-    torch.set_num_threads(a.threads)
+    python = ensure_venv(a.venv)
 
     limits = probe(a.build, a.threads)
     # The higher of the two: a busy moment during one probe must not halve the peak (on parts
     # that double-pump AVX-512 both are the same).
-    peak = max(limits["fma_peak_avx512_gflops"], limits["fma_peak_avx2_gflops"])
     load = os.getloadavg()[0]
-    print(f"machine: {os.cpu_count()} CPUs, {a.threads} threads, load average {load:.1f} at "
-          f"the start; FMA peak {limits['fma_peak_avx512_gflops']:.1f} GF/s (AVX-512), "
-          f"{limits['fma_peak_avx2_gflops']:.1f} "
-          f"GF/s (AVX2), read bandwidth {limits['read_bandwidth_gbs']:.1f} GB/s; torch "
-          f"{torch.__version__}, torchvision {torchvision.__version__}")
+    header = (f"machine: {os.cpu_count()} CPUs, {a.threads} threads, load average {load:.1f} at "
+              f"the start; FMA peak {limits['fma_peak_avx512_gflops']:.1f} GF/s (AVX-512), "
+              f"{limits['fma_peak_avx2_gflops']:.1f} GF/s (AVX2), read bandwidth "
+              f"{limits['read_bandwidth_gbs']:.1f} GB/s")
+    with tempfile.TemporaryDirectory(prefix="aotc-bench-") as tmp:
+        work = Worker(python, tmp, a.threads)
+        info = work("versions")
+        if "error" in info:
+            sys.exit(f"the peers' python cannot start: {info['error']}")
+        header += "\npeers: " + ", ".join(f"{k} {v}" for k, v in info["versions"].items())
+        header += f"\nCPU bf16 (OpenVINO's OPTIMIZATION_CAPABILITIES): {info['bf16']}"
+        print(header, flush=True)
 
-    rows, export_rows = [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        sos = {}
-        for name, (stem, make) in MODELS.items():
-            so = os.path.join(tmp, stem + ".so")
-            cmd = [aotc, "export", os.path.join(ROOT, "examples", "resnet", stem + ".cpp"),
-                   "--entry", "forward", "-o", so]
-            seconds = wall_s(cmd, 1)
-            sos[name] = so
-            exported(export_rows, f"export {name} (--entry forward, batch 1..64)", seconds, so)
+        times, starts, rss, files, exports = [], [], [], [], []
+        for model in models:
+            label, source, batches, _, _ = MODELS[model]
+            size_row, export_row, dead = {}, {}, {}
+            if "ov-bf16" in engines and not info["bf16"]:
+                dead["ov-bf16"] = "n/a (no bf16 on this CPU)"
+            so = os.path.join(tmp, model + ".so")
+            if "aotc" in engines and source:
+                cmd = [aotc, "export", os.path.join(ROOT, source[0]), *source[1:], "-o", so]
+                print(f"[{model}] aotc export", flush=True)
+                code, _, err, wall, _ = process(cmd)
+                if code:
+                    dead["aotc"] = f"n/a (export failed: {reason(err)})"
+                else:
+                    export_row["aotc"], size_row["aotc"] = [wall], [sizes_mib([so])]
+            elif "aotc" in engines:
+                dead["aotc"] = "n/a"
+            peers = [e for e in engines if e != "aotc"]
+            if peers:
+                print(f"[{model}] peers' exports ({', '.join(peers)})", flush=True)
+                made = work("prepare", model=model, engines=peers)
+                for e in peers:
+                    got = made.get(e, made) if "error" not in made else made
+                    if "error" in got:
+                        dead[e] = f"n/a ({got['error']})"
+                    elif "files" in got:
+                        size_row[e] = [sizes_mib(got["files"])]
+                        if e != "compile":
+                            export_row[e] = [got["seconds"]] if got["seconds"] else "-"
 
-        for name, (stem, make) in MODELS.items():
-            module = make().eval()
-            for batch in BATCHES:
-                x = torch.randn(batch, 3, 224, 224)
-                work = flops(module, x)
-                iters = max(3, 24 // batch) if stem == "resnet18" else max(3, 12 // batch)
-                script = warm(torchscript(module, x), x)
-                warm(module, x)
-                ms, eager, scripted = interleaved(
-                    [lambda: aotc_ms(run_model, sos[name], batch, a.threads, iters),
-                     lambda: torch_ms(module, x, iters),
-                     lambda: torch_ms(script, x, iters)], a.repeats)
-                gf = work / ms / 1e6
-                measured(rows, f"{name} batch {batch} ({work / 1e9:.2f} GFLOP)", ms,
-                         f"{gf:.1f} GF/s = {100 * gf / peak:.0f}% of peak", eager, scripted)
+            for batch in batches:
+                if a.batches and str(batch) not in a.batches.split(","):
+                    continue
+                case = f"{label} b{batch}"
+                row_ms, row_start, row_rss = {}, {}, {}
+                alive = [e for e in engines if e not in dead]
+                for e in engines:
+                    if e in dead:
+                        row_ms[e] = row_start[e] = row_rss[e] = dead[e]
+                if "compile" in alive:
+                    # A process of its own compiles the case into the inductor cache that the
+                    # timed processes then load: its first call is torch.compile's compile time.
+                    print(f"[{case}] torch.compile: compiling", flush=True)
+                    got = work("sample", model=model, batch=batch, engine="compile", iters=1)
+                    if "error" in got:
+                        alive.remove("compile")
+                        row_ms["compile"] = row_start["compile"] = row_rss["compile"] = \
+                            f"n/a ({got['error']})"
+                    else:
+                        export_row.setdefault("compile", []).append(got["first_call_s"])
+                for r in range(a.repeats):
+                    for e in list(alive):
+                        if e == "aotc":
+                            got = aotc_sample(run_model, so, model, batch, a.threads)
+                        else:
+                            got = work("sample", model=model, batch=batch, engine=e,
+                                       iters=MODELS[model][4][batch])
+                        if "error" in got:
+                            alive.remove(e)
+                            row_ms[e] = row_start[e] = row_rss[e] = f"n/a ({got['error']})"
+                            print(f"[{case} round {r + 1}/{a.repeats}] {ENGINES[e]}: "
+                                  f"{row_ms[e]}", flush=True)
+                            continue
+                        row_ms.setdefault(e, []).append(got["ms"])
+                        row_start.setdefault(e, []).append(got["start_s"])
+                        row_rss.setdefault(e, []).append(got["rss"])
+                        print(f"[{case} round {r + 1}/{a.repeats}] {ENGINES[e]}: "
+                              f"{got['ms']:.3f} ms, start-up {got['start_s']:.2f} s, "
+                              f"peak RSS {got['rss']:.0f} MiB", flush=True)
+                times.append((case, row_ms))
+                starts.append((case, row_start))
+                rss.append((case, row_rss))
+            if "compile" in export_row:
+                export_row["compile"] = [sum(export_row["compile"])]
+            for e in engines:
+                size_row.setdefault(e, dead.get(e, "n/a"))
+                export_row.setdefault(e, dead.get(e, "n/a"))
+            files.append((label, size_row))
+            exports.append((label, export_row))
 
-        # GPT-2 small: ids of random tokens in [0, 10) from run_model, random weights.
-        gpt2_so = os.path.join(tmp, "gpt2.so")
-        seconds = wall_s([aotc, "export", os.path.join(ROOT, "examples", "gpt2", "gpt2.cpp"),
-                          "--entry", "forward", "--dyn", "batch=1..8", "--dyn", "seq=1..128",
-                          "-o", gpt2_so], 1)
-        exported(export_rows, "export GPT-2 small (--entry forward, batch 1..8, seq 1..128)",
-                 seconds, gpt2_so)
-        gpt2 = GPT2().eval()
-        for batch in BATCHES:
-            seq = 128
-            ids = torch.randint(0, 10, (batch, seq))
-            work = gpt2_flops(batch, seq)
-            iters = 5 if batch == 1 else 3
-            script = warm(torchscript(gpt2, ids), ids)
-            warm(gpt2, ids)
-            ms, eager, scripted = interleaved(
-                [lambda: aotc_ms(run_model, gpt2_so, batch, a.threads, iters,
-                                 f"input_ids={batch}x{seq}"),
-                 lambda: torch_ms(gpt2, ids, iters),
-                 lambda: torch_ms(script, ids, iters)], a.repeats)
-            gf = work / ms / 1e6
-            measured(rows, f"GPT-2 small batch {batch} seq {seq} ({work / 1e9:.1f} GFLOP)", ms,
-                     f"{gf:.1f} GF/s = {100 * gf / peak:.0f}% of peak", eager, scripted)
-
-        # GPT-2 small generating one token after 127 cached positions (the 129th of a 128-token
-        # text): every weight is read once per step, so this is a memory-bound case.
-        decode_so = os.path.join(tmp, "gpt2_decode.so")
-        seconds = wall_s([aotc, "export", os.path.join(ROOT, "examples", "gpt2", "gpt2.cpp"),
-                          "--entry", "decode", "--dyn", "batch=1..8", "--dyn", "past=1..255",
-                          "-o", decode_so], 1)
-        exported(export_rows, "export GPT-2 small (--entry decode, batch 1..8, past 1..255)",
-                 seconds, decode_so)
-        decoder = GPT2Decode(gpt2).eval()
-        for batch in BATCHES:
-            past = 127
-            ids = torch.randint(0, 10, (batch, 1))
-            cache = torch.randn(12, 2, batch, 12, past, 64)
-            iters = 20
-            script = torchscript(decoder, (ids, cache))
-            scripted_call = warm(lambda x: script(*x), (ids, cache))
-            eager_call = warm(lambda x: decoder(*x), (ids, cache))
-            ms, eager, scripted = interleaved(
-                [lambda: aotc_ms(run_model, decode_so, batch, a.threads, iters,
-                                 f"input_ids={batch}x1",
-                                 ["--entry", "decode", "--input",
-                                  f"past=12x2x{batch}x12x{past}x64"]),
-                 lambda: torch_ms(eager_call, (ids, cache), iters),
-                 lambda: torch_ms(scripted_call, (ids, cache), iters)], a.repeats)
-            weights_gb = sum(p.numel() for p in gpt2.parameters()) * 4 / 1e9
-            measured(rows, f"GPT-2 small decode batch {batch} after {past} positions", ms,
-                     f"{weights_gb / ms * 1e3:.1f} GB/s of weights read", eager, scripted, 2)
-
-        # Start-up: everything a fresh process pays before its first answer. The module is saved
-        # frozen: torch 1.13 cannot load what optimize_for_inference returns.
-        module = MODELS["ResNet-50"][1]().eval()
-        x = torch.randn(1, 3, 224, 224)
-        with torch.no_grad():
-            script = torch.jit.freeze(torch.jit.trace(module, x))
-        pt = os.path.join(tmp, "resnet50.pt")
-        torch.jit.save(script, pt)
-        aotc_start = wall_s([run_model, sos["ResNet-50"], "--input", "x=1x3x224x224", "--threads",
-                             str(a.threads), "--iters", "0"], a.repeats)
-        snippet = (f"import torch; torch.set_num_threads({a.threads}); m = torch.jit.load({pt!r});"
-                   " torch.no_grad().__enter__(); m(torch.randn(1, 3, 224, 224))")
-        torch_start = wall_s([sys.executable, "-c", snippet], a.repeats, env=os.environ.copy())
-        start_row = ["start-up ResNet-50, batch 1 (fresh process to first output)",
-                     f"{aotc_start:.2f} s", "load the .so + first run (run_model --iters 0)",
-                     "", f"{torch_start:.2f} s", f"{torch_start / aotc_start:.2f}x"]
-
-    table(["case", "aotc", "aotc throughput", "torch eager", "torch script", "torch best / aotc"],
-          rows + [start_row])
-    print("throughput: the direct convolutions' FLOPs per second; the Winograd ones (3x3, stride 1)"
-          " do fewer multiplications, so for ResNet it is an effective rate")
+    out = [header.replace("\n", "  \n") + "\n",
+           markdown("Latency (ms, median [min-max] over fresh processes)", engines, times, 3),
+           markdown("Start-up (s, fresh process to first result)", engines, starts, 2),
+           markdown("Peak RSS of the timed process (MiB)", engines, rss, 0),
+           markdown("Size on disk of what the engine loads (MiB)", engines, files, 1, False),
+           markdown("Export / compile time (s; torch.compile: the first calls of every case, "
+                    "into an empty inductor cache; OpenVINO reads ONNX Runtime's .onnx)", engines,
+                    exports, 1, False),
+           f"load average {os.getloadavg()[0]:.1f} at the end (the machine is shared); "
+           "aotc / best fp32 peer below 1: aotc is faster\n"]
     print()
-    table(["export", "time", "artifact"], export_rows)
-    print(f"load average {os.getloadavg()[0]:.1f} at the end (the machine is shared)")
+    print("\n".join(out))
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write("\n".join(out))
+
+
+def aotc_sample(run_model, so, model, batch, threads):
+    """One round of aotc: a fresh run_model that times --iters calls, then one that loads the
+    artifact and runs it once (--iters 0), which is the start-up."""
+    spec = []
+    for name, (shape, _) in inputs(model, batch).items():
+        spec += ["--input", f"{name}={'x'.join(map(str, shape))}"]
+    if model == "gpt2-decode":
+        spec += ["--entry", "decode"]
+    base = [run_model, so, *spec, "--threads", str(threads)]
+    code, out, err, _, rss = process(base + ["--iters", str(MODELS[model][4][batch]),
+                                             "--median-only"])
+    if code:
+        return {"error": reason(err)}
+    code, _, err, wall, _ = process(base + ["--iters", "0"])
+    if code:
+        return {"error": reason(err)}
+    return {"ms": float(out.split()[0]), "start_s": wall, "rss": rss}
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker: runs in the peers' python; imports only what its engine needs, so that ONNX
+# Runtime's and OpenVINO's start-up does not include importing torch.
+
+
+def worker(job):
+    kind = job["job"]
+    if kind == "versions":
+        import importlib.metadata as md
+        import openvino as ov
+        caps = ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+        versions = {name: md.version(name) for name in PACKAGES}
+        print(json.dumps({"versions": versions, "bf16": "BF16" in caps}))
+    elif kind == "prepare":
+        print(json.dumps(prepare(job)))
+    else:
+        print(json.dumps(sample(job)))
+
+
+def paths(job):
+    base = os.path.join(job["tmp"], job["model"])
+    return {"pt": base + ".pt", "pt2": base + ".pt2", "onnx": base + ".onnx"}
+
+
+def arrays(model, batch):
+    import numpy as np
+    rng = np.random.default_rng(0)
+    return [rng.integers(0, 10, shape, dtype=np.int64) if dtype == "int64"
+            else rng.standard_normal(shape, dtype=np.float32)
+            for shape, dtype in inputs(model, batch).values()]
+
+
+def torch_module(model):
+    """The PyTorch module of `model`, random weights, in eval mode."""
+    import torch
+    torch.manual_seed(0)
+    if model.startswith("resnet"):
+        import torchvision
+        return getattr(torchvision.models, model)().eval()
+    if model == "mlp":
+        return torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(),
+                                   torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
+                                   torch.nn.Linear(1024, 10)).eval()
+    if model == "bert":
+        import transformers
+
+        class Bert(torch.nn.Module):
+            """BertModel's two outputs as a tuple of tensors, for the exporters."""
+
+            def __init__(self):
+                super().__init__()
+                self.bert = transformers.BertModel(transformers.BertConfig())
+
+            def forward(self, input_ids):
+                out = self.bert(input_ids=input_ids)
+                return out.last_hidden_state, out.pooler_output
+
+        return Bert().eval()
+    return gpt2_class(torch)(decode=model == "gpt2-decode").eval()
+
+
+def gpt2_class(torch):
+    F = torch.nn.functional
+
+    class GPT2(torch.nn.Module):
+        """GPT-2 small as Hugging Face computes it and examples/gpt2 does: learned positions,
+        pre-norm blocks, causal scaled_dot_product_attention, gelu (tanh), tied output
+        embedding. With `decode`, forward takes one token per sequence after the positions
+        cached in `past` ([layers, 2, batch, heads, past, head_dim]) and returns the logits and
+        the cache grown by one position, as aotc's `decode` entry."""
+
+        def __init__(self, decode, layers=12, embd=768, heads=12, vocab=50257, positions=1024):
+            super().__init__()
+            self.decode, self.heads = decode, heads
+            self.wte = torch.nn.Embedding(vocab, embd)
+            self.wpe = torch.nn.Embedding(positions, embd)
+            self.blocks = torch.nn.ModuleList()
+            for _ in range(layers):
+                self.blocks.append(torch.nn.ModuleDict({
+                    "ln_1": torch.nn.LayerNorm(embd), "c_attn": torch.nn.Linear(embd, 3 * embd),
+                    "c_proj": torch.nn.Linear(embd, embd), "ln_2": torch.nn.LayerNorm(embd),
+                    "c_fc": torch.nn.Linear(embd, 4 * embd),
+                    "mlp_proj": torch.nn.Linear(4 * embd, embd)}))
+            self.ln_f = torch.nn.LayerNorm(embd)
+
+        def forward(self, input_ids, past=None):
+            b, t = input_ids.shape
+            start = 0 if past is None else past.shape[4]
+            h = self.wte(input_ids) + self.wpe(torch.arange(start, start + t).unsqueeze(0))
+            present = []
+            for i, blk in enumerate(self.blocks):
+                q, k, v = blk["c_attn"](blk["ln_1"](h)).split(h.shape[-1], dim=-1)
+                q, k, v = (z.view(b, t, self.heads, -1).transpose(1, 2) for z in (q, k, v))
+                if past is not None:
+                    k, v = torch.cat([past[i, 0], k], 2), torch.cat([past[i, 1], v], 2)
+                    present.append(torch.stack([k, v]))
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=past is None)
+                h = h + blk["c_proj"](y.transpose(1, 2).reshape(b, t, -1))
+                h = h + blk["mlp_proj"](F.gelu(blk["c_fc"](blk["ln_2"](h)), approximate="tanh"))
+            logits = self.ln_f(h) @ self.wte.weight.t()
+            return (logits, torch.stack(present)) if self.decode else logits
+
+    return GPT2
+
+
+def prepare(job):
+    """What the peers load, from one module: the pickled module (eager, torch.compile), the
+    AOTInductor package and the .onnx (ONNX Runtime, OpenVINO), each with a dynamic batch where
+    the model has several; {engine: {"files", "seconds"} or {"error"}}."""
+    import torch
+    torch.set_num_threads(job["threads"])
+    model, engines, out = job["model"], job["engines"], {}
+    batches = MODELS[model][2]
+    module = torch_module(model)
+    example = tuple(torch.from_numpy(x) for x in arrays(model, max(batches)))
+    names = list(inputs(model, 1))
+    dynamic = None
+    if len(batches) > 1:
+        batch = torch.export.Dim("batch", min=1, max=max(batches))
+        dynamic = tuple({2 if n == "past" else 0: batch} for n in names)
+    p = paths(job)
+    if {"eager", "compile"} & set(engines):
+        torch.save(module, p["pt"])
+        for e in {"eager", "compile"} & set(engines):
+            out[e] = {"files": [p["pt"]], "seconds": None}
+    if "aoti" in engines:
+        try:
+            start = time.monotonic()
+            with torch.no_grad():
+                ep = torch.export.export(module, example, dynamic_shapes=dynamic)
+                torch._inductor.aoti_compile_and_package(ep, package_path=p["pt2"])
+            out["aoti"] = {"files": [p["pt2"]], "seconds": time.monotonic() - start}
+        except Exception as e:  # noqa: BLE001 - any failure is the cell's reason
+            out["aoti"] = {"error": f"export failed: {type(e).__name__}: {str(e)[:80]}"}
+    onnx_engines = [e for e in engines if e in ("ort", "ov-f32", "ov-bf16")]
+    if onnx_engines:
+        got = export_onnx(torch, module, example, names, dynamic, p["onnx"])
+        for e in onnx_engines:
+            out[e] = got
+    return out
+
+
+def export_onnx(torch, module, example, names, dynamic, path):
+    """torch.onnx.export with the dynamo exporter, or the TorchScript one where it fails."""
+    errors = []
+    for dynamo in (True, False):
+        try:
+            start = time.monotonic()
+            with torch.no_grad():
+                if dynamo:
+                    torch.onnx.export(module, example, path, dynamo=True, opset_version=18,
+                                      dynamic_shapes=dynamic, input_names=names)
+                else:
+                    axes = {n: list(d) for n, d in zip(names, dynamic)} if dynamic else None
+                    torch.onnx.export(module, example, path, dynamo=False, opset_version=17,
+                                      input_names=names, dynamic_axes=axes)
+            seconds = time.monotonic() - start
+            files = [path] + ([path + ".data"] if os.path.exists(path + ".data") else [])
+            return {"files": files, "seconds": seconds}
+        except Exception as e:  # noqa: BLE001 - try the other exporter, then give the reason
+            errors.append(f"{'dynamo' if dynamo else 'legacy'}: {type(e).__name__}")
+    return {"error": "onnx export failed (" + ", ".join(errors) + ")"}
+
+
+def sample(job):
+    """One fresh process of one engine: load, warm up, time `iters` calls; the median in ms,
+    the start-up (process spawned to first result) and the first call's time."""
+    model, batch, engine, threads = job["model"], job["batch"], job["engine"], job["threads"]
+    p = paths(job)
+    xs = arrays(model, batch)
+    if engine in TORCH_ENGINES:
+        import torch
+        torch.set_num_threads(threads)
+        torch.set_num_interop_threads(1)
+        xs = [torch.from_numpy(x) for x in xs]
+        grad = torch.no_grad()
+        grad.__enter__()
+        if engine == "aoti":
+            call = torch._inductor.aoti_load_package(p["pt2"])
+        else:
+            call = torch.load(p["pt"], weights_only=False, mmap=True)
+            if engine == "compile":
+                call = torch.compile(call, dynamic=False)
+        run_once = lambda: call(*xs)  # noqa: E731
+    elif engine == "ort":
+        import onnxruntime as ort
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
+        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        session = ort.InferenceSession(p["onnx"], opts, providers=["CPUExecutionProvider"])
+        feed = {i.name: x for i, x in zip(session.get_inputs(), xs)}
+        run_once = lambda: session.run(None, feed)  # noqa: E731
+    else:
+        import openvino as ov
+        core = ov.Core()
+        compiled = core.compile_model(core.read_model(p["onnx"]), "CPU", {
+            "INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY",
+            "INFERENCE_PRECISION_HINT": "bf16" if engine == "ov-bf16" else "f32"})
+        request = compiled.create_infer_request()
+        feed = dict(enumerate(xs))
+        run_once = lambda: request.infer(feed)  # noqa: E731
+    start = time.monotonic()
+    run_once()
+    first = time.monotonic()
+    for _ in range(MODELS[model][3] - 1):
+        run_once()
+    times = []
+    for _ in range(job["iters"]):
+        t = time.perf_counter()
+        run_once()
+        times.append((time.perf_counter() - t) * 1e3)
+    return {"ms": statistics.median(times) if times else None,
+            "start_s": first - job["spawned"], "first_call_s": first - start}
 
 
 if __name__ == "__main__":
