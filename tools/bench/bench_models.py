@@ -9,9 +9,10 @@ Models, all with random weights (times do not depend on them): ResNet-18 and Res
 (torchvision, 224x224) at batch 1 and 8; GPT-2 small at seq 128, batch 1 and 8, and its decode
 step (one token after 127 cached positions, batch 1 and 8); the MLP of examples/mlp
 (784-1024-1024-10) at batch 1 and 512; BERT-base (transformers' BertModel, seq 128, batch 1),
-for the peers only: aotc has no BERT example yet. GPT-2 is written here with the math of
-examples/gpt2 (Hugging Face's GPT2LMHeadModel with scaled_dot_product_attention) and its cache
-as one tensor, so that every exporter takes the decode step.
+for the peers only: aotc has no BERT example yet. The PyTorch modules are in torch_models.py
+beside this file; its GPT-2 has the math of examples/gpt2 (Hugging Face's GPT2LMHeadModel with
+scaled_dot_product_attention) and its cache as one tensor, so that every exporter takes the
+decode step.
 
 Engines: aotc (the artifact of build/tools/aotc/aotc, run by build/examples/run_model), PyTorch
 eager, torch.compile (inductor), torch.export + AOTInductor (aoti_compile_and_package, loaded
@@ -383,88 +384,16 @@ def arrays(model, batch):
             for shape, dtype in inputs(model, batch).values()]
 
 
-def torch_module(model):
-    """The PyTorch module of `model`, random weights, in eval mode."""
-    import torch
-    torch.manual_seed(0)
-    if model.startswith("resnet"):
-        import torchvision
-        return getattr(torchvision.models, model)().eval()
-    if model == "mlp":
-        return torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(),
-                                   torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
-                                   torch.nn.Linear(1024, 10)).eval()
-    if model == "bert":
-        import transformers
-
-        class Bert(torch.nn.Module):
-            """BertModel's two outputs as a tuple of tensors, for the exporters."""
-
-            def __init__(self):
-                super().__init__()
-                self.bert = transformers.BertModel(transformers.BertConfig())
-
-            def forward(self, input_ids):
-                out = self.bert(input_ids=input_ids)
-                return out.last_hidden_state, out.pooler_output
-
-        return Bert().eval()
-    return gpt2_class(torch)(decode=model == "gpt2-decode").eval()
-
-
-def gpt2_class(torch):
-    F = torch.nn.functional
-
-    class GPT2(torch.nn.Module):
-        """GPT-2 small as Hugging Face computes it and examples/gpt2 does: learned positions,
-        pre-norm blocks, causal scaled_dot_product_attention, gelu (tanh), tied output
-        embedding. With `decode`, forward takes one token per sequence after the positions
-        cached in `past` ([layers, 2, batch, heads, past, head_dim]) and returns the logits and
-        the cache grown by one position, as aotc's `decode` entry."""
-
-        def __init__(self, decode, layers=12, embd=768, heads=12, vocab=50257, positions=1024):
-            super().__init__()
-            self.decode, self.heads = decode, heads
-            self.wte = torch.nn.Embedding(vocab, embd)
-            self.wpe = torch.nn.Embedding(positions, embd)
-            self.blocks = torch.nn.ModuleList()
-            for _ in range(layers):
-                self.blocks.append(torch.nn.ModuleDict({
-                    "ln_1": torch.nn.LayerNorm(embd), "c_attn": torch.nn.Linear(embd, 3 * embd),
-                    "c_proj": torch.nn.Linear(embd, embd), "ln_2": torch.nn.LayerNorm(embd),
-                    "c_fc": torch.nn.Linear(embd, 4 * embd),
-                    "mlp_proj": torch.nn.Linear(4 * embd, embd)}))
-            self.ln_f = torch.nn.LayerNorm(embd)
-
-        def forward(self, input_ids, past=None):
-            b, t = input_ids.shape
-            start = 0 if past is None else past.shape[4]
-            h = self.wte(input_ids) + self.wpe(torch.arange(start, start + t).unsqueeze(0))
-            present = []
-            for i, blk in enumerate(self.blocks):
-                q, k, v = blk["c_attn"](blk["ln_1"](h)).split(h.shape[-1], dim=-1)
-                q, k, v = (z.view(b, t, self.heads, -1).transpose(1, 2) for z in (q, k, v))
-                if past is not None:
-                    k, v = torch.cat([past[i, 0], k], 2), torch.cat([past[i, 1], v], 2)
-                    present.append(torch.stack([k, v]))
-                y = F.scaled_dot_product_attention(q, k, v, is_causal=past is None)
-                h = h + blk["c_proj"](y.transpose(1, 2).reshape(b, t, -1))
-                h = h + blk["mlp_proj"](F.gelu(blk["c_fc"](blk["ln_2"](h)), approximate="tanh"))
-            logits = self.ln_f(h) @ self.wte.weight.t()
-            return (logits, torch.stack(present)) if self.decode else logits
-
-    return GPT2
-
-
 def prepare(job):
     """What the peers load, from one module: the pickled module (eager, torch.compile), the
     AOTInductor package and the .onnx (ONNX Runtime, OpenVINO), each with a dynamic batch where
     the model has several; {engine: {"files", "seconds"} or {"error"}}."""
     import torch
+    import torch_models
     torch.set_num_threads(job["threads"])
     model, engines, out = job["model"], job["engines"], {}
     batches = MODELS[model][2]
-    module = torch_module(model)
+    module = torch_models.module(model)
     example = tuple(torch.from_numpy(x) for x in arrays(model, max(batches)))
     names = list(inputs(model, 1))
     dynamic = None
@@ -531,6 +460,7 @@ def sample(job):
         if engine == "aoti":
             call = torch._inductor.aoti_load_package(p["pt2"])
         else:
+            import torch_models  # noqa: F401 - the classes of the pickled module
             call = torch.load(p["pt"], weights_only=False, mmap=True)
             if engine == "compile":
                 call = torch.compile(call, dynamic=False)
