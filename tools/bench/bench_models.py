@@ -24,9 +24,10 @@ specializes on each case's shapes. Every engine runs --threads threads.
 Every sample is a fresh process that loads the model, warms up, times --iters calls and reports
 their median; rounds are interleaved (one fresh process of every engine in turn, --repeats
 times), so the shared machine's slow spells fall on every engine alike, and each cell is the
-median [min-max] over the rounds. Also measured: the start-up (fresh process to first result;
-aotc's is a `run_model --iters 0` process per round), the peak RSS of the timed process, the size
-on disk of what each engine loads, and the export (compile) time of each.
+median [min-max] over the rounds, with aotc's median over the best fp32 peer's. Also measured:
+the start-up (fresh process to first result; aotc's is a whole `run_model --iters 0` process per
+round, random inputs included), the peak RSS of the timed process, the size on disk of what each
+engine loads, and the export (compile) time of each.
 
 The peers run in a virtual environment that this script makes on first use (python3 -m venv,
 packages from PyPI, installed under nice); this script needs nothing outside the standard
@@ -54,8 +55,9 @@ FP32_PEERS = ("eager", "compile", "aoti", "ort", "ov-f32")
 TORCH_ENGINES = ("eager", "compile", "aoti")
 
 # name: (label, aotc source and export flags or None, batches, warm-up calls, {batch: iters}).
-# The iterations keep one timed process near a second on two cores of a recent x86 part, so a
-# full run at --repeats 5 takes about 40 minutes.
+# The iterations keep one timed process near a second on two cores of a recent x86 part; the
+# processes' start-up (torch.compile's above all) takes most of a full run at --repeats 5, which
+# took 48 minutes on two cores at a load average of 8 to 10.
 MODELS = {
     "resnet18": ("ResNet-18", ("examples/resnet/resnet18.cpp", "--entry", "forward"), (1, 8), 2,
                  {1: 40, 8: 6}),
@@ -222,8 +224,6 @@ def main():
     python = ensure_venv(a.venv)
 
     limits = probe(a.build, a.threads)
-    # The higher of the two: a busy moment during one probe must not halve the peak (on parts
-    # that double-pump AVX-512 both are the same).
     load = os.getloadavg()[0]
     header = (f"machine: {os.cpu_count()} CPUs, {a.threads} threads, load average {load:.1f} at "
               f"the start; FMA peak {limits['fma_peak_avx512_gflops']:.1f} GF/s (AVX-512), "
