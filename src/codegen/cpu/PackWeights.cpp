@@ -152,7 +152,8 @@ private:
     bool better = !source.heldBy || (source.heldBy->winogradTile && !at.winograd);
     if (better && at.offset == 0 && at.colStride == taps && at.rowStride == at.k * taps &&
         static_cast<uint64_t>(at.m * at.k * taps) == source.numel())
-      source.heldBy = kir::HeldWeight{index, at.m, at.k, at.panels ? unsigned(PanelRows) : 0u, at.winograd};
+      source.heldBy =
+          kir::HeldWeight{index, at.m, at.k, at.panels ? unsigned(PanelRows) : 0u, at.winograd};
     return index;
   }
 
