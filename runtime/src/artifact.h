@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 #define AOTC_ARTIFACT_MAGIC 0x43544f41u /* "AOTC" little-endian */
-#define AOTC_ARTIFACT_FORMAT 4u
+#define AOTC_ARTIFACT_FORMAT 5u
 /* CPU code variants carried by every artifact; run[] below is indexed by these. */
 #define AOTC_VARIANT_X86_64_V3 0 /* AVX2 + FMA: the portable baseline */
 #define AOTC_VARIANT_X86_64_V4 1 /* AVX-512 F/BW/DQ/VL */
@@ -125,6 +125,10 @@ typedef struct aotc_weight_desc {
   int32_t dtype, rank;
   const int64_t *shape;
   uint64_t offset, nbytes; /* within the weight blob */
+  /* -1, or the weight holding every element of this one in a GEMM's layout, the blob leaving
+   * this one out (offset and nbytes 0): aotc_weight_layout of runtime.h says how. */
+  int32_t held_by, held_winograd_tile;
+  int64_t held_rows, held_cols, held_panel_rows;
 } aotc_weight_desc;
 
 /* The images of the CUDA kernels. A cubin runs on a device of the same major compute capability

@@ -209,6 +209,12 @@ static int descriptor_ok(checker *c, const aotc_artifact_desc *desc) {
                      (int)w->rank);
     if (w->offset > desc->weights_size || w->nbytes > desc->weights_size - w->offset)
       return fail_at(c, "weight \"%s\" lies outside the weights", w->name);
+    /* A weight held by another: that one is stored as itself, and this one takes no bytes. */
+    if (w->held_by != -1 &&
+        (w->held_by < 0 || w->held_by >= desc->num_weights || w->held_by == i || w->nbytes ||
+         desc->weights[w->held_by].held_by != -1))
+      return fail_at(c, "weight \"%s\" is held by weight %d, which cannot hold it", w->name,
+                     (int)w->held_by);
   }
   return 1;
 }

@@ -569,8 +569,31 @@ AOTC_API aotc_status aotc_model_weight_info(const aotc_model *model, int32_t ind
   out_info->rank = w->rank;
   for (int32_t d = 0; d < w->rank; ++d)
     out_info->shape[d] = w->shape[d];
-  out_info->data = model->weights + w->offset;
+  out_info->data = w->held_by >= 0 ? NULL : model->weights + w->offset;
   out_info->size_bytes = w->nbytes;
+  return AOTC_OK;
+}
+
+AOTC_API aotc_status aotc_model_weight_layout(const aotc_model *model, int32_t index,
+                                              aotc_weight_layout *out_layout) {
+  CHECK_MODEL("aotc_model_weight_layout", model, out_layout);
+  const aotc_artifact_desc *desc = model->desc;
+  if (index < 0 || index >= desc->num_weights)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "aotc_model_weight_layout: weight %d is out of range (the model has %d)",
+                     (int)index, (int)desc->num_weights);
+  const aotc_weight_desc *w = &desc->weights[index];
+  memset(out_layout, 0, sizeof *out_layout);
+  out_layout->held_by = w->held_by;
+  if (w->held_by < 0)
+    return AOTC_OK;
+  out_layout->winograd_tile = w->held_winograd_tile;
+  out_layout->rows = w->held_rows;
+  out_layout->cols = w->held_cols;
+  out_layout->panel_rows = w->held_panel_rows;
+  const int64_t p = w->held_panel_rows;
+  out_layout->component_stride =
+      p ? (w->held_rows + p - 1) / p * p * w->held_cols : w->held_rows * w->held_cols;
   return AOTC_OK;
 }
 

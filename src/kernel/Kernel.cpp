@@ -1,9 +1,11 @@
 // The kernel IR's text form (deterministic, expressions in infix form) and the weight blob layout.
 #include "kernel/Kernel.h"
+#include "kernel/MemoryPlan.h"
 
 #include "aotc/ir/Attribute.h"
 #include "aotc/ir/Type.h"
 
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <fmt/format.h>
@@ -190,6 +192,61 @@ void winogradFilter(int tile, const float g[9], float *u) {
     }
 }
 
+void winogradFilterInverse(int tile, const float *u, float g[9]) {
+  const WinogradMatrices &w = winogradMatrices(tile);
+  int p = w.points;
+  // G+ = (G^T G)^-1 G^T (3 x p), then g = G+ u G+^T.
+  double gtg[3][3] = {};
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c)
+      for (int k = 0; k < p; ++k)
+        gtg[r][c] += w.filter[k * 3 + r] * w.filter[k * 3 + c];
+  double inv[3][3];
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) {
+      // The cofactor of (c, r): the adjugate's (r, c).
+      int r1 = (c + 1) % 3, r2 = (c + 2) % 3, c1 = (r + 1) % 3, c2 = (r + 2) % 3;
+      inv[r][c] = gtg[r1][c1] * gtg[r2][c2] - gtg[r1][c2] * gtg[r2][c1];
+    }
+  double det = gtg[0][0] * inv[0][0] + gtg[0][1] * inv[1][0] + gtg[0][2] * inv[2][0];
+  double pinv[3][6] = {};
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < p; ++c)
+      for (int k = 0; k < 3; ++k)
+        pinv[r][c] += inv[r][k] / det * w.filter[c * 3 + k];
+  double t[3][6] = {};
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < p; ++c)
+      for (int k = 0; k < p; ++k)
+        t[r][c] += pinv[r][k] * u[k * p + c];
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) {
+      double v = 0;
+      for (int k = 0; k < p; ++k)
+        v += t[r][k] * pinv[c][k];
+      g[r * 3 + c] = static_cast<float>(v);
+    }
+}
+
+void unpackHeldWeight(const HeldWeight &held, const float *holder, float *out) {
+  int taps = held.winogradTile ? 9 : 1;
+  int components = held.winogradTile ? (held.winogradTile + 2) * (held.winogradTile + 2) : 1;
+  int64_t stride = held.componentStride();
+  float u[36];
+  for (int64_t r = 0; r < held.m; ++r)
+    for (int64_t c = 0; c < held.k; ++c) {
+      int64_t pos = held.panelRows ? panelOffset(r, c, held.k, held.panelRows) : r * held.k + c;
+      float *to = out + (r * held.k + c) * taps;
+      if (!held.winogradTile) {
+        *to = holder[pos];
+        continue;
+      }
+      for (int b = 0; b < components; ++b)
+        u[b] = holder[b * stride + pos];
+      winogradFilterInverse(held.winogradTile, u, to);
+    }
+}
+
 namespace {
 
 std::string operandText(const MatrixOperand &m) {
@@ -295,6 +352,22 @@ std::optional<LinearDim> linearDim(const SymExpr &dim) {
   return LinearDim{terms[0].factors[0].name, terms[0].coeff, dim.node().constant()};
 }
 
+void elideHeldWeights(Program &blob, llvm::ArrayRef<const Program *> readers) {
+  llvm::BitVector read(blob.weights.size());
+  for (const Program *p : readers)
+    for (const EntryKernels &e : p->entries)
+      for (const Step &step : e.steps)
+        for (uint32_t i : buffersOfStep(e, step)) {
+          const Buffer &b = e.buffers[i];
+          if (b.kind == Buffer::Kind::Weight || b.kind == Buffer::Kind::State)
+            read.set(b.index);
+        }
+  for (size_t i = 0; i < blob.weights.size(); ++i) {
+    Weight &w = blob.weights[i];
+    w.stored = read.test(i) || !w.heldBy || w.mutableBuffer;
+  }
+}
+
 void layoutWeights(Program &program) {
   uint64_t offset = 0;
   // Immutable weights first, then the mutable buffers, so that the state is one range.
@@ -304,6 +377,10 @@ void layoutWeights(Program &program) {
     for (Weight &w : program.weights) {
       if (w.mutableBuffer != (pass == 1))
         continue;
+      if (!w.stored) {
+        w.offset = w.nbytes = 0;
+        continue;
+      }
       w.nbytes = w.numel() * byteSize(w.dtype);
       w.offset = offset;
       offset = alignTo64(offset + w.nbytes);
@@ -321,8 +398,16 @@ void print(const Program &program, llvm::raw_ostream &os) {
     os << "weight " << i << " \"" << w.name << "\" : " << toString(w.dtype) << "[";
     for (size_t d = 0; d < w.shape.size(); ++d)
       os << (d ? ", " : "") << w.shape[d];
-    os << "]" << (w.mutableBuffer ? " mutable" : "") << " at " << w.offset << " (" << w.nbytes
-       << " bytes)\n";
+    os << "]" << (w.mutableBuffer ? " mutable" : "");
+    if (w.stored) {
+      os << " at " << w.offset << " (" << w.nbytes << " bytes)\n";
+      continue;
+    }
+    const HeldWeight &h = *w.heldBy;
+    os << " only in weight " << h.holder;
+    if (h.winogradTile)
+      os << fmt::format(" as winograd F({0}x{0}, 3x3)", h.winogradTile);
+    os << (h.panelRows ? fmt::format(" in panels of {} rows", h.panelRows) : " dense") << "\n";
   }
   for (const EntryKernels &e : program.entries) {
     os << "\n";

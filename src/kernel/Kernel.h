@@ -193,6 +193,9 @@ const WinogradMatrices &winogradMatrices(int tile);
 /// The points x points transform U = G g G^T of a 3x3 filter `g` (row-major), in double and
 /// rounded once; `u` is row-major.
 void winogradFilter(int tile, const float g[9], float *u);
+/// The 3x3 filter whose transform is `u` (winogradFilter's inverse by least squares, in double):
+/// exact up to the rounding of `u`.
+void winogradFilterInverse(int tile, const float *u, float g[9]);
 
 /// out[b, m, n] = epilogue(sum_k a[b, m, k] * b[b, k, n]) over a batch of GEMMs; `out` is a dense
 /// [batch, m, n] row-major buffer. The epilogue is an expression over loop vars 0, 1, 2 = b, m, n
@@ -268,6 +271,24 @@ struct EntryKernels {
   const Expr &expr(ExprId id) const { return exprs[id]; }
 };
 
+/// Where an f32 weight's every element is also held by another weight, re-laid out as a GEMM
+/// reads it (pack-weights records it): the weight as a [m, k * taps] row-major matrix, taps 9
+/// for a Winograd filter (its (t+2)^2 transformed components in the holder, each `k * m`
+/// elements or panels apart) else 1, stored in the holder as panels of panelRows rows
+/// (panelOffset) or dense [m, k].
+struct HeldWeight {
+  uint32_t holder = 0;
+  int64_t m = 0, k = 0;
+  unsigned panelRows = 0;
+  int winogradTile = 0;
+  /// Elements of one component in the holder.
+  int64_t componentStride() const {
+    return panelRows ? (m + panelRows - 1) / panelRows * panelRows * k : m * k;
+  }
+};
+/// `held`'s weight (numel m * k * taps floats) from its holder's elements.
+void unpackHeldWeight(const HeldWeight &held, const float *holder, float *out);
+
 /// A weight of the program: a parameter, buffer or constant, after weight-only folding.
 struct Weight {
   std::string name;
@@ -276,6 +297,11 @@ struct Weight {
   bool mutableBuffer = false;
   uint64_t offset = 0; // bytes into the weight blob; see layoutWeights
   uint64_t nbytes = 0;
+  /// Another weight holding every element, when one does.
+  std::optional<HeldWeight> heldBy;
+  /// False when the blob leaves it out (elideHeldWeights): no kernel reads it, and heldBy's
+  /// weight holds it. offset and nbytes are then 0.
+  bool stored = true;
 
   uint64_t numel() const {
     uint64_t n = 1;
@@ -314,7 +340,13 @@ template <typename Fn> void forEachStep(const std::vector<Step> &steps, Fn &&fn)
   }
 }
 
-/// Assigns Weight::offset / nbytes and the program's blob sizes (the layout above).
+/// Leaves out of `blob` every weight that another one holds (Weight::heldBy) and that no kernel
+/// of `readers` (the programs whose buffers index blob's weights) reads: the artifact then
+/// stores one layout of it, and tools recover it with unpackHeldWeight.
+void elideHeldWeights(Program &blob, llvm::ArrayRef<const Program *> readers);
+
+/// Assigns Weight::offset / nbytes and the program's blob sizes (the layout above); a weight
+/// left out (Weight::stored false) takes no bytes.
 void layoutWeights(Program &program);
 
 /// Deterministic text of the kernel IR, for golden tests and `aotc inspect --kernels`.

@@ -58,7 +58,12 @@ public:
         Ctx, dl, "aotc_weight_desc",
         {AOTC_CFIELD(aotc_weight_desc, name, Ptr), AOTC_CFIELD(aotc_weight_desc, dtype, I32),
          AOTC_CFIELD(aotc_weight_desc, rank, I32), AOTC_CFIELD(aotc_weight_desc, shape, Ptr),
-         AOTC_CFIELD(aotc_weight_desc, offset, I64), AOTC_CFIELD(aotc_weight_desc, nbytes, I64)},
+         AOTC_CFIELD(aotc_weight_desc, offset, I64), AOTC_CFIELD(aotc_weight_desc, nbytes, I64),
+         AOTC_CFIELD(aotc_weight_desc, held_by, I32),
+         AOTC_CFIELD(aotc_weight_desc, held_winograd_tile, I32),
+         AOTC_CFIELD(aotc_weight_desc, held_rows, I64),
+         AOTC_CFIELD(aotc_weight_desc, held_cols, I64),
+         AOTC_CFIELD(aotc_weight_desc, held_panel_rows, I64)},
         sizeof(aotc_weight_desc));
     ArtifactTy = mirrorCStruct(Ctx, dl, "aotc_artifact_desc",
                                {AOTC_CFIELD(aotc_artifact_desc, magic, I32),
@@ -117,9 +122,14 @@ public:
       std::vector<llvm::Constant *> dims;
       for (int64_t d : w.shape)
         dims.push_back(i64(d));
+      kir::HeldWeight held;
+      if (!w.stored)
+        held = *w.heldBy;
       weights.push_back(llvm::ConstantStruct::get(
           WeightTy, {str(w.name), i32(runtimeDType(w.dtype)), i32(w.shape.size()),
-                     array(I64, dims, "aotc_weight_shape"), i64(w.offset), i64(w.nbytes)}));
+                     array(I64, dims, "aotc_weight_shape"), i64(w.offset), i64(w.nbytes),
+                     i32(w.stored ? -1 : static_cast<int32_t>(held.holder)), i32(held.winogradTile),
+                     i64(held.m), i64(held.k), i64(held.panelRows)}));
     }
     llvm::Constant *blob = c.weightSymbol.empty() ? null() : external(c.weightSymbol);
     llvm::Constant *program = c.programBlob.empty() ? null() : bytes(c.programBlob, "aotc_program");

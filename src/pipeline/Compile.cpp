@@ -207,6 +207,13 @@ llvm::Expected<Lowered> runSteps(ExportedProgram &exported, const CompileOptions
   if (out.cpu && out.cuda)
     if (llvm::Error e = shareWeights(*out.cpu, *out.cuda))
       return e;
+  // One layout of each weight: those that only the embedded graph names and a packed weight
+  // holds stay out of the blob.
+  llvm::SmallVector<const kir::Program *, 2> readers;
+  for (std::optional<kir::Program> *p : {&out.cpu, &out.cuda})
+    if (*p)
+      readers.push_back(&**p);
+  kir::elideHeldWeights(out.blob(), readers);
   kir::layoutWeights(out.blob());
   if (out.cpu && out.cuda) {
     out.cuda->weights = out.cpu->weights;
@@ -259,6 +266,10 @@ llvm::Error compileToSharedLibrary(ExportedProgram &program, const CompileOption
   }
   std::vector<llvm::ArrayRef<uint8_t>> weights;
   for (const kir::Weight &w : kernels->weights) {
+    if (!w.stored) {
+      weights.emplace_back();
+      continue;
+    }
     const Weight *data = program.findWeight(w.name);
     if (!data)
       return error(fmt::format("the program has no data for weight \"{}\"", w.name));

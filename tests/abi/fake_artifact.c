@@ -18,8 +18,8 @@ static const float blob[8]
 #define AOTC_FAKE_WEIGHTS_HASH 0x079ad9ee7b3d5200ull
 static const int64_t shape4[] = {4};
 static const aotc_weight_desc weights[] = {
-    {"w", AOTC_DTYPE_F32, 1, shape4, 0, 16},
-    {"acc", AOTC_DTYPE_F32, 1, shape4, 16, 16},
+    {"w", AOTC_DTYPE_F32, 1, shape4, 0, 16, -1, 0, 0, 0, 0},
+    {"acc", AOTC_DTYPE_F32, 1, shape4, 16, 16, -1, 0, 0, 0, 0},
 };
 static const uint8_t program[] = "fake program";
 

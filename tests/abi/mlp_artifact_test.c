@@ -128,6 +128,26 @@ int main(void) {
   CHECK_OK(aotc_model_output_info(single, 0, 0, &info));
   CHECK(strcmp(info.name, "logits") == 0 && info.dims[1].value == Out);
 
+  /* The MLP's weights are the GEMMs' B operands, each stored as itself. */
+  int32_t weights = 0;
+  uint64_t weight_bytes = 0;
+  CHECK_OK(aotc_model_weights(single, &weights, &weight_bytes));
+  for (int32_t i = 0; i < weights; ++i) {
+    aotc_weight_layout layout;
+    memset(&layout, 0x5a, sizeof layout);
+    CHECK_OK(aotc_model_weight_layout(single, i, &layout));
+    CHECK(layout.held_by == -1 && layout.rows == 0 && layout.reserved[2] == 0);
+  }
+  aotc_weight_layout layout;
+  CHECK_ERROR(aotc_model_weight_layout(single, weights, &layout), AOTC_ERROR_INVALID_ARGUMENT,
+              "aotc_model_weight_layout: weight 6 is out of range (the model has 6)");
+  CHECK_ERROR(aotc_model_weight_layout(single, -1, &layout), AOTC_ERROR_INVALID_ARGUMENT,
+              "aotc_model_weight_layout: weight -1 is out of range (the model has 6)");
+  CHECK_ERROR(aotc_model_weight_layout(single, 0, NULL), AOTC_ERROR_INVALID_ARGUMENT,
+              "aotc_model_weight_layout: out_layout is null");
+  CHECK_ERROR(aotc_model_weight_layout(NULL, 0, &layout), AOTC_ERROR_INVALID_ARGUMENT,
+              "aotc_model_weight_layout: model is null");
+
   for (int batch = 1; batch <= MaxBatch; batch = batch == 1    ? 5
                                                  : batch == 5  ? 33
                                                  : batch == 33 ? 64

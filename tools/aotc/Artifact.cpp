@@ -3,6 +3,7 @@
 #include "Artifact.h"
 
 #include "codegen/cuda/emu/Driver.h"
+#include "kernel/Kernel.h"
 #include "package/Package.h"
 
 #include "aotc/runtime.hpp"
@@ -109,21 +110,40 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::open(llvm::StringRef path, i
     int32_t count = 0;
     api.check(api.model_weights(m.get(), &count, &a->Info.weightBytes));
     a->Info.numWeights = count;
+    // Weights stored as themselves first: the others are recovered from those holding them.
+    std::vector<std::pair<int32_t, aotc_weight_layout>> held;
+    std::vector<std::string> names(count);
     for (int32_t i = 0; i < count; ++i) {
       aotc_weight_info w;
       api.check(api.model_weight_info(m.get(), i, &w));
+      names[i] = w.name;
+      aotc_weight_layout layout{};
+      layout.held_by = -1;
+      if (api.model_weight_layout)
+        api.check(api.model_weight_layout(m.get(), i, &layout));
       auto dtype = fromRuntime(w.dtype);
       if (!dtype)
         return error(
             fmt::format("{}: weight \"{}\" has an unknown dtype {}", path.str(), w.name, w.dtype));
-      auto t = HostTensor::view(
-          *dtype, llvm::ArrayRef<int64_t>(w.shape, w.rank),
-          llvm::ArrayRef<uint8_t>(static_cast<const uint8_t *>(w.data), w.size_bytes), nullptr);
+      auto t = layout.held_by >= 0
+                   ? HostTensor::create(*dtype, llvm::ArrayRef<int64_t>(w.shape, w.rank))
+                   : HostTensor::view(*dtype, llvm::ArrayRef<int64_t>(w.shape, w.rank),
+                                      llvm::ArrayRef<uint8_t>(static_cast<const uint8_t *>(w.data),
+                                                              w.size_bytes),
+                                      nullptr);
       if (!t)
         return error(fmt::format("{}: weight \"{}\": {}", path.str(), w.name,
                                  llvm::toString(t.takeError())));
       a->Weights.try_emplace(w.name, std::move(*t));
+      if (layout.held_by >= 0)
+        held.emplace_back(i, layout);
     }
+    std::vector<bool> isHeld(count);
+    for (auto &[i, layout] : held)
+      isHeld[i] = true;
+    for (auto &[i, layout] : held)
+      if (llvm::Error e = a->unpackHeld(names, isHeld, i, layout))
+        return e;
     uint32_t mask = 0;
     api.check(api.model_cpu_variants(m.get(), &mask));
     if (mask & 1)
@@ -157,6 +177,33 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::open(llvm::StringRef path, i
     return error(fmt::format("{}: {}", path.str(), e.what()));
   }
   return a;
+}
+
+llvm::Error Artifact::unpackHeld(llvm::ArrayRef<std::string> names, const std::vector<bool> &held,
+                                 int32_t index, const aotc_weight_layout &layout) {
+  HostTensor &out = Weights.find(names[index])->second;
+  auto bad = [&](llvm::StringRef why) {
+    return error(fmt::format("{}: weight \"{}\" is held by weight {} in a layout that does not "
+                             "fit it ({}); the artifact is damaged",
+                             Path, names[index], layout.held_by, why));
+  };
+  if (layout.held_by >= static_cast<int32_t>(names.size()))
+    return bad("no such weight");
+  const HostTensor &holder = Weights.find(names[layout.held_by])->second;
+  kir::HeldWeight h{static_cast<uint32_t>(layout.held_by), layout.rows, layout.cols,
+                    static_cast<unsigned>(layout.panel_rows), layout.winograd_tile};
+  int64_t taps = h.winogradTile ? 9 : 1;
+  int64_t components = h.winogradTile ? (h.winogradTile + 2) * (h.winogradTile + 2) : 1;
+  if (out.dtype() != DType::F32 || holder.dtype() != DType::F32 || held[layout.held_by])
+    return bad("not an f32 weight stored as itself");
+  if ((h.winogradTile != 0 && h.winogradTile != 2 && h.winogradTile != 4) || h.m < 1 || h.k < 1 ||
+      layout.panel_rows < 0 || layout.panel_rows > 64 || h.m * h.k * taps != out.numel() ||
+      layout.component_stride != h.componentStride() ||
+      components * h.componentStride() > holder.numel())
+    return bad("sizes");
+  kir::unpackHeldWeight(h, reinterpret_cast<const float *>(holder.data()),
+                        reinterpret_cast<float *>(out.mutableData()));
+  return llvm::Error::success();
 }
 
 const HostTensor *Artifact::weight(llvm::StringRef name) const {

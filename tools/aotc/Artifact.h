@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+struct aotc_weight_layout;
+
 namespace aotc::cli {
 
 /// Where the CLI runs an artifact: --device cpu|cuda[:N]|cuda-emu.
@@ -37,7 +39,7 @@ struct ArtifactInfo {
     std::string arch; // sm_90a
     uint64_t bytes = 0;
   };
-  std::vector<CudaImage> cudaImages; // empty: no CUDA code
+  std::vector<CudaImage> cudaImages;  // empty: no CUDA code
   std::string cudaPrecision = "fp32"; // what its CUDA GEMMs round to (export --precision)
   int cudaKernels = 0;
 };
@@ -73,6 +75,10 @@ private:
   std::unique_ptr<Handles> H;
   llvm::Expected<std::vector<HostTensor>> runOnDevice(int32_t entry,
                                                       llvm::ArrayRef<HostTensor> inputs);
+  /// Fills weight `index`, which the artifact stores only inside another as `layout` says.
+  /// `held`: which weights are held by others (a holder must be stored as itself).
+  llvm::Error unpackHeld(llvm::ArrayRef<std::string> names, const std::vector<bool> &held,
+                         int32_t index, const aotc_weight_layout &layout);
   std::string Path;
   Device Dev;
   ExportedProgram Program;

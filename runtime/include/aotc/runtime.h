@@ -212,6 +212,24 @@ typedef struct aotc_weight_info {
 AOTC_STATIC_ASSERT(sizeof(aotc_weight_info) == 96, "aotc_weight_info layout");
 AOTC_API aotc_status aotc_model_weight_info(const aotc_model *model, int32_t index,
                                             aotc_weight_info *out_info);
+/* For tools: where weight `index` is when the artifact stores it only inside another weight (its
+ * aotc_weight_info then has data null and size_bytes 0): a convolution filter that the CPU code
+ * reads only as packed panels or Winograd transforms is stored once, in that layout. Element
+ * (r, c, tap) of the weight, read as a [rows, cols * taps] row-major matrix (taps 9 for a
+ * Winograd filter, else 1), is, for each component b of the holder (0 .. (t+2)^2 - 1 for a
+ * Winograd filter F(t x t, 3x3), else just 0), at b * component_stride + p(r, c) in the holder
+ * (p = r * cols + c, or with panel_rows P: r / P * P * cols + c * P + r % P); a Winograd
+ * filter's components are those of G g G^T, from which g is recovered. held_by is -1 for a
+ * weight stored as itself. Weights of f32 only. */
+typedef struct aotc_weight_layout {
+  int32_t held_by;
+  int32_t winograd_tile; /* 0, 2 or 4 */
+  int64_t rows, cols, panel_rows, component_stride;
+  int64_t reserved[3];
+} aotc_weight_layout;
+AOTC_STATIC_ASSERT(sizeof(aotc_weight_layout) == 64, "aotc_weight_layout layout");
+AOTC_API aotc_status aotc_model_weight_layout(const aotc_model *model, int32_t index,
+                                              aotc_weight_layout *out_layout);
 /* For tools: bit v of *out_mask is set when the artifact carries code for CPU variant v
  * (AOTC_CPU_VARIANT_X86_64_V3 = bit 0, _V4 = bit 1). */
 AOTC_API aotc_status aotc_model_cpu_variants(const aotc_model *model, uint32_t *out_mask);

@@ -74,6 +74,7 @@ struct Api {
   aotc_status (*artifact_cuda_image)(int32_t, aotc_cuda_image_info *) = nullptr;
   aotc_status (*model_run_v2)(aotc_model *, int32_t, const aotc_tensor *, size_t, aotc_tensor *,
                               size_t, const aotc_run_options *) = nullptr;
+  aotc_status (*model_weight_layout)(const aotc_model *, int32_t, aotc_weight_layout *) = nullptr;
 
   /// The symbols of the artifact this program links directly (only usable when it does).
   static Api linked() {
@@ -110,6 +111,7 @@ struct Api {
     api.artifact_cuda_images = aotc_artifact_cuda_images;
     api.artifact_cuda_image = aotc_artifact_cuda_image;
     api.model_run_v2 = aotc_model_run_v2;
+    api.model_weight_layout = aotc_model_weight_layout;
     return api;
   }
 
@@ -217,6 +219,7 @@ public:
     bindOptional(api_.artifact_cuda_images, "aotc_artifact_cuda_images");
     bindOptional(api_.artifact_cuda_image, "aotc_artifact_cuda_image");
     bindOptional(api_.model_run_v2, "aotc_model_run_v2");
+    bindOptional(api_.model_weight_layout, "aotc_model_weight_layout");
     if (api_.abi_version() != AOTC_ABI_VERSION)
       throw Error(AOTC_ERROR_UNSUPPORTED,
                   "artifact " + path + " has C ABI version " + std::to_string(api_.abi_version()) +

@@ -145,6 +145,15 @@ private:
     P.weights.push_back(w);
     uint32_t index = P.weights.size() - 1;
     Made[at] = index;
+    // The packed weight holds all of the source when the operand reads it whole, row-major;
+    // a copy as it is (panels) beats a transform, from which the source comes back rounded.
+    kir::Weight &source = P.weights[at.weight];
+    int64_t taps = at.winograd ? 9 : 1;
+    bool better = !source.heldBy || (source.heldBy->winogradTile && !at.winograd);
+    if (better && at.offset == 0 && at.colStride == taps && at.rowStride == at.k * taps &&
+        static_cast<uint64_t>(at.m * at.k * taps) == source.numel())
+      source.heldBy =
+          kir::HeldWeight{index, at.m, at.k, at.panels ? unsigned(PanelRows) : 0u, at.winograd};
     return index;
   }
 

@@ -8,6 +8,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <random>
+#include <vector>
+
 namespace aotc {
 namespace {
 
@@ -219,6 +223,45 @@ TEST(Winograd, FilterTransform) {
             << tile << ": " << a << "," << b;
       }
   }
+}
+
+// A filter the artifact stores only as its transform (pack-weights' Winograd panels) comes back
+// from it to within the transform's rounding, for `aotc verify`; panels and dense layouts come
+// back exactly.
+TEST(Winograd, HeldWeightsUnpack) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const int64_t m = 13, k = 5;
+  for (int tile : {0, 2, 4})
+    for (unsigned panelRows : {0u, 12u}) {
+      int taps = tile ? 9 : 1;
+      int components = tile ? (tile + 2) * (tile + 2) : 1;
+      kir::HeldWeight held{0, m, k, panelRows, tile};
+      std::vector<float> weight(m * k * taps);
+      for (float &x : weight)
+        x = dist(rng);
+      // The holder as pack-weights lays it out; padding rows of panels stay zero.
+      std::vector<float> holder(components * held.componentStride(), 0.0f);
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t c = 0; c < k; ++c) {
+          float u[36];
+          if (tile)
+            kir::winogradFilter(tile, &weight[(r * k + c) * 9], u);
+          else
+            u[0] = weight[r * k + c];
+          int64_t pos = panelRows ? kir::panelOffset(r, c, k, panelRows) : r * k + c;
+          for (int b = 0; b < components; ++b)
+            holder[b * held.componentStride() + pos] = u[b];
+        }
+      std::vector<float> back(weight.size(), std::nanf(""));
+      kir::unpackHeldWeight(held, holder.data(), back.data());
+      for (size_t i = 0; i < weight.size(); ++i) {
+        if (!tile)
+          ASSERT_EQ(back[i], weight[i]) << panelRows << " " << i;
+        else
+          ASSERT_NEAR(back[i], weight[i], 4e-7) << tile << " " << panelRows << " " << i;
+      }
+    }
 }
 
 } // namespace
