@@ -2,6 +2,8 @@
 // planned, and runs every loop kernel and GEMM point by point with bounds-checked accesses.
 #include "kernel/Evaluate.h"
 
+#include "aotc/tensor/ReferenceMath.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -801,14 +803,13 @@ public:
     if (a.mask)
       mask = addressing(*a.mask);
     constexpr double Inf = std::numeric_limits<double>::infinity();
-    std::vector<double> scores(S);
+    std::vector<double> scores(S), row(Ev);
     for (int64_t bq = 0; bq < batch * heads && Error.empty(); ++bq) {
       int64_t outer = bq / heads, head = bq % heads, kvHead = head / group;
       int64_t qBase = q.off + outer * q.bs + head * q.hs;
       int64_t kBase = k.off + outer * k.bs + kvHead * k.hs;
       int64_t vBase = v.off + outer * v.bs + kvHead * v.hs;
       for (int64_t l = 0; l < L; ++l) {
-        double mx = -Inf;
         for (int64_t j = 0; j < S; ++j) {
           double dot = 0;
           for (int64_t e = 0; e < Ekey; ++e)
@@ -824,19 +825,16 @@ public:
             x = Bufs[a.mask->buffer].dtype == DType::Bool ? (m.i ? x : -Inf) : x + m.f;
           }
           scores[j] = x;
-          mx = std::isnan(x) || std::isnan(mx) ? x + mx : std::max(mx, x);
         }
-        double sum = 0;
-        for (int64_t j = 0; j < S; ++j) {
-          scores[j] = mx == -Inf ? 0 : std::exp(scores[j] - mx);
-          sum += scores[j];
-        }
+        attentionRow(
+            scores,
+            [&](int64_t j, int64_t e) {
+              return loadElem(a.v.buffer, vBase + j * v.rs + e * v.cs).f;
+            },
+            row);
         for (int64_t e = 0; e < Ev; ++e) {
-          double acc = 0;
-          for (int64_t j = 0; j < S; ++j)
-            acc += scores[j] * loadElem(a.v.buffer, vBase + j * v.rs + e * v.cs).f;
           Val out;
-          out.f = mx == -Inf ? 0 : acc / sum;
+          out.f = row[e];
           storeElem(a.out, (bq * L + l) * Ev + e, out, DType::F64);
         }
       }
