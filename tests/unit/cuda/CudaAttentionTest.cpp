@@ -127,6 +127,10 @@ TEST(CudaAttention, Evaluated) {
 
 TEST(CudaEmu, AttentionGqa) { test::expectEmulatedMatches(GqaGraph, GqaRuns, 1e-5); }
 TEST(CudaEmu, AttentionDecode) { test::expectEmulatedMatches(DecodeGraph, DecodeRuns, 1e-5); }
+// --precision lets GEMMs round their operands; attention computes in f32 at every precision.
+TEST(CudaEmu, AttentionAtBf16IsF32) {
+  test::expectEmulatedMatches(DecodeGraph, DecodeRuns, 1e-5, true, false, kir::Precision::BF16);
+}
 TEST(CudaPtxas, AttentionGqa) { test::expectPtxasAccepts(GqaGraph); }
 TEST(CudaPtxas, AttentionDecode) { test::expectPtxasAccepts(DecodeGraph); }
 
