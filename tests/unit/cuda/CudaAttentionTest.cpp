@@ -50,9 +50,8 @@ entry @f(%0 : f32[batch, 7, 3, 32] = input "qt", %1 : f32[batch, 3, past, 32] = 
 }
 )";
 
-const std::vector<Dims> DecodeRuns = {{{"batch", 1}, {"past", 1}},
-                                      {{"batch", 2}, {"past", 63}},
-                                      {{"batch", 3}, {"past", 129}}};
+const std::vector<Dims> DecodeRuns = {
+    {{"batch", 1}, {"past", 1}}, {{"batch", 2}, {"past", 63}}, {{"batch", 3}, {"past", 129}}};
 
 /// How many attention calls and GEMMs the CUDA lowering of `text` has.
 std::pair<int, int> callCounts(const std::string &text) {
@@ -98,8 +97,7 @@ TEST(CudaAttention, Printed) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("causal scale 0.125"), std::string::npos) << text;
-  EXPECT_NE(text.find("mask = b4[0 + batch*(kv*seq) + head*0 + row*kv + col*1]"),
-            std::string::npos)
+  EXPECT_NE(text.find("mask = b4[0 + batch*(kv*seq) + head*0 + row*kv + col*1]"), std::string::npos)
       << text;
 }
 
