@@ -3,6 +3,8 @@
 // torch's window and statistics conventions (biased variance).
 #include "Kernels.h"
 
+#include "aotc/tensor/ReferenceMath.h"
+
 #include <cmath>
 #include <limits>
 
@@ -382,7 +384,6 @@ KernelResult sdpa(const KernelContext &ctx) {
       bk += (gqa && i + 3 == rank ? idx / headGroup : idx) * kStrides[i];
     }
     for (int64_t l = 0; l < L; ++l) {
-      double mx = -Inf;
       for (int64_t j = 0; j < S; ++j) {
         double s = 0;
         for (int64_t e = 0; e < E; ++e)
@@ -395,19 +396,10 @@ KernelResult sdpa(const KernelContext &ctx) {
           s = mask->dtype() == DType::Bool ? (m != 0 ? s : -Inf) : s + m;
         }
         scores[j] = s;
-        mx = std::isnan(s) || std::isnan(mx) ? NaN : std::max(mx, s);
       }
-      double sum = 0;
-      for (int64_t j = 0; j < S; ++j) {
-        scores[j] = mx == -Inf ? 0 : std::exp(scores[j] - mx);
-        sum += scores[j];
-      }
-      for (int64_t e = 0; e < Ev; ++e) {
-        double acc = 0;
-        for (int64_t j = 0; j < S; ++j)
-          acc += scores[j] * vv[(bk * S + j) * Ev + e];
-        out[(bq * L + l) * Ev + e] = mx == -Inf ? 0 : acc / sum;
-      }
+      attentionRow(
+          scores, [&](int64_t j, int64_t e) { return vv[(bk * S + j) * Ev + e]; },
+          llvm::MutableArrayRef(out).slice((bq * L + l) * Ev, Ev));
     }
   }
   Dims shape(qBatch.begin(), qBatch.end());

@@ -2,6 +2,8 @@
 // planned, and runs every loop kernel and GEMM point by point with bounds-checked accesses.
 #include "kernel/Evaluate.h"
 
+#include "aotc/tensor/ReferenceMath.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -61,6 +63,10 @@ public:
         runGemm(*g);
         if (!Error.empty())
           Error = "gemm " + g->name + ": " + Error;
+      } else if (const auto *a = std::get_if<AttentionCall>(&step)) {
+        runAttention(*a);
+        if (!Error.empty())
+          Error = "attention " + a->name + ": " + Error;
       } else {
         const auto &c = std::get<CondStep>(step);
         Val pred = loadElem(c.predicate, 0);
@@ -774,6 +780,65 @@ public:
           }
           storeElem(g.out, (b * M + m) * N + n, v, vt);
         }
+  }
+
+  // The interpreter's sdpa over the call's strided operands: scores and sums in double, each
+  // output rounded once.
+  void runAttention(const AttentionCall &a) {
+    int64_t batch = sym(a.batch), heads = sym(a.heads), group = sym(a.group);
+    int64_t L = sym(a.l), S = sym(a.s), Ekey = sym(a.e), Ev = sym(a.ev);
+    if (!Error.empty())
+      return;
+    if (heads <= 0 || group <= 0 || heads % group != 0)
+      return fail(fmt::format("{} heads do not split into groups of {}", heads, group));
+    struct Addressing {
+      int64_t off, bs, hs, rs, cs;
+    };
+    auto addressing = [&](const AttentionOperand &o) {
+      return Addressing{sym(o.offset), sym(o.batchStride), sym(o.headStride), sym(o.rowStride),
+                        sym(o.colStride)};
+    };
+    Addressing q = addressing(a.q), k = addressing(a.k), v = addressing(a.v);
+    std::optional<Addressing> mask;
+    if (a.mask)
+      mask = addressing(*a.mask);
+    constexpr double Inf = std::numeric_limits<double>::infinity();
+    std::vector<double> scores(S), row(Ev);
+    for (int64_t bq = 0; bq < batch * heads && Error.empty(); ++bq) {
+      int64_t outer = bq / heads, head = bq % heads, kvHead = head / group;
+      int64_t qBase = q.off + outer * q.bs + head * q.hs;
+      int64_t kBase = k.off + outer * k.bs + kvHead * k.hs;
+      int64_t vBase = v.off + outer * v.bs + kvHead * v.hs;
+      for (int64_t l = 0; l < L; ++l) {
+        for (int64_t j = 0; j < S; ++j) {
+          double dot = 0;
+          for (int64_t e = 0; e < Ekey; ++e)
+            dot += loadElem(a.q.buffer, qBase + l * q.rs + e * q.cs).f *
+                   loadElem(a.k.buffer, kBase + j * k.rs + e * k.cs).f;
+          double x = dot * a.scale;
+          if (a.causal && j > l)
+            x = -Inf;
+          if (mask) {
+            int64_t at =
+                mask->off + outer * mask->bs + head * mask->hs + l * mask->rs + j * mask->cs;
+            Val m = loadElem(a.mask->buffer, at);
+            x = Bufs[a.mask->buffer].dtype == DType::Bool ? (m.i ? x : -Inf) : x + m.f;
+          }
+          scores[j] = x;
+        }
+        attentionRow(
+            scores,
+            [&](int64_t j, int64_t e) {
+              return loadElem(a.v.buffer, vBase + j * v.rs + e * v.cs).f;
+            },
+            row);
+        for (int64_t e = 0; e < Ev; ++e) {
+          Val out;
+          out.f = row[e];
+          storeElem(a.out, (bq * L + l) * Ev + e, out, DType::F64);
+        }
+      }
+    }
   }
 };
 

@@ -270,6 +270,25 @@ std::string operandText(const MatrixOperand &m) {
                      symStr(m.batchStride), symStr(m.rowStride), symStr(m.colStride));
 }
 
+std::string operandText(const AttentionOperand &o, llvm::StringRef head) {
+  return fmt::format("b{}[{} + batch*{} + {}*{} + row*{} + col*{}]", o.buffer, symStr(o.offset),
+                     symStr(o.batchStride), head.str(), symStr(o.headStride), symStr(o.rowStride),
+                     symStr(o.colStride));
+}
+
+void printAttention(const AttentionCall &a, const std::string &indent, llvm::raw_ostream &os) {
+  os << indent << "attention " << a.name << " " << toString(a.dtype) << " batch " << a.batch.str()
+     << " heads " << a.heads.str() << " group " << a.group.str() << " l " << a.l.str() << " s "
+     << a.s.str() << " e " << a.e.str() << " ev " << a.ev.str() << (a.causal ? " causal" : "")
+     << " scale " << floatText(a.scale) << "  # " << a.loc.str() << "\n";
+  os << indent << "  q = " << operandText(a.q, "head") << "\n";
+  os << indent << "  k = " << operandText(a.k, "kvhead") << "\n";
+  os << indent << "  v = " << operandText(a.v, "kvhead") << "\n";
+  if (a.mask)
+    os << indent << "  mask = " << operandText(*a.mask, "head") << "\n";
+  os << indent << "  out = b" << a.out << "\n";
+}
+
 void printSteps(const ExprPrinter &p, const std::vector<Step> &steps, const std::string &indent,
                 llvm::raw_ostream &os) {
   for (const Step &step : steps) {
@@ -299,6 +318,8 @@ void printSteps(const ExprPrinter &p, const std::vector<Step> &steps, const std:
       if (g->epilogue != NoExpr)
         os << " epilogue " << p.str(g->epilogue);
       os << "\n";
+    } else if (const auto *a = std::get_if<AttentionCall>(&step)) {
+      printAttention(*a, indent, os);
     } else {
       const auto &c = std::get<CondStep>(step);
       os << indent << "cond b" << c.predicate << "  # " << c.loc.str() << "\n";

@@ -1,8 +1,8 @@
 // The kernel IR: what the graph of one entry becomes before code generation. An entry is a list
 // of steps over numbered buffers; a step is a loop kernel (a nest of loops over symbolic extents
 // whose body is a sequence of reduction and store stages, each computing a scalar expression per
-// point) or a GEMM library call. One kernel IR feeds every backend: vector widths, thread
-// mapping and tile sizes are the backend's business, not this file's.
+// point) or a library call (GEMM, attention). One kernel IR feeds every backend: vector widths,
+// thread mapping and tile sizes are the backend's business, not this file's.
 #ifndef AOTC_KERNEL_KERNEL_H
 #define AOTC_KERNEL_KERNEL_H
 
@@ -221,8 +221,39 @@ struct GemmCall {
   SourceLoc loc;
 };
 
+/// A strided operand of an attention call over query batch element bq = (outer, head), outer =
+/// bq / heads and head = bq % heads: element (bq, row, col) is at offset + outer * batchStride +
+/// h * headStride + row * rowStride + col * colStride of `buffer`, with h the query head (query,
+/// mask) or its key/value head, head / group (key, value). A dim the operand broadcasts over
+/// has stride 0.
+struct AttentionOperand {
+  uint32_t buffer = 0;
+  SymExpr offset, batchStride, headStride, rowStride, colStride;
+};
+
+/// out[bq, l, :] = softmax_s(scale * q[bq, l, :] . k[bq, s, :] + mask) @ v[bq, :, :] for
+/// scaled_dot_product_attention, without the scores in memory: `batch * heads` query batch
+/// elements, each l x e queries against s x e keys and s x ev values, query head h reading
+/// key/value head h / group (grouped-query attention; group 1 otherwise). The mask, when there
+/// is one, is bool (false: the score is -inf) or f32 (added to the score); `causal` masks
+/// s > l (PyTorch's top-left alignment). A row whose every score is -inf gives zeros, as the
+/// reference interpreter and torch's math backend. `out` is a dense [batch, heads, l, ev]
+/// buffer. e and ev are constants; l and s may be symbolic.
+struct AttentionCall {
+  std::string name;
+  DType dtype = DType::F32; // of q, k, v and out; scores, softmax and sums in f32
+  SymExpr batch = 1, heads = 1, group = 1;
+  SymExpr l, s, e, ev;
+  AttentionOperand q, k, v;
+  std::optional<AttentionOperand> mask;
+  bool causal = false;
+  double scale = 1;
+  uint32_t out = 0;
+  SourceLoc loc;
+};
+
 struct CondStep;
-using Step = std::variant<LoopKernel, GemmCall, CondStep>;
+using Step = std::variant<LoopKernel, GemmCall, AttentionCall, CondStep>;
 
 /// aten.cond: runs `thenSteps` when the one-element bool buffer `predicate` holds, else
 /// `elseSteps`. Both write the cond's results into the same buffers; the memory plan keeps every

@@ -563,6 +563,23 @@ uint32_t Lowerer::newBuffer(Buffer::Kind kind, DType dtype, uint32_t index, SymE
   return static_cast<uint32_t>(E->buffers.size() - 1);
 }
 
+std::optional<SymExpr> mergedStride(llvm::ArrayRef<SymExpr> strides, llvm::ArrayRef<SymExpr> dims) {
+  // One stride S must walk them: strides[k] == S * prod(dims[k+1:]).
+  SymExpr stride = 0;
+  for (size_t k = dims.size(); k-- > 0;)
+    if (dims[k] != SymExpr(1)) {
+      stride = strides[k];
+      break;
+    }
+  SymExpr inner = 1;
+  for (size_t k = dims.size(); k-- > 0;) {
+    if (dims[k] != SymExpr(1) && !(strides[k] == stride * inner))
+      return std::nullopt;
+    inner = inner * dims[k];
+  }
+  return stride;
+}
+
 bool Lowerer::isContiguous(const Layout &l, llvm::ArrayRef<SymExpr> shape) const {
   auto dense = denseStrides(shape);
   for (size_t k = 0; k < shape.size(); ++k)
@@ -732,20 +749,10 @@ llvm::Expected<MatrixOperand> Lowerer::matrixOperand(LValue *v, llvm::ArrayRef<S
       size_t o = nb - own + k;
       st[o] = v->shape[k] == SymExpr(1) ? SymExpr(0) : l.strides[k];
     }
-    // One stride S must walk the flattened batch: st[k] == S * prod(batchDims[k+1:]).
-    SymExpr stride = 0;
-    for (size_t k = nb; k-- > 0;)
-      if (batchDims[k] != SymExpr(1)) {
-        stride = st[k];
-        break;
-      }
-    SymExpr inner = 1;
-    for (size_t k = nb; k-- > 0;) {
-      if (batchDims[k] != SymExpr(1) && !(st[k] == stride * inner))
-        return std::nullopt;
-      inner = inner * batchDims[k];
-    }
-    op.batchStride = stride;
+    std::optional<SymExpr> stride = mergedStride(st, batchDims);
+    if (!stride)
+      return std::nullopt;
+    op.batchStride = *stride;
     return op;
   };
   if (auto op = tryMerge(*layout))

@@ -125,6 +125,9 @@ LValue *softmaxOf(Lowerer &L, LValue *x, int64_t dim, DType out, bool log);
 /// Dense row-major strides of `shape`.
 llvm::SmallVector<SymExpr, 4> denseStrides(llvm::ArrayRef<SymExpr> shape);
 SymExpr numelOf(llvm::ArrayRef<SymExpr> shape);
+/// The one stride that walks `dims` flattened in row-major order, given each dim's stride
+/// (size-1 dims ignored); none when they do not merge.
+std::optional<SymExpr> mergedStride(llvm::ArrayRef<SymExpr> strides, llvm::ArrayRef<SymExpr> dims);
 
 /// An f32 GEMM value of `shape` waiting for its epilogue: `epilogue` (maybe null) maps the sum
 /// at an output index to the value; consumers fuse more pointwise ops on top (emitGemm).
@@ -135,6 +138,12 @@ LValue *gemmValue(Lowerer &L, Shape shape, GemmSpec spec, std::vector<LValue *> 
 llvm::Expected<LValue *> convAsWinograd(Lowerer &L, LValue *x, LValue *w, LValue *bias,
                                         const Shape &shape, llvm::ArrayRef<SymExpr> stride,
                                         llvm::ArrayRef<SymExpr> pad, llvm::ArrayRef<SymExpr> dil);
+
+/// aten.scaled_dot_product_attention `n` (operands lowered, causal and scale decided) as one
+/// AttentionCall when the target asks for it (TargetInfo::fusedAttentionMaxHeadDim) and the op
+/// fits it; null otherwise (LowerAttention.cpp).
+llvm::Expected<LValue *> attentionCall(Lowerer &L, const Node &n, LValue *q, LValue *k, LValue *v,
+                                       LValue *mask, bool causal, double scale);
 
 class Lowerer {
 public:

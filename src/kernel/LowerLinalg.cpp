@@ -1,6 +1,7 @@
 // Lowering of contractions: mm / bmm / matmul / addmm / linear to GEMM calls whose epilogue
 // absorbs the bias and the following pointwise chain (f32), or to loop kernels with a Reduce
-// stage over k (other dtypes); attention as GEMM -> softmax kernel -> GEMM; f32 convolution as
+// stage over k (other dtypes); attention as one AttentionCall where the target asks for it
+// (LowerAttention.cpp), else as GEMM -> softmax kernel -> GEMM; f32 convolution as
 // batched implicit GEMM (B an im2col view of the input) with the same epilogue fusion; other
 // convolutions and pooling as loop kernels with a Reduce stage over the window.
 #include "kernel/LowerImpl.h"
@@ -383,6 +384,13 @@ llvm::Error Lowerer::lowerLinalg(const Node &n) {
       if (!e)
         return unsupported(n, "aten.scaled_dot_product_attention with a symbolic head size");
       scale = 1.0 / std::sqrt(static_cast<double>(*e));
+    }
+    auto fused = attentionCall(*this, n, q, k, v, mask, causal, scale);
+    if (!fused)
+      return fused.takeError();
+    if (*fused) {
+      r = *fused;
+      break;
     }
     DType qt = computeType(q->dtype);
     size_t rank = q->shape.size();

@@ -44,6 +44,12 @@ void addBuffersOfStep(const EntryKernels &entry, const Step &step, std::set<uint
     out.insert(g->b.buffer);
     out.insert(g->out);
     collectLoads(entry, g->epilogue, out, seen);
+  } else if (const auto *a = std::get_if<AttentionCall>(&step)) {
+    for (const AttentionOperand *o : {&a->q, &a->k, &a->v})
+      out.insert(o->buffer);
+    if (a->mask)
+      out.insert(a->mask->buffer);
+    out.insert(a->out);
   } else {
     // Every buffer of either branch is live across the whole cond: no branch temporary shares
     // a slot with another one, whichever branch runs.

@@ -29,6 +29,11 @@ struct TargetInfo {
   int64_t winograd4MinInChannels = 0, winograd2MinInChannels = 0;
   int64_t winogradMinTiles = 0;
   int64_t winogradMaxElements = 0;
+
+  /// f32 scaled_dot_product_attention whose head sizes (query/key and value) are constants up to
+  /// this becomes one AttentionCall, a library kernel that never writes the scores to memory;
+  /// 0 (or larger heads, other dtypes): a GEMM, a softmax kernel and a GEMM.
+  int64_t fusedAttentionMaxHeadDim = 0;
 };
 
 } // namespace aotc::kir

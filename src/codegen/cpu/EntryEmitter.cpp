@@ -50,6 +50,11 @@ static Error checkEntry(const kir::Program &program, const kir::EntryKernels &en
       for (const kir::MatrixOperand *o : {&g->a, &g->b})
         for (const SymExpr *x : o->syms())
           x->collectSymbols(used);
+    } else if (const auto *a = std::get_if<kir::AttentionCall>(&step)) {
+      // The CPU lowering target keeps attention as GEMM -> softmax -> GEMM.
+      if (problem.empty())
+        problem = "entry " + entry.name + ": attention " + a->name +
+                  " is not supported by the CPU backend (lower it for the CPU target)";
     } else if (std::get<kir::CondStep>(step).predicate >= entry.buffers.size()) {
       problem = "entry " + entry.name + ": a cond's predicate names a missing buffer";
     }
@@ -81,6 +86,8 @@ static void emitSteps(ModuleEmitter &me, const kir::EntryKernels &entry,
       emitLoopKernel(me, entry, *k, symIndex, b, exec, closure, syms, buffers);
     } else if (const auto *g = std::get_if<kir::GemmCall>(&step)) {
       emitGemm(me, entry, *g, symIndex, b, exec, closure, syms, buffers);
+    } else if (std::holds_alternative<kir::AttentionCall>(step)) {
+      llvm_unreachable("checked before emission: the CPU has no attention kernel");
     } else {
       const auto &c = std::get<kir::CondStep>(step);
       Function *f = b.GetInsertBlock()->getParent();

@@ -55,26 +55,6 @@ Value *fromI32(Builder &b, Value *v, Type *ty) {
   return b.CreateTrunc(v, ty);
 }
 
-// The value of lane (lane ^ laneMask): one 32-bit shuffle, or two for 64-bit values.
-Value *shuffleXor(Builder &b, Value *v, unsigned laneMask) {
-  Type *ty = v->getType();
-  if (ty->getPrimitiveSizeInBits() <= 32) {
-    Value *got = shuffleI32(b, toI32(b, v), laneMask);
-    return fromI32(b, got, ty);
-  }
-  Value *bits = toBits(b, v);
-  Value *low = b.CreateTrunc(bits, b.getInt32Ty());
-  Value *highBits = b.CreateLShr(bits, 32);
-  Value *high = b.CreateTrunc(highBits, b.getInt32Ty());
-  Value *gotLow = shuffleI32(b, low, laneMask);
-  Value *gotHigh = shuffleI32(b, high, laneMask);
-  Value *wideLow = b.CreateZExt(gotLow, b.getInt64Ty());
-  Value *wideHigh = b.CreateZExt(gotHigh, b.getInt64Ty());
-  Value *shifted = b.CreateShl(wideHigh, 32);
-  Value *joined = b.CreateOr(shifted, wideLow);
-  return fromBits(b, joined, ty);
-}
-
 // Whether y's extreme replaces x's in ArgMax (max) or ArgMin.
 Value *argBetter(Builder &b, bool max, DType t, Partial x, Partial y) {
   Value *earlier = b.CreateICmpSLT(y.index, x.index);
@@ -98,6 +78,25 @@ Value *argBetter(Builder &b, bool max, DType t, Partial x, Partial y) {
 }
 
 } // namespace
+
+Value *warpShuffleXor(Builder &b, Value *v, unsigned laneMask) {
+  Type *ty = v->getType();
+  if (ty->getPrimitiveSizeInBits() <= 32) {
+    Value *got = shuffleI32(b, toI32(b, v), laneMask);
+    return fromI32(b, got, ty);
+  }
+  Value *bits = toBits(b, v);
+  Value *low = b.CreateTrunc(bits, b.getInt32Ty());
+  Value *highBits = b.CreateLShr(bits, 32);
+  Value *high = b.CreateTrunc(highBits, b.getInt32Ty());
+  Value *gotLow = shuffleI32(b, low, laneMask);
+  Value *gotHigh = shuffleI32(b, high, laneMask);
+  Value *wideLow = b.CreateZExt(gotLow, b.getInt64Ty());
+  Value *wideHigh = b.CreateZExt(gotHigh, b.getInt64Ty());
+  Value *shifted = b.CreateShl(wideHigh, 32);
+  Value *joined = b.CreateOr(shifted, wideLow);
+  return fromBits(b, joined, ty);
+}
 
 Partial combinePartials(Builder &b, kir::ReduceOp op, DType t, Partial x, Partial y) {
   bool f = isFloating(t), u = isUnsigned(t);
@@ -140,9 +139,9 @@ Partial blockReduce(Builder &b, kir::ReduceOp op, DType t, Partial mine,
   Partial p = mine;
   for (unsigned laneMask = 16; laneMask; laneMask /= 2) {
     Partial other;
-    other.value = shuffleXor(b, p.value, laneMask);
+    other.value = warpShuffleXor(b, p.value, laneMask);
     if (arg)
-      other.index = shuffleXor(b, p.index, laneMask);
+      other.index = warpShuffleXor(b, p.index, laneMask);
     p = combinePartials(b, op, t, p, other);
   }
   // Lane 0 of each warp publishes the warp's result.

@@ -9,6 +9,10 @@
 
 namespace aotc::cuda {
 
+/// The value `v` (at most 64 bits) holds in lane (lane ^ laneMask) of the warp: one 32-bit
+/// butterfly shuffle, or two for 64-bit values. Every lane of the warp must reach it.
+llvm::Value *warpShuffleXor(codegen::Builder &b, llvm::Value *v, unsigned laneMask);
+
 /// A partial reduction: the value in the accumulator type's value type, and for ArgMax/ArgMin
 /// the linear inner index (i64) of the extreme it holds.
 struct Partial {

@@ -31,14 +31,14 @@ struct LaunchShape {
   bool gridStride = false;
 };
 
-/// One CUDA kernel: a loop kernel or a library kernel (GEMM). Its parameters, in order (the
-/// runtime, the host launch code and the emulator launch by this convention): the entry's root
+/// One CUDA kernel: a loop kernel or a library kernel (GEMM, attention). Its parameters, in order
+/// (the runtime, the host launch code and the emulator launch by this convention): the entry's root
 /// symbols as i64, in EntryKernels::symbols order; a pointer (global memory, generic address
 /// space) per buffer of `buffers`; a pointer to the run's i32 index-check flag, into which the
 /// first failing CheckIndex's number is written (0 stays 0).
 struct CudaKernel {
-  std::string name;                        // the kernel's function in the module
-  llvm::SmallVector<uint32_t, 8> buffers;  // entry buffers the kernel touches, ascending
+  std::string name;                       // the kernel's function in the module
+  llvm::SmallVector<uint32_t, 8> buffers; // entry buffers the kernel touches, ascending
   LaunchShape launch;
   const kir::Step *step = nullptr; // into the EntryKernels it was emitted from
 };
@@ -49,8 +49,8 @@ struct CudaModule {
 };
 
 /// Emits every step of `entry` (those inside conds too) into one NVPTX module in `c`: loop
-/// kernels (LoopKernel.cpp) and GEMMs (the library kernel of Gemm.cpp, with the tiles of
-/// gemmTiles()).
+/// kernels (LoopKernel.cpp), GEMMs (the library kernels of Gemm.cpp, SmallGemm.cpp and
+/// MmaGemm.cpp) and attention (Attention.cpp), with the tiles of CudaTarget.h.
 llvm::Expected<CudaModule> emitEntryKernels(llvm::LLVMContext &c, const kir::EntryKernels &entry,
                                             llvm::StringRef moduleName);
 

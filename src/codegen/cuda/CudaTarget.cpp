@@ -72,6 +72,9 @@ const kir::TargetInfo &loweringTarget() {
     // arena traffic before the GEMM kernel's tensor-core path exists to gain from it; a
     // correct-first GPU path runs every convolution as a direct loop or an implicit GEMM.
     t.winogradMinOutChannels = 0;
+    // Attention as one kernel (Attention.cpp): the scores stay in registers and shared memory
+    // instead of making a round trip through device memory between three kernels.
+    t.fusedAttentionMaxHeadDim = AttentionMaxHeadDim;
     return t;
   }();
   return target;

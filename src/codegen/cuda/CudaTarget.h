@@ -128,6 +128,39 @@ struct SmallGemmTier {
 inline constexpr SmallGemmTier SmallGemmTiers[] = {{1, 1, 8}, {2, 8, 4}};
 inline constexpr unsigned SmallGemmThreads = 256;
 
+/// The tiles of the attention library kernel (Attention.cpp), flash-attention style on CUDA
+/// cores: a block of `threads` threads (whole warps) computes blockM query rows of one query
+/// batch element (batch x head), each warp blockM / warps() of them, while the keys and values
+/// stream through shared memory blockN rows at a time (whole warps of them: each lane scores
+/// blockN / 32 keys against each of its warp's rows) with a running softmax, so that the scores
+/// never reach device memory.
+struct AttentionTiles {
+  unsigned blockM, blockN, threads;
+  constexpr unsigned warps() const { return threads / 32; }
+  constexpr unsigned warpRows() const { return blockM / warps(); }
+  /// Shared memory for head sizes e (query and key) and ev (value), in bytes: the block's
+  /// queries, a tile of keys (rows padded to an odd stride, so that a warp's lanes reading 32
+  /// keys hit 32 banks), a tile of values, and the tile's probabilities.
+  constexpr unsigned sharedBytes(unsigned e, unsigned ev) const {
+    return 4 * (blockM * e + blockN * (e | 1) + blockN * ev + blockM * blockN);
+  }
+};
+
+/// 16 query rows a block of 4 warps (4 rows a warp), 32 keys a tile (one a lane): small blocks,
+/// so that a prefill of a few hundred tokens still fills the SMs with batch x heads x L / 16
+/// blocks; a decode step (L = 1) computes one row of 16, which is correct, not fast.
+inline constexpr AttentionTiles CudaCoreAttentionTiles = {16, 32, 128};
+/// The largest head size (query and value) the attention kernel takes: 42 KiB of static shared
+/// memory at 128, under the 48 KiB every arch gives without opting in. Larger heads keep the
+/// GEMM -> softmax -> GEMM lowering.
+inline constexpr unsigned AttentionMaxHeadDim = 128;
+static_assert(CudaCoreAttentionTiles.sharedBytes(AttentionMaxHeadDim, AttentionMaxHeadDim) <=
+                  48 * 1024,
+              "static shared memory");
+static_assert(CudaCoreAttentionTiles.blockN % 32 == 0 &&
+                  CudaCoreAttentionTiles.blockM % CudaCoreAttentionTiles.warps() == 0,
+              "whole warps of keys and rows");
+
 /// The most blocks in x a grid-stride kernel is launched with: 64 per SM on the largest GPUs
 /// (132 SMs), plenty to fill them, few enough that no thread idles on a big tensor.
 inline constexpr uint32_t MaxGridStrideBlocks = 8192;

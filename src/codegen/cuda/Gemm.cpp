@@ -7,7 +7,6 @@
 #include "codegen/cuda/Gemm.h"
 #include "codegen/cuda/GemmOperands.h"
 #include "codegen/cuda/KernelBuilder.h"
-#include "kernel/MemoryPlan.h"
 
 #include "fmt/format.h"
 
@@ -153,25 +152,8 @@ Expected<CudaKernel> emitTiledGemm(
   const kir::GemmCall &g = std::get<kir::GemmCall>(step);
   if (Error err = checkGemm(entry, g))
     return err;
-  CudaKernel out;
-  std::vector<uint32_t> used = kir::buffersOfStep(entry, step);
-  out.buffers.assign(used.begin(), used.end());
-  out.step = &step;
-  // Every tile in x: the grid's y and z extents stop at 65535, which m / blockM and the batch
-  // (images x groups, batch x heads) can pass over a dynamic range; x goes to 2^31 - 1 blocks,
-  // more tiles than any output in device memory has. The kernel splits its block index back.
-  out.launch.grid = {gemmTileCount(g, blockM, blockN)};
-  out.launch.block[0] = threads;
-  LLVMContext &c = m.getContext();
-  Builder b(c);
-  KernelFunction kf = beginKernel(m, entry, name, out, b);
-  out.name = kf.fn->getName().str();
-  codegen::ExprEmitter ex(math, b, entry, symIndex, kf.syms, kf.buffers);
-  ex.failedCheck = codegen::entryAlloca(b, b.getInt32Ty(), "failed.check");
-  b.CreateStore(b.getInt32(0), ex.failedCheck);
-  body(b, ex, kf, out.name);
-  endKernel(b, kf, ex.failedCheck);
-  return out;
+  return emitLibraryKernel(m, math, entry, step, symIndex, gemmTileCount(g, blockM, blockN),
+                           threads, name, body);
 }
 
 Expected<CudaKernel> emitGemmKernel(Module &m, codegen::MathLibrary &math,

@@ -28,9 +28,15 @@ void forTileElements(codegen::Builder &b, Value *tid, unsigned threads, unsigned
 SmallVector<Value *, 64>
 kTileLoop(codegen::Builder &b, Value *kTiles, unsigned accumulators,
           function_ref<SmallVector<Value *, 64>(Value *, ArrayRef<Value *>)> step) {
+  SmallVector<Value *, 64> zeros(accumulators, ConstantFP::get(b.getFloatTy(), 0.0));
+  return kTileLoop(b, kTiles, zeros, step);
+}
+
+SmallVector<Value *, 64>
+kTileLoop(codegen::Builder &b, Value *kTiles, ArrayRef<Value *> init,
+          function_ref<SmallVector<Value *, 64>(Value *, ArrayRef<Value *>)> step) {
   Function *f = b.GetInsertBlock()->getParent();
   LLVMContext &c = f->getContext();
-  Type *f32 = b.getFloatTy();
   BasicBlock *pre = b.GetInsertBlock();
   BasicBlock *head = BasicBlock::Create(c, "k.head", f);
   BasicBlock *body = BasicBlock::Create(c, "k.body", f);
@@ -40,9 +46,9 @@ kTileLoop(codegen::Builder &b, Value *kTiles, unsigned accumulators,
   PHINode *kt = b.CreatePHI(b.getInt64Ty(), 2, "kt");
   kt->addIncoming(b.getInt64(0), pre);
   SmallVector<Value *, 64> accs;
-  for (unsigned i = 0; i < accumulators; ++i) {
-    PHINode *acc = b.CreatePHI(f32, 2, "acc");
-    acc->addIncoming(ConstantFP::get(f32, 0.0), pre);
+  for (Value *start : init) {
+    PHINode *acc = b.CreatePHI(start->getType(), 2, "acc");
+    acc->addIncoming(start, pre);
     accs.push_back(acc);
   }
   b.CreateCondBr(b.CreateICmpULT(kt, kTiles), body, exit);

@@ -51,6 +51,12 @@ llvm::SmallVector<llvm::Value *, 64> kTileLoop(
     llvm::function_ref<llvm::SmallVector<llvm::Value *, 64>(llvm::Value *kt,
                                                             llvm::ArrayRef<llvm::Value *> acc)>
         step);
+/// The same loop carrying values that start at `init` (f32 or any other type).
+llvm::SmallVector<llvm::Value *, 64> kTileLoop(
+    codegen::Builder &b, llvm::Value *kTiles, llvm::ArrayRef<llvm::Value *> init,
+    llvm::function_ref<llvm::SmallVector<llvm::Value *, 64>(llvm::Value *kt,
+                                                            llvm::ArrayRef<llvm::Value *> acc)>
+        step);
 
 class GemmOperands {
 public:

@@ -1,6 +1,7 @@
 // The parts every CUDA kernel of the backend shares: libdevice math, special registers, the
 // kernel function's convention and its index-check flush.
 #include "codegen/cuda/KernelBuilder.h"
+#include "kernel/MemoryPlan.h"
 
 #include "llvm/IR/Metadata.h"
 
@@ -105,6 +106,27 @@ void endKernel(Builder &b, const KernelFunction &k, Value *failedCheck) {
   b.CreateBr(done);
   b.SetInsertPoint(done);
   b.CreateRetVoid();
+}
+
+CudaKernel emitLibraryKernel(
+    Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry, const kir::Step &step,
+    const StringMap<unsigned> &symIndex, const SymExpr &blocks, unsigned threads, StringRef name,
+    function_ref<void(Builder &, codegen::ExprEmitter &, const KernelFunction &, StringRef)> body) {
+  CudaKernel out;
+  std::vector<uint32_t> used = kir::buffersOfStep(entry, step);
+  out.buffers.assign(used.begin(), used.end());
+  out.step = &step;
+  out.launch.grid = {blocks};
+  out.launch.block[0] = threads;
+  Builder b(m.getContext());
+  KernelFunction kf = beginKernel(m, entry, name, out, b);
+  out.name = kf.fn->getName().str();
+  codegen::ExprEmitter ex(math, b, entry, symIndex, kf.syms, kf.buffers);
+  ex.failedCheck = codegen::entryAlloca(b, b.getInt32Ty(), "failed.check");
+  b.CreateStore(b.getInt32(0), ex.failedCheck);
+  body(b, ex, kf, out.name);
+  endKernel(b, kf, ex.failedCheck);
+  return out;
 }
 
 GlobalVariable *sharedArray(Module &m, Type *elem, uint64_t count, const Twine &name) {

@@ -44,6 +44,20 @@ KernelFunction beginKernel(llvm::Module &m, const kir::EntryKernels &entry, llvm
 /// saw one (`failedCheck`, an i32 local, 0 when none); then returns.
 void endKernel(codegen::Builder &b, const KernelFunction &k, llvm::Value *failedCheck);
 
+/// The frame of a library kernel (GEMM, attention) for `step` of `entry`: kernel `name` of the
+/// parameter convention over the step's buffers, launched on `blocks` blocks of `threads`
+/// threads, all in x (y and z stop at 65535, which tiles x batch x heads can pass over a dynamic
+/// range; x goes to 2^31 - 1; the kernel splits its block index back), an ExprEmitter over its
+/// parameters with the index-check local, and the kernel's end. `body` emits the kernel in
+/// between, given the kernel's name for its shared arrays.
+CudaKernel emitLibraryKernel(llvm::Module &m, codegen::MathLibrary &math,
+                             const kir::EntryKernels &entry, const kir::Step &step,
+                             const llvm::StringMap<unsigned> &symIndex, const SymExpr &blocks,
+                             unsigned threads, llvm::StringRef name,
+                             llvm::function_ref<void(codegen::Builder &, codegen::ExprEmitter &,
+                                                     const KernelFunction &, llvm::StringRef)>
+                                 body);
+
 /// A static shared memory array of `count` floats private to the module (addrspace(3)).
 llvm::GlobalVariable *sharedArray(llvm::Module &m, llvm::Type *elem, uint64_t count,
                                   const llvm::Twine &name);

@@ -6,6 +6,7 @@
 // are combined across the block (BlockReduce.h) and their results reach every thread for the
 // later stages, all stages in one kernel. Vector accesses come later.
 #include "codegen/ExprEmitter.h"
+#include "codegen/cuda/Attention.h"
 #include "codegen/cuda/BlockReduce.h"
 #include "codegen/cuda/CudaCodegen.h"
 #include "codegen/cuda/Gemm.h"
@@ -352,6 +353,14 @@ Expected<CudaModule> emitEntryKernels(LLVMContext &c, const kir::EntryKernels &e
       out.kernels.push_back(emitKernel(m, math, entry, step, symIndex));
     else if (std::holds_alternative<kir::GemmCall>(step))
       err = emitGemmKernels(m, math, entry, step, symIndex, out.kernels);
+    else if (std::holds_alternative<kir::AttentionCall>(step)) {
+      Expected<CudaKernel> k =
+          emitAttentionKernel(m, math, entry, step, symIndex, CudaCoreAttentionTiles);
+      if (k)
+        out.kernels.push_back(std::move(*k));
+      else
+        err = k.takeError();
+    }
   });
   if (err)
     return err;

@@ -65,8 +65,8 @@ CUDA_GRAPH_TEST(LayerNorm, LayerNormGraph,
                                    {{"batch", 16}, {"seq", 9}}}),
                 1e-4, true)
 
-// Grouped-query attention: query heads folded into the GEMM rows of their key/value head;
-// causal, masked, strided query, decode shapes.
+// Grouped-query attention on the attention kernel (query head h reading key/value head h / G in
+// place): causal, masked, strided query, decode shapes; CudaAttentionTest.cpp has more.
 CUDA_GRAPH_TEST(GroupedQueryAttention, GqaGraph,
                 (std::vector<Dims>{{{"batch", 1}, {"seq", 1}, {"past", 1}},
                                    {{"batch", 2}, {"seq", 3}, {"past", 4}},

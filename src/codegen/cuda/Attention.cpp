@@ -1,0 +1,385 @@
+// The attention library kernel on CUDA cores, correct first, in the manner of FlashAttention
+// (Dao et al., 2022): a block keeps its query rows in shared memory and streams the keys and
+// values through shared memory a tile at a time; each warp scores its rows against the tile (a
+// lane a key, FMAs in f32), keeps a running maximum and sum per row (the online softmax: what
+// it has accumulated is rescaled when the maximum grows), and adds the tile's probabilities
+// times the values into registers; the output is written once. The scores never reach device
+// memory. Causal blocks skip the key tiles wholly past their last row and mask the diagonal
+// one per element.
+//
+// Deterministic: every sum runs in a fixed order and the warp's butterflies give each lane the
+// same bits; nothing is atomic, so runs and thread counts give identical results.
+#include "codegen/cuda/Attention.h"
+#include "codegen/cuda/BlockReduce.h"
+#include "codegen/cuda/GemmOperands.h"
+#include "codegen/cuda/KernelBuilder.h"
+
+#include "fmt/format.h"
+
+#include "llvm/IR/IntrinsicsNVPTX.h"
+
+#include <limits>
+
+namespace aotc::cuda {
+
+using namespace llvm;
+using codegen::Builder;
+
+namespace {
+
+constexpr unsigned WarpSize = 32;
+
+struct SharedTiles {
+  GlobalVariable *q, *k, *v, *p;
+};
+
+class AttentionKernel {
+public:
+  AttentionKernel(Builder &b, codegen::ExprEmitter &ex, codegen::MathLibrary &math,
+                  const kir::EntryKernels &entry, const kir::AttentionCall &a,
+                  const AttentionTiles &t, const KernelFunction &kf, SharedTiles shared)
+      : B(b), Ex(ex), Math(math), Entry(entry), A(a), T(t), Kf(kf), Sh(shared),
+        E(unsigned(*a.e.constant())), Ev(unsigned(*a.ev.constant())), KStride(E | 1),
+        Rows(t.warpRows()), Keys(t.blockN / WarpSize), Slots((Ev + WarpSize - 1) / WarpSize),
+        F32(b.getFloatTy()), NegInf(ConstantFP::getInfinity(F32, true)) {}
+
+  void emit() {
+    Tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
+    Value *block = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+    Lane = B.CreateURem(Tid, B.getInt64(WarpSize), "lane");
+    Value *warp = B.CreateUDiv(Tid, B.getInt64(WarpSize), "warp");
+    WarpRow0 = B.CreateMul(warp, B.getInt64(Rows), "warp.row0");
+    L = Ex.sym(A.l);
+    S = Ex.sym(A.s);
+    // Query row tiles fastest, then the query batch element (batch x head).
+    Value *mTiles = ceilDiv(B, L, T.blockM);
+    Value *mTile = B.CreateURem(block, mTiles);
+    Bq = B.CreateUDiv(block, mTiles, "bq");
+    M0 = B.CreateMul(mTile, B.getInt64(T.blockM), "m0");
+    Value *heads = Ex.sym(A.heads);
+    Value *outer = B.CreateUDiv(Bq, heads, "outer");
+    Value *head = B.CreateURem(Bq, heads, "head");
+    Value *kvHead = B.CreateUDiv(head, Ex.sym(A.group), "kv.head");
+    Q = operand(A.q, outer, head);
+    K = operand(A.k, outer, kvHead);
+    V = operand(A.v, outer, kvHead);
+    if (A.mask)
+      Mask = operand(*A.mask, outer, head);
+    loadQueries();
+    Value *kvEnd = S;
+    if (A.causal)
+      kvEnd = B.CreateBinaryIntrinsic(Intrinsic::umin, S, B.CreateAdd(M0, B.getInt64(T.blockM)));
+    Value *tiles = ceilDiv(B, kvEnd, T.blockN);
+    // Per row of the warp: the running maximum, the running sum, then the accumulators of the
+    // lane's value columns.
+    SmallVector<Value *, 64> init(Rows, NegInf);
+    init.append(Rows + Rows * Slots, ConstantFP::get(F32, 0.0));
+    SmallVector<Value *, 64> state =
+        kTileLoop(B, tiles, init, [&](Value *t, ArrayRef<Value *> s) { return tile(t, s); });
+    storeOutputs(state);
+  }
+
+private:
+  struct Operand {
+    Value *data = nullptr, *base = nullptr, *rowStride = nullptr, *colStride = nullptr;
+    DType dtype = DType::F32;
+  };
+
+  Operand operand(const kir::AttentionOperand &o, Value *outer, Value *head) {
+    Operand v;
+    v.data = Kf.buffers[o.buffer];
+    v.dtype = Entry.buffers[o.buffer].dtype;
+    Value *batchOffset = B.CreateMul(outer, Ex.sym(o.batchStride));
+    Value *headOffset = B.CreateMul(head, Ex.sym(o.headStride));
+    v.base = B.CreateAdd(Ex.sym(o.offset), B.CreateAdd(batchOffset, headOffset));
+    v.rowStride = Ex.sym(o.rowStride);
+    v.colStride = Ex.sym(o.colStride);
+    return v;
+  }
+
+  // Element (row, col) of `op` where `ok`, else 0 (false for a bool mask), read at the
+  // operand's element (0, 0) then, which exists whenever a block runs.
+  Value *load(const Operand &op, Value *ok, Value *row, Value *col) {
+    Value *r = B.CreateMul(row, op.rowStride);
+    Value *c = B.CreateMul(col, op.colStride);
+    Value *at = B.CreateAdd(op.base, B.CreateAdd(r, c));
+    Value *offset = B.CreateSelect(ok, at, op.base);
+    Value *v = codegen::loadElement(B, op.data, offset, op.dtype);
+    return B.CreateSelect(ok, v, Constant::getNullValue(v->getType()));
+  }
+
+  void barrier() { B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {}); }
+
+  void guarded(Value *cond, function_ref<void()> body) {
+    Function *f = B.GetInsertBlock()->getParent();
+    LLVMContext &c = f->getContext();
+    BasicBlock *then = BasicBlock::Create(c, "guarded", f);
+    BasicBlock *next = BasicBlock::Create(c, "guarded.next", f);
+    B.CreateCondBr(cond, then, next);
+    B.SetInsertPoint(then);
+    body();
+    B.CreateBr(next);
+    B.SetInsertPoint(next);
+  }
+
+  // The block's threads copy a rows x cols tile, consecutive threads on consecutive columns
+  // (coalesced reads of row-major operands): element(idx, row, col) for each idx < rows x cols.
+  void copyTile(unsigned rows, unsigned cols,
+                function_ref<void(Value *, Value *, Value *)> element) {
+    unsigned total = rows * cols;
+    Value *rounds = B.getInt64((total + T.threads - 1) / T.threads);
+    codegen::emitLoop(
+        B, B.getInt64(0), rounds,
+        [&](Value *round) {
+          Value *idx = B.CreateAdd(Tid, B.CreateMul(round, B.getInt64(T.threads)), "idx");
+          auto copy = [&] {
+            Value *r = B.CreateUDiv(idx, B.getInt64(cols));
+            Value *c = B.CreateURem(idx, B.getInt64(cols));
+            element(idx, r, c);
+          };
+          if (total % T.threads == 0)
+            copy();
+          else
+            guarded(B.CreateICmpULT(idx, B.getInt64(total)), copy);
+        },
+        "copy");
+  }
+
+  Value *sharedLoad(GlobalVariable *tile, Value *index) {
+    return B.CreateLoad(F32, sharedElement(B, tile, index));
+  }
+
+  // The block's query rows, zeros past L.
+  void loadQueries() {
+    copyTile(T.blockM, E, [&](Value *idx, Value *r, Value *c) {
+      Value *row = B.CreateAdd(M0, r);
+      Value *v = load(Q, B.CreateICmpULT(row, L), row, c);
+      B.CreateStore(v, sharedElement(B, Sh.q, idx));
+    });
+  }
+
+  // Key j of the lane within the tile, 0 <= j < Keys.
+  Value *keyOf(unsigned j) { return B.CreateAdd(Lane, B.getInt64(j * WarpSize)); }
+  Value *localRow(unsigned i) { return B.CreateAdd(WarpRow0, B.getInt64(i)); }
+
+  // One tile of keys from n0 = t x blockN: scores, the online softmax's update of each row's
+  // maximum and sum, and the probabilities times the values added to the accumulators.
+  SmallVector<Value *, 64> tile(Value *t, ArrayRef<Value *> state) {
+    Value *n0 = B.CreateMul(t, B.getInt64(T.blockN), "n0");
+    // Every warp has read the previous tile's keys, values and probabilities (and, before the
+    // first tile, the queries are in place).
+    barrier();
+    copyTile(T.blockN, E, [&](Value *, Value *r, Value *c) {
+      Value *key = B.CreateAdd(n0, r);
+      Value *v = load(K, B.CreateICmpULT(key, S), key, c);
+      Value *slot = B.CreateAdd(B.CreateMul(r, B.getInt64(KStride)), c);
+      B.CreateStore(v, sharedElement(B, Sh.k, slot));
+    });
+    copyTile(T.blockN, Ev, [&](Value *idx, Value *r, Value *c) {
+      Value *key = B.CreateAdd(n0, r);
+      Value *v = load(V, B.CreateICmpULT(key, S), key, c);
+      B.CreateStore(v, sharedElement(B, Sh.v, idx));
+    });
+    barrier();
+    SmallVector<Value *, 64> dots = dotProducts();
+    SmallVector<Value *, 64> next(state.begin(), state.end());
+    SmallVector<Value *, 8> alpha;
+    for (unsigned i = 0; i < Rows; ++i) {
+      Value *row = B.CreateAdd(M0, localRow(i), "row");
+      SmallVector<Value *, 4> x;
+      Value *tileMax = nullptr;
+      for (unsigned j = 0; j < Keys; ++j) {
+        x.push_back(score(dots[i * Keys + j], row, B.CreateAdd(n0, keyOf(j), "key")));
+        tileMax = tileMax ? maximum(tileMax, x[j]) : x[j];
+      }
+      tileMax = warpAll(tileMax, [&](Value *a, Value *b) { return maximum(a, b); });
+      Value *mNew = maximum(state[i], tileMax);
+      // A row masked so far has maximum -inf: its probabilities and the factor of its old sums
+      // are then 0 rather than NaN.
+      Value *masked = B.CreateFCmpOEQ(mNew, NegInf);
+      Value *mUse = B.CreateSelect(masked, ConstantFP::get(F32, 0.0), mNew);
+      alpha.push_back(exp(B.CreateFSub(state[i], mUse)));
+      Value *sum = nullptr;
+      for (unsigned j = 0; j < Keys; ++j) {
+        Value *p = exp(B.CreateFSub(x[j], mUse));
+        Value *slot = B.CreateAdd(B.CreateMul(localRow(i), B.getInt64(T.blockN)), keyOf(j));
+        B.CreateStore(p, sharedElement(B, Sh.p, slot));
+        sum = sum ? B.CreateFAdd(sum, p) : p;
+      }
+      sum = warpAll(sum, [&](Value *a, Value *b) { return B.CreateFAdd(a, b); });
+      next[i] = mNew;
+      next[Rows + i] = fma(state[Rows + i], alpha[i], sum);
+    }
+    // The probabilities of a warp's rows are read back by its lanes.
+    barrier();
+    SmallVector<Value *, 64> pv = weightedValues();
+    for (unsigned i = 0; i < Rows; ++i)
+      for (unsigned s = 0; s < Slots; ++s) {
+        unsigned at = 2 * Rows + i * Slots + s;
+        next[at] = fma(state[at], alpha[i], pv[i * Slots + s]);
+      }
+    return next;
+  }
+
+  // The warp's rows against the lane's keys: Rows x Keys dot products over e, in e order.
+  SmallVector<Value *, 64> dotProducts() {
+    SmallVector<Value *, 64> zeros(Rows * Keys, ConstantFP::get(F32, 0.0));
+    return kTileLoop(B, B.getInt64(E), zeros, [&](Value *e, ArrayRef<Value *> acc) {
+      SmallVector<Value *, 8> q, k;
+      for (unsigned i = 0; i < Rows; ++i) {
+        Value *slot = B.CreateAdd(B.CreateMul(localRow(i), B.getInt64(E)), e);
+        q.push_back(sharedLoad(Sh.q, slot));
+      }
+      for (unsigned j = 0; j < Keys; ++j) {
+        Value *slot = B.CreateAdd(B.CreateMul(keyOf(j), B.getInt64(KStride)), e);
+        k.push_back(sharedLoad(Sh.k, slot));
+      }
+      SmallVector<Value *, 64> out;
+      for (unsigned i = 0; i < Rows; ++i)
+        for (unsigned j = 0; j < Keys; ++j)
+          out.push_back(fma(q[i], k[j], acc[i * Keys + j]));
+      return out;
+    });
+  }
+
+  // scale x dot, masked (causal, past s, the mask) to -inf or with the additive mask added.
+  Value *score(Value *dot, Value *row, Value *key) {
+    Value *x = B.CreateFMul(dot, ConstantFP::get(F32, A.scale));
+    Value *ok = B.CreateICmpULT(key, S);
+    if (A.causal)
+      ok = B.CreateAnd(ok, B.CreateICmpULE(key, row));
+    if (Mask) {
+      Value *m = load(*Mask, B.CreateAnd(ok, B.CreateICmpULT(row, L)), row, key);
+      if (m->getType()->isIntegerTy(1))
+        ok = B.CreateAnd(ok, m);
+      else
+        x = B.CreateFAdd(x, m);
+    }
+    return B.CreateSelect(ok, x, NegInf);
+  }
+
+  // Rows x Slots sums over the tile's keys of probability x value, in key order, for the
+  // lane's value columns lane + 32 s (read at the last column past ev, and not stored).
+  SmallVector<Value *, 64> weightedValues() {
+    SmallVector<Value *, 4> cols;
+    for (unsigned s = 0; s < Slots; ++s) {
+      Value *d = B.CreateAdd(Lane, B.getInt64(s * WarpSize));
+      if ((s + 1) * WarpSize > Ev)
+        d = B.CreateBinaryIntrinsic(Intrinsic::umin, d, B.getInt64(Ev - 1));
+      cols.push_back(d);
+    }
+    SmallVector<Value *, 64> zeros(Rows * Slots, ConstantFP::get(F32, 0.0));
+    return kTileLoop(B, B.getInt64(T.blockN), zeros, [&](Value *j, ArrayRef<Value *> acc) {
+      SmallVector<Value *, 8> p, v;
+      for (unsigned i = 0; i < Rows; ++i) {
+        Value *slot = B.CreateAdd(B.CreateMul(localRow(i), B.getInt64(T.blockN)), j);
+        p.push_back(sharedLoad(Sh.p, slot));
+      }
+      Value *rowOfValues = B.CreateMul(j, B.getInt64(Ev));
+      for (unsigned s = 0; s < Slots; ++s)
+        v.push_back(sharedLoad(Sh.v, B.CreateAdd(rowOfValues, cols[s])));
+      SmallVector<Value *, 64> out;
+      for (unsigned i = 0; i < Rows; ++i)
+        for (unsigned s = 0; s < Slots; ++s)
+          out.push_back(fma(p[i], v[s], acc[i * Slots + s]));
+      return out;
+    });
+  }
+
+  // out[bq, row, col] = accumulator / sum, or 0 for a row whose every score was -inf.
+  void storeOutputs(ArrayRef<Value *> state) {
+    for (unsigned i = 0; i < Rows; ++i) {
+      Value *row = B.CreateAdd(M0, localRow(i), "row");
+      Value *masked = B.CreateFCmpOEQ(state[i], NegInf);
+      Value *rowOk = B.CreateICmpULT(row, L);
+      for (unsigned s = 0; s < Slots; ++s) {
+        Value *col = B.CreateAdd(Lane, B.getInt64(s * WarpSize), "col");
+        Value *ok = B.CreateAnd(rowOk, B.CreateICmpULT(col, B.getInt64(Ev)));
+        guarded(ok, [&] {
+          Value *o = B.CreateFDiv(state[2 * Rows + i * Slots + s], state[Rows + i]);
+          o = B.CreateSelect(masked, ConstantFP::get(F32, 0.0), o);
+          Value *outRow = B.CreateAdd(B.CreateMul(Bq, L), row);
+          Value *offset = B.CreateAdd(B.CreateMul(outRow, B.getInt64(Ev)), col);
+          B.CreateStore(o, B.CreateInBoundsGEP(F32, Kf.buffers[A.out], offset));
+        });
+      }
+    }
+  }
+
+  // `v` combined over the warp's lanes by a butterfly: every lane gets the same bits.
+  Value *warpAll(Value *v, function_ref<Value *(Value *, Value *)> combine) {
+    for (unsigned laneMask = WarpSize / 2; laneMask >= 1; laneMask /= 2)
+      v = combine(v, warpShuffleXor(B, v, laneMask));
+    return v;
+  }
+
+  Value *maximum(Value *a, Value *b) { return B.CreateBinaryIntrinsic(Intrinsic::maximum, a, b); }
+  Value *fma(Value *a, Value *b, Value *c) {
+    return B.CreateIntrinsic(Intrinsic::fmuladd, {F32}, {a, b, c});
+  }
+  Value *exp(Value *x) { return Math.emit(B, codegen::MathFn::Exp, {x}); }
+
+  Builder &B;
+  codegen::ExprEmitter &Ex;
+  codegen::MathLibrary &Math;
+  const kir::EntryKernels &Entry;
+  const kir::AttentionCall &A;
+  const AttentionTiles &T;
+  const KernelFunction &Kf;
+  SharedTiles Sh;
+  const unsigned E, Ev, KStride, Rows, Keys, Slots;
+  Type *F32;
+  Constant *NegInf;
+  Value *Tid = nullptr, *Lane = nullptr, *WarpRow0 = nullptr, *L = nullptr, *S = nullptr;
+  Value *Bq = nullptr, *M0 = nullptr;
+  Operand Q, K, V;
+  std::optional<Operand> Mask;
+};
+
+Error checkAttention(const kir::EntryKernels &entry, const kir::AttentionCall &a) {
+  auto unsupported = [&](const std::string &what) {
+    return createStringError(fmt::format(
+        "{}: attention '{}': {} is not supported by the CUDA backend", entry.name, a.name, what));
+  };
+  for (const kir::AttentionOperand *o : {&a.q, &a.k, &a.v})
+    if (entry.buffers[o->buffer].dtype != DType::F32 || a.dtype != DType::F32)
+      return unsupported((toString(entry.buffers[o->buffer].dtype) + " data").str());
+  if (a.mask) {
+    DType t = entry.buffers[a.mask->buffer].dtype;
+    if (t != DType::F32 && t != DType::Bool)
+      return unsupported(("a " + toString(t) + " mask").str());
+  }
+  for (const SymExpr *d : {&a.e, &a.ev}) {
+    std::optional<int64_t> n = d->constant();
+    if (!n || *n < 1 || *n > AttentionMaxHeadDim)
+      return unsupported(
+          fmt::format("a head size of {} (at most {})", d->str(), AttentionMaxHeadDim));
+  }
+  return Error::success();
+}
+
+} // namespace
+
+Expected<CudaKernel> emitAttentionKernel(Module &m, codegen::MathLibrary &math,
+                                         const kir::EntryKernels &entry, const kir::Step &step,
+                                         const StringMap<unsigned> &symIndex,
+                                         const AttentionTiles &tiles) {
+  const kir::AttentionCall &a = std::get<kir::AttentionCall>(step);
+  if (Error err = checkAttention(entry, a))
+    return err;
+  SymExpr blocks = a.batch * a.heads * SymExpr::floorDiv(a.l + (tiles.blockM - 1), tiles.blockM);
+  return emitLibraryKernel(
+      m, math, entry, step, symIndex, blocks, tiles.threads, a.name,
+      [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
+        Type *f32 = b.getFloatTy();
+        uint64_t e = *a.e.constant(), ev = *a.ev.constant();
+        SharedTiles shared{
+            sharedArray(m, f32, tiles.blockM * e, kernel + "_q_tile"),
+            sharedArray(m, f32, tiles.blockN * (e | 1), kernel + "_k_tile"),
+            sharedArray(m, f32, tiles.blockN * ev, kernel + "_v_tile"),
+            sharedArray(m, f32, uint64_t(tiles.blockM) * tiles.blockN, kernel + "_p_tile")};
+        AttentionKernel(b, ex, math, entry, a, tiles, kf, shared).emit();
+      });
+}
+
+} // namespace aotc::cuda

@@ -1,0 +1,159 @@
+// The attention library kernel (kir::AttentionCall, codegen/cuda/Attention.cpp): the CUDA
+// lowering makes one call per scaled_dot_product_attention; the kernel IR evaluator and the
+// kernel on the emulated device match the reference interpreter (f64) at odd sizes of L, S and
+// the head dims, causal and not, bool and float masks, grouped-query heads, strided and
+// broadcast operands; its PTX goes through ptxas for sm_80 and sm_90.
+#include "CudaTestUtil.h"
+
+#include "kernel/Evaluate.h"
+
+namespace aotc::cuda {
+namespace {
+
+using test::Dims;
+
+// Grouped-query attention (4 query heads on 2 key/value heads) at E = 64, Ev = 80 (value
+// columns past the lanes' second slot), with L and S dynamic: no mask, causal (tiles past a
+// block's rows skipped), a bool mask (rows wholly masked at small S give zeros), and a float
+// mask broadcast over the heads with an explicit scale.
+const char *GqaGraph = R"(graph @t opset 1.0
+dim seq in 1..65
+dim kv in 1..129
+entry @f(%0 : f32[2, 4, seq, 64] = input "q", %1 : f32[2, 2, kv, 64] = input "k", %2 : f32[2, 2, kv, 80] = input "v", %3 : bool[seq, kv] = input "bmask", %4 : f32[2, 1, seq, kv] = input "fmask") {
+  %5 = aten.scaled_dot_product_attention(%0, %1, %2, none) {enable_gqa = true} : f32[2, 4, seq, 80]
+  %6 = aten.scaled_dot_product_attention(%0, %1, %2, none) {is_causal = true, enable_gqa = true} : f32[2, 4, seq, 80]
+  %7 = aten.scaled_dot_product_attention(%0, %1, %2, %3) {enable_gqa = true} : f32[2, 4, seq, 80]
+  %8 = aten.scaled_dot_product_attention(%0, %1, %2, %4) {scale = 0.2, enable_gqa = true} : f32[2, 4, seq, 80]
+  return %5 as output "plain", %6 as output "causal", %7 as output "bmask", %8 as output "fmask"
+}
+)";
+
+// L and S at 1, a middle value and their maximum, and the corners.
+const std::vector<Dims> GqaRuns = {{{"seq", 1}, {"kv", 1}},    {{"seq", 7}, {"kv", 63}},
+                                   {{"seq", 65}, {"kv", 129}}, {{"seq", 1}, {"kv", 129}},
+                                   {{"seq", 65}, {"kv", 1}},   {{"seq", 7}, {"kv", 7}}};
+
+// A query transposed from [batch, L, heads, E] read through its strides, causal; a decode step
+// (L = 1) against a cache with a padding mask [batch, 1, 1, S] (stride 0 over heads and rows);
+// rank-3 inputs (heads only) at E = 80 with key and value one tensor; E = 18, whose tiles do not
+// split evenly over the block's threads.
+const char *DecodeGraph = R"(graph @t opset 1.0
+dim batch in 1..3
+dim past in 1..129
+entry @f(%0 : f32[batch, 7, 3, 32] = input "qt", %1 : f32[batch, 3, past, 32] = input "k", %2 : f32[batch, 3, past, 32] = input "v", %3 : f32[batch, 3, 1, 32] = input "qd", %4 : bool[batch, 1, 1, past] = input "pad", %5 : f32[6, 7, 80] = input "q3", %6 : f32[6, past, 80] = input "kv3", %7 : f32[2, 5, 18] = input "q4", %8 : f32[2, past, 18] = input "k4", %9 : f32[2, past, 18] = input "v4") {
+  %10 = aten.transpose.int(%0) {dim0 = 1, dim1 = 2} : f32[batch, 3, 7, 32]
+  %11 = aten.scaled_dot_product_attention(%10, %1, %2, none) {is_causal = true} : f32[batch, 3, 7, 32]
+  %12 = aten.scaled_dot_product_attention(%3, %1, %2, %4) : f32[batch, 3, 1, 32]
+  %13 = aten.scaled_dot_product_attention(%5, %6, %6, none) : f32[6, 7, 80]
+  %14 = aten.scaled_dot_product_attention(%7, %8, %9, none) {is_causal = true} : f32[2, 5, 18]
+  return %11 as output "strided", %12 as output "decode", %13 as output "rank3", %14 as output "odd"
+}
+)";
+
+const std::vector<Dims> DecodeRuns = {
+    {{"batch", 1}, {"past", 1}}, {{"batch", 2}, {"past", 63}}, {{"batch", 3}, {"past", 129}}};
+
+/// How many attention calls and GEMMs the CUDA lowering of `text` has.
+std::pair<int, int> callCounts(const std::string &text) {
+  std::unique_ptr<Graph> g = aotc::test::prepare(text);
+  auto p = test::lowerForCuda(*g, true);
+  if (!p)
+    return {-1, -1};
+  int attention = 0, gemms = 0;
+  kir::forEachStep(p->entries[0].steps, [&](const kir::Step &s) {
+    attention += std::holds_alternative<kir::AttentionCall>(s);
+    gemms += std::holds_alternative<kir::GemmCall>(s);
+  });
+  return {attention, gemms};
+}
+
+TEST(CudaAttention, OneCallPerAttention) {
+  EXPECT_EQ(callCounts(GqaGraph), std::make_pair(4, 0));
+  EXPECT_EQ(callCounts(DecodeGraph), std::make_pair(4, 0));
+}
+
+// The CPU target keeps GEMM -> softmax -> GEMM.
+TEST(CudaAttention, CpuKeepsGemms) {
+  std::unique_ptr<Graph> g = aotc::test::prepare(GqaGraph);
+  auto p = aotc::test::lower(*g);
+  ASSERT_TRUE(p);
+  int attention = 0, gemms = 0;
+  kir::forEachStep(p->entries[0].steps, [&](const kir::Step &s) {
+    attention += std::holds_alternative<kir::AttentionCall>(s);
+    gemms += std::holds_alternative<kir::GemmCall>(s);
+  });
+  EXPECT_EQ(attention, 0);
+  EXPECT_EQ(gemms, 8);
+}
+
+// The call's text: the operands' strides split into batch and heads, the mask's head stride 0.
+TEST(CudaAttention, Printed) {
+  std::unique_ptr<Graph> g = aotc::test::prepare(GqaGraph);
+  auto p = test::lowerForCuda(*g, true);
+  ASSERT_TRUE(p);
+  std::string text = aotc::test::printed(*p);
+  EXPECT_NE(text.find("attention attention_8 f32 batch 2 heads 4 group 2 l seq s kv e 64 ev 80 "
+                      "scale 0.2"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("causal scale 0.125"), std::string::npos) << text;
+  EXPECT_NE(text.find("mask = b4[0 + batch*(kv*seq) + head*0 + row*kv + col*1]"), std::string::npos)
+      << text;
+}
+
+/// kir::evaluate of the CUDA lowering against the interpreter.
+void expectEvaluated(const std::string &text, const std::vector<Dims> &runs) {
+  std::unique_ptr<Graph> g = aotc::test::prepare(text);
+  ASSERT_TRUE(g);
+  auto p = test::lowerForCuda(*g, true);
+  ASSERT_TRUE(p);
+  std::mt19937_64 rng(7);
+  for (const Dims &dims : runs) {
+    aotc::test::EntryArgs args = aotc::test::randomArgs(*g, dims, rng);
+    auto want = aotc::test::interpretArgs(*g, args);
+    ASSERT_TRUE(static_cast<bool>(want)) << llvm::toString(want.takeError());
+    auto got = kir::evaluate(*p, 0, args.inputs, args.weights);
+    ASSERT_TRUE(static_cast<bool>(got)) << llvm::toString(got.takeError());
+    ASSERT_NO_FATAL_FAILURE(aotc::test::expectClose(*want, *got, 1e-6, ""));
+  }
+}
+
+TEST(CudaAttention, Evaluated) {
+  expectEvaluated(GqaGraph, GqaRuns);
+  expectEvaluated(DecodeGraph, DecodeRuns);
+}
+
+TEST(CudaEmu, AttentionGqa) { test::expectEmulatedMatches(GqaGraph, GqaRuns, 1e-5); }
+TEST(CudaEmu, AttentionDecode) { test::expectEmulatedMatches(DecodeGraph, DecodeRuns, 1e-5); }
+// --precision lets GEMMs round their operands; attention computes in f32 at every precision.
+TEST(CudaEmu, AttentionAtBf16IsF32) {
+  test::expectEmulatedMatches(DecodeGraph, DecodeRuns, 1e-5, true, false, kir::Precision::BF16);
+}
+TEST(CudaPtxas, AttentionGqa) { test::expectPtxasAccepts(GqaGraph); }
+TEST(CudaPtxas, AttentionDecode) { test::expectPtxasAccepts(DecodeGraph); }
+
+// Two runs of the kernel give the same bits.
+TEST(CudaEmu, AttentionDeterministic) {
+  std::unique_ptr<Graph> g = aotc::test::prepare(GqaGraph);
+  ASSERT_TRUE(g);
+  auto p = test::lowerForCuda(*g, true);
+  ASSERT_TRUE(p);
+  llvm::LLVMContext ctx;
+  auto cm = emitEntryKernels(ctx, p->entries[0], "test");
+  ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
+  auto dev = emu::EmulatedModule::load(*cm->module);
+  ASSERT_TRUE(static_cast<bool>(dev)) << llvm::toString(dev.takeError());
+  std::mt19937_64 rng(3);
+  Dims dims = {{"seq", 33}, {"kv", 100}};
+  aotc::test::EntryArgs args = aotc::test::randomArgs(*g, dims, rng);
+  int32_t failed = 0;
+  auto first = test::runEmulated(*p, *cm, **dev, dims, args.inputs, args.weights, failed);
+  ASSERT_TRUE(static_cast<bool>(first)) << llvm::toString(first.takeError());
+  auto second = test::runEmulated(*p, *cm, **dev, dims, args.inputs, args.weights, failed);
+  ASSERT_TRUE(static_cast<bool>(second)) << llvm::toString(second.takeError());
+  for (size_t o = 0; o < first->size(); ++o)
+    EXPECT_EQ(std::memcmp((*first)[o].data(), (*second)[o].data(), (*first)[o].nbytes()), 0);
+}
+
+} // namespace
+} // namespace aotc::cuda
