@@ -28,6 +28,34 @@ inline std::optional<kir::Program> lowerForCuda(const Graph &g, bool fuse,
   return std::move(*p);
 }
 
+/// Entry @f of a graph text prepared (decomposed), lowered for CUDA and its kernels emitted into
+/// `ctx`, for tests that look at the emitted code or launch it themselves.
+struct EmittedKernels {
+  std::unique_ptr<Graph> graph;
+  kir::Program program;
+  CudaModule module;
+};
+inline std::optional<EmittedKernels> emitKernels(llvm::LLVMContext &ctx, const std::string &text,
+                                                 bool fuse) {
+  EmittedKernels out;
+  out.graph = aotc::test::prepare(text, true);
+  if (!out.graph) {
+    ADD_FAILURE() << "the graph does not prepare";
+    return std::nullopt;
+  }
+  std::optional<kir::Program> p = lowerForCuda(*out.graph, fuse);
+  if (!p)
+    return std::nullopt;
+  out.program = std::move(*p);
+  auto cm = emitEntryKernels(ctx, out.program.entries[0], "test");
+  if (!cm) {
+    ADD_FAILURE() << llvm::toString(cm.takeError());
+    return std::nullopt;
+  }
+  out.module = std::move(*cm);
+  return out;
+}
+
 /// Runs entry 0 of `program` on the emulated device: buffers bound as kir::evaluate binds them,
 /// each grid-stride kernel launched on a grid of at most 5 blocks of 64 threads (so that the
 /// grid-stride loop and idle threads both happen), or of its own block size with `ownBlocks`.

@@ -62,20 +62,17 @@ TEST(CudaVector, HalfMatchesInterpreter) { test::expectEmulatedMatches(HalfGraph
 TEST(CudaVectorPtxas, F32) { test::expectPtxasAccepts(F32Graph); }
 TEST(CudaVectorPtxas, Half) { test::expectPtxasAccepts(HalfGraph); }
 
-// The vector width of each kernel's stores (1: scalar), by the name of its first output.
+// The vector width of each kernel's stores (1: scalar), by the names of its outputs.
 std::map<std::string, unsigned> storeLanes(const char *text) {
   std::map<std::string, unsigned> out;
-  std::unique_ptr<Graph> g = aotc::test::prepare(text, true);
-  EXPECT_TRUE(g);
-  auto program = test::lowerForCuda(*g, false);
-  EXPECT_TRUE(program);
   llvm::LLVMContext ctx;
-  auto cm = emitEntryKernels(ctx, program->entries[0], "test");
-  EXPECT_TRUE(static_cast<bool>(cm));
-  const kir::EntryKernels &e = program->entries[0];
-  for (const CudaKernel &k : cm->kernels) {
+  std::optional<test::EmittedKernels> ek = test::emitKernels(ctx, text, false);
+  if (!ek)
+    return out;
+  const kir::EntryKernels &e = ek->program.entries[0];
+  for (const CudaKernel &k : ek->module.kernels) {
     unsigned lanes = 1;
-    for (const llvm::Instruction &i : llvm::instructions(*cm->module->getFunction(k.name)))
+    for (const llvm::Instruction &i : llvm::instructions(*ek->module.module->getFunction(k.name)))
       if (auto *s = llvm::dyn_cast<llvm::StoreInst>(&i))
         if (auto *v = llvm::dyn_cast<llvm::FixedVectorType>(s->getValueOperand()->getType()))
           lanes = v->getNumElements();
@@ -99,23 +96,21 @@ TEST(CudaVector, WhichKernelsVectorize) {
 // of the vector accesses.
 TEST(CudaVector, UnalignedInputsFallBackBitwise) {
   for (const char *text : {F32Graph, HalfGraph}) {
-    std::unique_ptr<Graph> g = aotc::test::prepare(text, true);
-    ASSERT_TRUE(g);
-    auto program = test::lowerForCuda(*g, true);
-    ASSERT_TRUE(program);
     llvm::LLVMContext ctx;
-    auto cm = emitEntryKernels(ctx, program->entries[0], "test");
-    ASSERT_TRUE(static_cast<bool>(cm));
-    auto dev = emu::EmulatedModule::load(*cm->module);
+    std::optional<test::EmittedKernels> ek = test::emitKernels(ctx, text, true);
+    ASSERT_TRUE(ek);
+    const Graph &g = *ek->graph;
+    const kir::Program &program = ek->program;
+    auto dev = emu::EmulatedModule::load(*ek->module.module);
     ASSERT_TRUE(static_cast<bool>(dev)) << llvm::toString(dev.takeError());
     std::mt19937_64 rng(7);
     for (const test::Dims &dims : Runs) {
-      aotc::test::EntryArgs args = aotc::test::randomArgs(*g, dims, rng);
+      aotc::test::EntryArgs args = aotc::test::randomArgs(g, dims, rng);
       int32_t failed = 0;
       auto aligned =
-          test::runEmulated(*program, *cm, **dev, dims, args.inputs, args.weights, failed);
+          test::runEmulated(program, ek->module, **dev, dims, args.inputs, args.weights, failed);
       ASSERT_TRUE(static_cast<bool>(aligned)) << llvm::toString(aligned.takeError());
-      auto shifted = test::runEmulated(*program, *cm, **dev, dims, args.inputs, args.weights,
+      auto shifted = test::runEmulated(program, ek->module, **dev, dims, args.inputs, args.weights,
                                        failed, false, /*shiftInputs=*/4);
       ASSERT_TRUE(static_cast<bool>(shifted)) << llvm::toString(shifted.takeError());
       ASSERT_EQ(aligned->size(), shifted->size());
@@ -125,7 +120,7 @@ TEST(CudaVector, UnalignedInputsFallBackBitwise) {
                   0)
             << "output " << i;
       }
-      auto want = aotc::test::interpretArgs(*g, args);
+      auto want = aotc::test::interpretArgs(g, args);
       ASSERT_TRUE(static_cast<bool>(want)) << llvm::toString(want.takeError());
       ASSERT_NO_FATAL_FAILURE(aotc::test::expectClose(*want, *shifted, 1e-3, ""));
     }
