@@ -53,6 +53,9 @@ llvm::Type *valueType(llvm::LLVMContext &c, DType t);
 llvm::Type *storageType(llvm::LLVMContext &c, DType t);
 /// Converts a register value of dtype `from` to dtype `to` (rounding to f16/bf16 precision).
 llvm::Value *convert(Builder &b, llvm::Value *v, DType from, DType to);
+/// A value as loaded from memory (of storageType) to its value type, and back (rounding).
+llvm::Value *fromStorage(Builder &b, llvm::Value *v, DType t);
+llvm::Value *toStorage(Builder &b, llvm::Value *v, DType t);
 llvm::Value *loadElement(Builder &b, llvm::Value *base, llvm::Value *offset, DType t);
 void storeElement(Builder &b, llvm::Value *v, llvm::Value *base, llvm::Value *offset, DType t);
 
@@ -87,6 +90,12 @@ public:
   /// The value of `id` in its dtype's value type. Results are cached until clearCache().
   llvm::Value *emit(kir::ExprId id);
   void clearCache() { Cache.clear(); }
+  /// What emit(id) returns until the cache is cleared: a value the backend computed otherwise (a
+  /// lane of a vector load).
+  void setCached(kir::ExprId id, llvm::Value *v) { Cache[id] = v; }
+  /// Swaps the cache with `other`: a backend emitting several points side by side keeps one cache
+  /// per point.
+  void swapCache(llvm::DenseMap<kir::ExprId, llvm::Value *> &other) { Cache.swap(other); }
   llvm::Value *sym(const SymExpr &e) { return emitSym(B, e, SymIndex, Syms); }
   DType exprType(kir::ExprId id) const { return Entry.expr(id).type; }
   /// Emits stage `si` of a loop kernel at the current outer point: a store, or a reduction whose

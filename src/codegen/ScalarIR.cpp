@@ -208,10 +208,7 @@ Value *convert(Builder &b, Value *v, DType from, DType to) {
   return b.CreateIntCast(v, dst, !fromUnsigned);
 }
 
-Value *loadElement(Builder &b, Value *base, Value *offset, DType t) {
-  LLVMContext &c = b.getContext();
-  Type *st = storageType(c, t);
-  Value *v = b.CreateLoad(st, b.CreateInBoundsGEP(st, base, offset));
+Value *fromStorage(Builder &b, Value *v, DType t) {
   switch (t) {
   case DType::F16:
     return b.CreateFPExt(v, b.getFloatTy());
@@ -224,23 +221,28 @@ Value *loadElement(Builder &b, Value *base, Value *offset, DType t) {
   }
 }
 
-void storeElement(Builder &b, Value *v, Value *base, Value *offset, DType t) {
-  LLVMContext &c = b.getContext();
-  Type *st = storageType(c, t);
+Value *toStorage(Builder &b, Value *v, DType t) {
+  Type *st = storageType(b.getContext(), t);
   switch (t) {
   case DType::F16:
-    v = b.CreateFPTrunc(v, st);
-    break;
+    return b.CreateFPTrunc(v, st);
   case DType::BF16:
-    v = bf16Bits(b, v);
-    break;
+    return bf16Bits(b, v);
   case DType::Bool:
-    v = b.CreateZExt(v, st);
-    break;
+    return b.CreateZExt(v, st);
   default:
-    break;
+    return v;
   }
-  b.CreateStore(v, b.CreateInBoundsGEP(st, base, offset));
+}
+
+Value *loadElement(Builder &b, Value *base, Value *offset, DType t) {
+  Type *st = storageType(b.getContext(), t);
+  return fromStorage(b, b.CreateLoad(st, b.CreateInBoundsGEP(st, base, offset)), t);
+}
+
+void storeElement(Builder &b, Value *v, Value *base, Value *offset, DType t) {
+  Type *st = storageType(b.getContext(), t);
+  b.CreateStore(toStorage(b, v, t), b.CreateInBoundsGEP(st, base, offset));
 }
 
 Value *reduceIdentity(Builder &b, kir::ReduceOp op, DType t) {

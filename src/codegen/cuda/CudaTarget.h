@@ -52,6 +52,12 @@ inline constexpr llvm::StringLiteral NvptxDataLayout = "e-i64:64-i128:128-v16:16
 /// reduction loops.
 inline constexpr unsigned LoopKernelBlock = 256;
 
+/// The widest access of one thread to global memory in one instruction (ld.global.v4.b32,
+/// st.global.v4.b32). A thread-per-point loop kernel whose innermost loop runs contiguously takes
+/// this many bytes of consecutive points at a time (4 f32, 8 f16 or bf16), so that a warp moves
+/// 512 contiguous bytes per instruction instead of 128.
+inline constexpr unsigned VectorAccessBytes = 16;
+
 /// A loop kernel with a reduction stage of at least this many inner points (or a symbolic count)
 /// runs a block per point of its parallel loops, the block's threads splitting each stage's
 /// inner points; fewer points are reduced by one thread per point, in no more serial steps than a

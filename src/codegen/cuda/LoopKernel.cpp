@@ -4,8 +4,12 @@
 // kernel that reduces (softmax, layer_norm, sum/max/argmax along a dim) runs one block per
 // point instead (a block-stride loop): its threads split each stage's inner points, reductions
 // are combined across the block (BlockReduce.h) and their results reach every thread for the
-// later stages, all stages in one kernel. Vector accesses come later.
+// later stages, all stages in one kernel. A thread-per-point kernel whose innermost loop runs
+// contiguously in its stores takes VectorAccessBytes of consecutive points at a time instead
+// (VectorPlan): vector loads and stores, the expressions per lane as the scalar kernel computes
+// them, so that the results are bitwise the same.
 #include "codegen/ExprEmitter.h"
+#include "codegen/IndexAnalysis.h"
 #include "codegen/cuda/Attention.h"
 #include "codegen/cuda/BlockReduce.h"
 #include "codegen/cuda/CudaCodegen.h"
@@ -16,6 +20,7 @@
 
 #include "fmt/format.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 
 namespace aotc::cuda {
@@ -51,12 +56,81 @@ std::optional<unsigned> reductionThreads(const kir::LoopKernel &k) {
   return unsigned(std::min<int64_t>(ReductionBlock, (most + 31) / 32 * 32));
 }
 
+/// How a thread-per-point kernel takes `lanes` consecutive points of its innermost loop at once:
+/// one vector load per load that runs contiguously along the loop, one scalar load for all lanes
+/// per load that does not read it, per-lane loads for the others, and one vector store per stage.
+struct VectorPlan {
+  unsigned lanes = 1;
+  /// The innermost extent is symbolic: the kernel checks that it is a multiple of `lanes` and
+  /// runs the scalar loop where it is not.
+  bool checkExtent = false;
+  /// By stage, the loads of its value (not those inside another load's offset).
+  std::vector<SmallVector<kir::ExprId, 4>> contiguous, broadcast;
+};
+
+/// The VectorPlan of `k`, which runs a thread per point: nullopt unless every outer loop is
+/// parallel, every stage stores one element per point at an offset contiguous along the innermost
+/// loop, and that loop's extent may be a multiple of the lanes. The lanes fill VectorAccessBytes
+/// with the widest element that is accessed as a vector.
+std::optional<VectorPlan> vectorPlan(const kir::EntryKernels &entry, const kir::LoopKernel &k) {
+  unsigned n = k.outer.size();
+  if (n == 0 || k.parallelLoops < n)
+    return std::nullopt;
+  unsigned d = n - 1;
+  auto fixed = [d](unsigned loop) { return loop != d; };
+  auto along = [d](unsigned loop) { return loop == d; };
+  codegen::LoopRoles roles{fixed, along};
+  auto contiguous = [&](kir::ExprId offset) {
+    unsigned uses = 0;
+    return codegen::isAffine(entry, offset, roles, d, uses) && uses == 1;
+  };
+  VectorPlan plan;
+  size_t widest = 1;
+  auto widen = [&](uint32_t buffer) {
+    widest = std::max(widest, byteSize(entry.buffers[buffer].dtype));
+  };
+  for (const kir::Stage &s : k.stages) {
+    if (s.kind != kir::Stage::Kind::Store || !s.inner.empty() || !contiguous(s.offset))
+      return std::nullopt;
+    widen(s.buffer);
+    SmallVector<kir::ExprId, 4> &vec = plan.contiguous.emplace_back();
+    SmallVector<kir::ExprId, 4> &one = plan.broadcast.emplace_back();
+    SmallVector<kir::ExprId, 16> work = {s.value};
+    DenseSet<kir::ExprId> seen;
+    while (!work.empty()) {
+      kir::ExprId id = work.pop_back_val();
+      if (!seen.insert(id).second)
+        continue;
+      const kir::Expr &e = entry.expr(id);
+      if (e.kind != kir::ExprKind::Load) {
+        work.append(e.operands.begin(), e.operands.end());
+        continue;
+      }
+      if (!codegen::readsLoop(entry, e.operands[0], d)) {
+        one.push_back(id);
+      } else if (contiguous(e.operands[0])) {
+        vec.push_back(id);
+        widen(e.index);
+      }
+    }
+  }
+  if (widest > VectorAccessBytes)
+    return std::nullopt;
+  plan.lanes = unsigned(VectorAccessBytes / widest);
+  if (std::optional<int64_t> extent = k.outer[d].constant())
+    return *extent % plan.lanes == 0 ? std::optional(plan) : std::nullopt;
+  plan.checkExtent = true;
+  return plan;
+}
+
 class KernelBody {
 public:
-  /// With `scratch`, a block per point; else a thread per point.
+  /// With `scratch`, a block per point; else a thread per point, or, with `plan`, a thread per
+  /// plan->lanes points.
   KernelBody(Builder &b, const kir::EntryKernels &entry, const kir::LoopKernel &kernel,
-             codegen::ExprEmitter &ex, ArrayRef<Value *> buffers, const BlockScratch *scratch)
-      : B(b), Entry(entry), K(kernel), Ex(ex), Buffers(buffers), Scratch(scratch) {}
+             codegen::ExprEmitter &ex, ArrayRef<Value *> buffers, const BlockScratch *scratch,
+             const VectorPlan *plan)
+      : B(b), Entry(entry), K(kernel), Ex(ex), Buffers(buffers), Scratch(scratch), Plan(plan) {}
 
   void emit() {
     unsigned n = K.outer.size();
@@ -91,18 +165,67 @@ public:
       stride = B.CreateMul(nctaid, ntid);
     }
 
+    auto points = [&](Value *i) {
+      setOuterLoopVars(i, p);
+      nest(p);
+    };
+    if (!Plan) {
+      gridLoop(total, first, stride, points, "point");
+      return;
+    }
+    Value *lanes = B.getInt64(Plan->lanes);
+    auto vectors = [&] {
+      gridLoop(
+          B.CreateUDiv(total, lanes), first, stride,
+          [&](Value *i) { lanePoints(B.CreateMul(i, lanes)); }, "vpoint");
+    };
+    if (!Plan->checkExtent) {
+      vectors();
+      return;
+    }
+    Function *f = B.GetInsertBlock()->getParent();
+    LLVMContext &c = f->getContext();
+    BasicBlock *vec = BasicBlock::Create(c, "vector", f);
+    BasicBlock *scalar = BasicBlock::Create(c, "scalar", f);
+    BasicBlock *done = BasicBlock::Create(c, "kernel.done", f);
+    Value *rest = B.CreateURem(Extents[p - 1], lanes);
+    B.CreateCondBr(B.CreateICmpEQ(rest, B.getInt64(0)), vec, scalar);
+    B.SetInsertPoint(vec);
+    vectors();
+    B.CreateBr(done);
+    B.SetInsertPoint(scalar);
+    gridLoop(total, first, stride, points, "point");
+    B.CreateBr(done);
+    B.SetInsertPoint(done);
+  }
+
+private:
+  // for (i = first; i < total; i += stride) body(i), a loop named after `name`.
+  void gridLoop(Value *total, Value *first, Value *stride, function_ref<void(Value *)> body,
+                const Twine &name) {
     Function *f = B.GetInsertBlock()->getParent();
     LLVMContext &c = f->getContext();
     BasicBlock *pre = B.GetInsertBlock();
     BasicBlock *head = BasicBlock::Create(c, "grid.head", f);
-    BasicBlock *body = BasicBlock::Create(c, "grid.body", f);
+    BasicBlock *loop = BasicBlock::Create(c, "grid.body", f);
     BasicBlock *exit = BasicBlock::Create(c, "grid.exit", f);
     B.CreateBr(head);
     B.SetInsertPoint(head);
-    PHINode *i = B.CreatePHI(B.getInt64Ty(), 2, "point");
+    PHINode *i = B.CreatePHI(B.getInt64Ty(), 2, name);
     i->addIncoming(first, pre);
-    B.CreateCondBr(B.CreateICmpSLT(i, total), body, exit);
-    B.SetInsertPoint(body);
+    B.CreateCondBr(B.CreateICmpSLT(i, total), loop, exit);
+    B.SetInsertPoint(loop);
+    // Values of one loop's body dominate neither the other loop's nor what follows.
+    Ex.clearCache();
+    body(i);
+    Ex.clearCache();
+    i->addIncoming(B.CreateAdd(i, stride, name + ".next"), B.GetInsertBlock());
+    B.CreateBr(head);
+    B.SetInsertPoint(exit);
+  }
+
+  // The loop vars of the first `p` outer loops at flat point `i` (row-major).
+  void setOuterLoopVars(Value *i, unsigned p) {
     Value *rem = i;
     for (unsigned d = p; d-- > 0;) {
       if (d == 0) {
@@ -112,13 +235,103 @@ public:
       Ex.loopVars[d] = B.CreateURem(rem, Extents[d]);
       rem = B.CreateUDiv(rem, Extents[d]);
     }
-    nest(p);
-    i->addIncoming(B.CreateAdd(i, stride, "point.next"), B.GetInsertBlock());
-    B.CreateBr(head);
-    B.SetInsertPoint(exit);
   }
 
-private:
+  // The Plan->lanes points from flat point `first` on, a multiple of the lanes and so within one
+  // row of the innermost loop: vector accesses where every one is aligned to its size (an
+  // input's pointer, a view's offset may not be), else the points one at a time.
+  void lanePoints(Value *first) {
+    unsigned d = K.outer.size() - 1, lanes = Plan->lanes;
+    setOuterLoopVars(first, d + 1);
+    Value *base = Ex.loopVars[d];
+    Value *aligned = nullptr;
+    auto address = [&](kir::ExprId offset, uint32_t buffer) {
+      DType t = Entry.buffers[buffer].dtype;
+      Value *off = codegen::convert(B, Ex.emit(offset), Ex.exprType(offset), DType::I64);
+      Value *ptr =
+          B.CreateInBoundsGEP(codegen::storageType(B.getContext(), t), Buffers[buffer], off);
+      Value *low = B.CreateAnd(B.CreatePtrToInt(ptr, B.getInt64Ty()), lanes * byteSize(t) - 1);
+      Value *ok = B.CreateICmpEQ(low, B.getInt64(0));
+      aligned = aligned ? B.CreateAnd(aligned, ok) : ok;
+      return ptr;
+    };
+    SmallVector<Value *, 4> stores;
+    DenseMap<kir::ExprId, Value *> loads;
+    for (auto [si, s] : enumerate(K.stages)) {
+      stores.push_back(address(s.offset, s.buffer));
+      for (kir::ExprId id : Plan->contiguous[si])
+        if (!loads.count(id))
+          loads[id] = address(Entry.expr(id).operands[0], Entry.expr(id).index);
+    }
+    Function *f = B.GetInsertBlock()->getParent();
+    LLVMContext &c = f->getContext();
+    BasicBlock *vec = BasicBlock::Create(c, "lanes.vector", f);
+    BasicBlock *each = BasicBlock::Create(c, "lanes.each", f);
+    BasicBlock *done = BasicBlock::Create(c, "lanes.done", f);
+    B.CreateCondBr(aligned, vec, each);
+
+    B.SetInsertPoint(vec);
+    Ex.clearCache();
+    SmallVector<Value *, 16> laneVars;
+    for (unsigned l = 0; l < lanes; ++l)
+      laneVars.push_back(l ? B.CreateAdd(base, B.getInt64(l)) : base);
+    // One cache per lane, as the scalar kernel has one per point.
+    std::vector<DenseMap<kir::ExprId, Value *>> caches(lanes);
+    auto atLane = [&](unsigned l, function_ref<Value *()> emit) {
+      Ex.loopVars[d] = laneVars[l];
+      Ex.swapCache(caches[l]);
+      Value *v = emit();
+      Ex.swapCache(caches[l]);
+      return v;
+    };
+    DenseSet<kir::ExprId> seen;
+    for (auto [si, s] : enumerate(K.stages)) {
+      for (kir::ExprId id : Plan->contiguous[si]) {
+        if (!seen.insert(id).second)
+          continue;
+        const kir::Expr &e = Entry.expr(id);
+        DType t = Entry.buffers[e.index].dtype;
+        auto *ty = FixedVectorType::get(codegen::storageType(c, t), lanes);
+        Value *v = B.CreateAlignedLoad(ty, loads[id], Align(lanes * byteSize(t)));
+        for (unsigned l = 0; l < lanes; ++l) {
+          Value *x = codegen::fromStorage(B, B.CreateExtractElement(v, l), t);
+          caches[l][id] = codegen::convert(B, x, t, e.type);
+        }
+      }
+      for (kir::ExprId id : Plan->broadcast[si]) {
+        if (!seen.insert(id).second)
+          continue;
+        Value *v = atLane(0, [&] { return Ex.emit(id); });
+        for (unsigned l = 1; l < lanes; ++l)
+          caches[l][id] = v;
+      }
+      DType t = Entry.buffers[s.buffer].dtype;
+      Type *st = codegen::storageType(c, t);
+      Value *out = PoisonValue::get(FixedVectorType::get(st, lanes));
+      for (unsigned l = 0; l < lanes; ++l) {
+        Value *v = atLane(l, [&] { return Ex.emit(s.value); });
+        v = codegen::convert(B, v, Ex.exprType(s.value), t);
+        out = B.CreateInsertElement(out, codegen::toStorage(B, v, t), l);
+      }
+      B.CreateAlignedStore(out, stores[si], Align(lanes * byteSize(t)));
+    }
+    B.CreateBr(done);
+
+    B.SetInsertPoint(each);
+    codegen::emitLoop(
+        B, B.getInt64(0), B.getInt64(lanes),
+        [&](Value *l) {
+          Ex.loopVars[d] = B.CreateAdd(base, l);
+          Ex.clearCache();
+          for (unsigned si = 0; si < K.stages.size(); ++si)
+            stage(si);
+          Ex.clearCache();
+        },
+        "lane");
+    B.CreateBr(done);
+    B.SetInsertPoint(done);
+  }
+
   void nest(unsigned d) {
     if (d == K.outer.size()) {
       for (unsigned s = 0; s < K.stages.size(); ++s)
@@ -249,6 +462,7 @@ private:
   codegen::ExprEmitter &Ex;
   ArrayRef<Value *> Buffers;
   const BlockScratch *Scratch;
+  const VectorPlan *Plan;
   Value *Tid = nullptr, *Ntid = nullptr;
   SmallVector<Value *, 4> Extents;
 };
@@ -264,11 +478,14 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
   for (unsigned d = 0; d < std::min<size_t>(k.parallelLoops, k.outer.size()); ++d)
     points = points * k.outer[d];
   std::optional<unsigned> blockPerPoint = reductionThreads(k);
+  std::optional<VectorPlan> plan;
   if (blockPerPoint) {
     out.launch.grid = {points};
     out.launch.block[0] = *blockPerPoint;
   } else {
-    out.launch.grid = {SymExpr::floorDiv(points + (LoopKernelBlock - 1), LoopKernelBlock)};
+    plan = vectorPlan(entry, k);
+    int64_t perBlock = int64_t(LoopKernelBlock) * (plan ? plan->lanes : 1);
+    out.launch.grid = {SymExpr::floorDiv(points + (perBlock - 1), perBlock)};
     out.launch.block[0] = LoopKernelBlock;
   }
   out.launch.gridStride = true;
@@ -282,7 +499,8 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
   std::optional<BlockScratch> scratch;
   if (blockPerPoint)
     scratch = blockScratch(m, out.name);
-  KernelBody(b, entry, k, ex, kf.buffers, scratch ? &*scratch : nullptr).emit();
+  KernelBody(b, entry, k, ex, kf.buffers, scratch ? &*scratch : nullptr, plan ? &*plan : nullptr)
+      .emit();
   endKernel(b, kf, ex.failedCheck);
   return out;
 }

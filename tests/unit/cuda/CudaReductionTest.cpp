@@ -48,15 +48,11 @@ TEST(CudaReducePtxas, RowReductions) { test::expectPtxasAccepts(RowReductions); 
 TEST(CudaReduce, BlockPerPointLaunch) {
   auto launches = [](const std::string &text) {
     std::vector<uint32_t> blocks;
-    std::unique_ptr<Graph> g = aotc::test::prepare(text, true);
-    EXPECT_TRUE(g);
-    auto p = test::lowerForCuda(*g, true);
-    EXPECT_TRUE(p);
     llvm::LLVMContext ctx;
-    auto cm = emitEntryKernels(ctx, p->entries[0], "test");
-    EXPECT_TRUE(static_cast<bool>(cm));
-    for (const CudaKernel &k : cm->kernels)
-      blocks.push_back(k.launch.block[0]);
+    std::optional<test::EmittedKernels> k = test::emitKernels(ctx, text, true);
+    EXPECT_TRUE(k);
+    for (const CudaKernel &x : k ? k->module.kernels : std::vector<CudaKernel>{})
+      blocks.push_back(x.launch.block[0]);
     return blocks;
   };
   auto softmax = [](const std::string &width) {

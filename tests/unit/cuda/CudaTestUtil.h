@@ -28,14 +28,43 @@ inline std::optional<kir::Program> lowerForCuda(const Graph &g, bool fuse,
   return std::move(*p);
 }
 
+/// Entry @f of a graph text prepared (decomposed), lowered for CUDA and its kernels emitted into
+/// `ctx`, for tests that look at the emitted code or launch it themselves.
+struct EmittedKernels {
+  std::unique_ptr<Graph> graph;
+  kir::Program program;
+  CudaModule module;
+};
+inline std::optional<EmittedKernels> emitKernels(llvm::LLVMContext &ctx, const std::string &text,
+                                                 bool fuse) {
+  EmittedKernels out;
+  out.graph = aotc::test::prepare(text, true);
+  if (!out.graph) {
+    ADD_FAILURE() << "the graph does not prepare";
+    return std::nullopt;
+  }
+  std::optional<kir::Program> p = lowerForCuda(*out.graph, fuse);
+  if (!p)
+    return std::nullopt;
+  out.program = std::move(*p);
+  auto cm = emitEntryKernels(ctx, out.program.entries[0], "test");
+  if (!cm) {
+    ADD_FAILURE() << llvm::toString(cm.takeError());
+    return std::nullopt;
+  }
+  out.module = std::move(*cm);
+  return out;
+}
+
 /// Runs entry 0 of `program` on the emulated device: buffers bound as kir::evaluate binds them,
 /// each grid-stride kernel launched on a grid of at most 5 blocks of 64 threads (so that the
 /// grid-stride loop and idle threads both happen), or of its own block size with `ownBlocks`.
-/// `failedCheck` gets the run's index-check flag.
+/// `failedCheck` gets the run's index-check flag. With `shiftInputs`, each input is read from a
+/// copy that many bytes past a 64-byte boundary (a caller's pointer into a buffer of its own).
 inline llvm::Expected<std::vector<HostTensor>>
 runEmulated(const kir::Program &program, const CudaModule &cm, emu::EmulatedModule &dev,
             const Dims &dims, llvm::ArrayRef<HostTensor> inputs, llvm::ArrayRef<HostTensor> weights,
-            int32_t &failedCheck, bool ownBlocks = false) {
+            int32_t &failedCheck, bool ownBlocks = false, size_t shiftInputs = 0) {
   const kir::EntryKernels &e = program.entries[0];
   auto eval = [&](const SymExpr &s) { return *s.evaluate(dims); };
   std::vector<int64_t> syms;
@@ -51,9 +80,18 @@ runEmulated(const kir::Program &program, const CudaModule &cm, emu::EmulatedModu
     outputs.emplace_back(sig.dtype, shape);
   }
   std::vector<void *> bufs;
+  std::vector<std::vector<uint8_t>> shifted;
   for (const kir::Buffer &b : e.buffers) {
     switch (b.kind) {
     case kir::Buffer::Kind::Input:
+      if (shiftInputs) {
+        const HostTensor &t = ins[b.index];
+        std::vector<uint8_t> &copy = shifted.emplace_back(t.nbytes() + 64 + shiftInputs);
+        uint8_t *at = copy.data() + (-reinterpret_cast<uintptr_t>(copy.data()) & 63) + shiftInputs;
+        std::memcpy(at, t.data(), t.nbytes());
+        bufs.push_back(at);
+        break;
+      }
       bufs.push_back(ins[b.index].mutableData());
       break;
     case kir::Buffer::Kind::Output:

@@ -1,6 +1,7 @@
-// aotc_print_nvptx GRAPH.aotc: prints the NVPTX LLVM IR the CUDA backend emits for entry 0's loop
-// kernels (after decompose, the default pipeline, lowering for the CUDA target and the memory
-// plan), for the FileCheck goldens under tests/golden/cuda. No CLI path emits NVPTX IR yet.
+// aotc_print_nvptx [--ptx] GRAPH.aotc: prints the NVPTX LLVM IR the CUDA backend emits for entry
+// 0's loop kernels (after decompose, the default pipeline, lowering for the CUDA target and the
+// memory plan), or with --ptx the PTX LLVM compiles it to for sm_80 (libdevice linked; needs the
+// CUDA toolkit), for the FileCheck goldens under tests/golden/cuda. No CLI path emits either.
 #include "aotc/ir/Parser.h"
 #include "aotc/ir/Verifier.h"
 #include "codegen/cuda/CudaCodegen.h"
@@ -12,7 +13,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
-static llvm::Error run(const char *path) {
+static llvm::Error run(const char *path, bool ptx) {
   auto buf = llvm::MemoryBuffer::getFile(path);
   if (!buf)
     return llvm::createStringError(buf.getError(), std::string("cannot read ") + path);
@@ -36,16 +37,24 @@ static llvm::Error run(const char *path) {
   auto cm = aotc::cuda::emitEntryKernels(ctx, p->entries[0], p->entries[0].name);
   if (!cm)
     return cm.takeError();
-  cm->module->print(llvm::outs(), nullptr);
+  if (!ptx) {
+    cm->module->print(llvm::outs(), nullptr);
+    return llvm::Error::success();
+  }
+  auto text = aotc::cuda::compileToPtx(*cm->module, aotc::cuda::CudaArch::SM80);
+  if (!text)
+    return text.takeError();
+  llvm::outs() << *text;
   return llvm::Error::success();
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    llvm::errs() << "usage: aotc_print_nvptx GRAPH.aotc\n";
+  bool ptx = argc == 3 && llvm::StringRef(argv[1]) == "--ptx";
+  if (argc != 2 && !ptx) {
+    llvm::errs() << "usage: aotc_print_nvptx [--ptx] GRAPH.aotc\n";
     return 2;
   }
-  if (llvm::Error err = run(argv[1])) {
+  if (llvm::Error err = run(argv[argc - 1], ptx)) {
     llvm::errs() << "aotc_print_nvptx: " << llvm::toString(std::move(err)) << "\n";
     return 1;
   }

@@ -1,0 +1,38 @@
+// How the kernel IR's index expressions vary along loops: the questions a backend asks before it
+// reads consecutive points of a loop as one vector (an affine offset whose coefficient along the
+// loop is 1, or one that does not read the loop at all).
+#ifndef AOTC_CODEGEN_INDEXANALYSIS_H
+#define AOTC_CODEGEN_INDEXANALYSIS_H
+
+#include "kernel/Kernel.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+namespace aotc::codegen {
+
+/// The roles of the loop vars in one question.
+struct LoopRoles {
+  /// Loop vars that hold still where the question is asked (the other outer loops of a thread's
+  /// consecutive points): they may appear anywhere, as constants do.
+  llvm::function_ref<bool(unsigned)> fixed;
+  /// Loop vars that may appear in the affine terms of isAffine, scaled by invariant coefficients.
+  llvm::function_ref<bool(unsigned)> affine;
+};
+
+/// Whether integer expression `id` reads no memory, no reduction or GEMM result, and no loop var
+/// other than `roles.fixed` ones.
+bool isInvariant(const kir::EntryKernels &entry, kir::ExprId id, const LoopRoles &roles);
+
+/// Whether `id` is c + sum_l coef_l * loopVar(l) over `roles.affine` loops, with c and the
+/// coefficients invariant, and the coefficient of loop `unit`, where it appears, exactly 1: sums
+/// of such terms, products of an invariant and a term, loop vars alone. `unitUses` counts the
+/// appearances of `unit` (1: the offset moves by one element per step of that loop).
+bool isAffine(const kir::EntryKernels &entry, kir::ExprId id, const LoopRoles &roles, unsigned unit,
+              unsigned &unitUses);
+
+/// Whether `id` reads loop var `loop`, through any operand (the offsets of its loads included).
+bool readsLoop(const kir::EntryKernels &entry, kir::ExprId id, unsigned loop);
+
+} // namespace aotc::codegen
+
+#endif
