@@ -192,28 +192,40 @@ void winogradFilter(int tile, const float g[9], float *u) {
     }
 }
 
+namespace {
+
+/// G+ = (G^T G)^-1 G^T (3 x points) of F(t x t, 3x3), computed once per tile.
+struct WinogradPseudoInverse {
+  double m[3][6] = {};
+  explicit WinogradPseudoInverse(int tile) {
+    const WinogradMatrices &w = winogradMatrices(tile);
+    double gtg[3][3] = {};
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c)
+        for (int k = 0; k < w.points; ++k)
+          gtg[r][c] += w.filter[k * 3 + r] * w.filter[k * 3 + c];
+    double inv[3][3];
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) {
+        // The cofactor of (c, r): the adjugate's (r, c).
+        int r1 = (c + 1) % 3, r2 = (c + 2) % 3, c1 = (r + 1) % 3, c2 = (r + 2) % 3;
+        inv[r][c] = gtg[r1][c1] * gtg[r2][c2] - gtg[r1][c2] * gtg[r2][c1];
+      }
+    double det = gtg[0][0] * inv[0][0] + gtg[0][1] * inv[1][0] + gtg[0][2] * inv[2][0];
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < w.points; ++c)
+        for (int k = 0; k < 3; ++k)
+          m[r][c] += inv[r][k] / det * w.filter[c * 3 + k];
+  }
+};
+
+} // namespace
+
 void winogradFilterInverse(int tile, const float *u, float g[9]) {
-  const WinogradMatrices &w = winogradMatrices(tile);
-  int p = w.points;
-  // G+ = (G^T G)^-1 G^T (3 x p), then g = G+ u G+^T.
-  double gtg[3][3] = {};
-  for (int r = 0; r < 3; ++r)
-    for (int c = 0; c < 3; ++c)
-      for (int k = 0; k < p; ++k)
-        gtg[r][c] += w.filter[k * 3 + r] * w.filter[k * 3 + c];
-  double inv[3][3];
-  for (int r = 0; r < 3; ++r)
-    for (int c = 0; c < 3; ++c) {
-      // The cofactor of (c, r): the adjugate's (r, c).
-      int r1 = (c + 1) % 3, r2 = (c + 2) % 3, c1 = (r + 1) % 3, c2 = (r + 2) % 3;
-      inv[r][c] = gtg[r1][c1] * gtg[r2][c2] - gtg[r1][c2] * gtg[r2][c1];
-    }
-  double det = gtg[0][0] * inv[0][0] + gtg[0][1] * inv[1][0] + gtg[0][2] * inv[2][0];
-  double pinv[3][6] = {};
-  for (int r = 0; r < 3; ++r)
-    for (int c = 0; c < p; ++c)
-      for (int k = 0; k < 3; ++k)
-        pinv[r][c] += inv[r][k] / det * w.filter[c * 3 + k];
+  static const WinogradPseudoInverse two(2), four(4);
+  const double(*pinv)[6] = (tile == 2 ? two : four).m;
+  int p = tile + 2;
+  // g = G+ u G+^T.
   double t[3][6] = {};
   for (int r = 0; r < 3; ++r)
     for (int c = 0; c < p; ++c)
@@ -229,8 +241,7 @@ void winogradFilterInverse(int tile, const float *u, float g[9]) {
 }
 
 void unpackHeldWeight(const HeldWeight &held, const float *holder, float *out) {
-  int taps = held.winogradTile ? 9 : 1;
-  int components = held.winogradTile ? (held.winogradTile + 2) * (held.winogradTile + 2) : 1;
+  int taps = held.taps(), components = held.components();
   int64_t stride = held.componentStride();
   float u[36];
   for (int64_t r = 0; r < held.m; ++r)

@@ -312,6 +312,10 @@ struct HeldWeight {
   int64_t m = 0, k = 0;
   unsigned panelRows = 0;
   int winogradTile = 0;
+  /// Elements of the weight per (row, col): a 3x3 filter's 9, else 1.
+  int taps() const { return winogradTile ? 9 : 1; }
+  /// Components in the holder: (t+2)^2 for a Winograd filter, else 1.
+  int components() const { return winogradTile ? (winogradTile + 2) * (winogradTile + 2) : 1; }
   /// Elements of one component in the holder.
   int64_t componentStride() const {
     return panelRows ? (m + panelRows - 1) / panelRows * panelRows * k : m * k;

@@ -192,14 +192,12 @@ llvm::Error Artifact::unpackHeld(llvm::ArrayRef<std::string> names, const std::v
   const HostTensor &holder = Weights.find(names[layout.held_by])->second;
   kir::HeldWeight h{static_cast<uint32_t>(layout.held_by), layout.rows, layout.cols,
                     static_cast<unsigned>(layout.panel_rows), layout.winograd_tile};
-  int64_t taps = h.winogradTile ? 9 : 1;
-  int64_t components = h.winogradTile ? (h.winogradTile + 2) * (h.winogradTile + 2) : 1;
   if (out.dtype() != DType::F32 || holder.dtype() != DType::F32 || held[layout.held_by])
     return bad("not an f32 weight stored as itself");
   if ((h.winogradTile != 0 && h.winogradTile != 2 && h.winogradTile != 4) || h.m < 1 || h.k < 1 ||
-      layout.panel_rows < 0 || layout.panel_rows > 64 || h.m * h.k * taps != out.numel() ||
+      layout.panel_rows < 0 || layout.panel_rows > 64 || h.m * h.k * h.taps() != out.numel() ||
       layout.component_stride != h.componentStride() ||
-      components * h.componentStride() > holder.numel())
+      h.components() * h.componentStride() > holder.numel())
     return bad("sizes");
   kir::unpackHeldWeight(h, reinterpret_cast<const float *>(holder.data()),
                         reinterpret_cast<float *>(out.mutableData()));

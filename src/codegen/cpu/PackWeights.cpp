@@ -25,11 +25,15 @@ struct Addressing {
     return std::tie(weight, offset, rowStride, colStride, m, k, winograd, panels);
   }
   bool operator<(const Addressing &o) const { return key() < o.key(); }
+  // The packed weight `holder`'s layout of the operand.
+  kir::HeldWeight layout(uint32_t holder) const {
+    return kir::HeldWeight{holder, m, k, panels ? unsigned(PanelRows) : 0u, winograd};
+  }
   // Components: (t + 2)^2 for a Winograd filter.
-  int64_t batch() const { return winograd ? (winograd + 2) * (winograd + 2) : 1; }
+  int64_t batch() const { return layout(0).components(); }
   int64_t panelCount() const { return (m + PanelRows - 1) / PanelRows; }
   // Elements per component in the packed weight.
-  int64_t stride() const { return panels ? panelCount() * k * PanelRows : m * k; }
+  int64_t stride() const { return layout(0).componentStride(); }
 };
 
 // Whether the GEMM reads an A of m rows as panels (its blocked path) rather than in place; `aCs`
@@ -148,12 +152,12 @@ private:
     // The packed weight holds all of the source when the operand reads it whole, row-major;
     // a copy as it is (panels) beats a transform, from which the source comes back rounded.
     kir::Weight &source = P.weights[at.weight];
-    int64_t taps = at.winograd ? 9 : 1;
+    kir::HeldWeight held = at.layout(index);
+    int64_t taps = held.taps();
     bool better = !source.heldBy || (source.heldBy->winogradTile && !at.winograd);
     if (better && at.offset == 0 && at.colStride == taps && at.rowStride == at.k * taps &&
         static_cast<uint64_t>(at.m * at.k * taps) == source.numel())
-      source.heldBy =
-          kir::HeldWeight{index, at.m, at.k, at.panels ? unsigned(PanelRows) : 0u, at.winograd};
+      source.heldBy = held;
     return index;
   }
 
@@ -165,7 +169,7 @@ private:
       return llvm::createStringError(
           fmt::format("pack-weights: the program has no data for weight \"{}\"", source));
     int64_t numel = static_cast<int64_t>(data->bytes().size() / sizeof(float));
-    int64_t taps = at.winograd ? 9 : 1;
+    int64_t taps = at.layout(0).taps();
     int64_t last = at.offset + (at.m - 1) * at.rowStride + (at.k - 1) * at.colStride + taps - 1;
     if (at.offset < 0 || at.rowStride < 0 || at.colStride < 0 || last >= numel)
       return llvm::createStringError(fmt::format(
