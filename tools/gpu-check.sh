@@ -8,7 +8,7 @@
 #   tools/gpu-check.sh run [DIR] [cuda:N]   on the GPU machine: aotc_gpu_check on every case of
 #       DIR (default .gpu-check): output within 1e-4 of the interpreter, or the tolerance of its
 #       --precision; 8 threads on one handle bitwise equal to the serial run; CUDA graph replays
-#       bitwise equal to plain launches), then compute-sanitizer memcheck and racecheck on one run
+#       bitwise equal to plain launches; runs on a caller's stream bitwise equal too), then compute-sanitizer memcheck and racecheck on one run
 #       of each case (each tool at most $GPU_CHECK_SANITIZER_TIMEOUT s, default 240). One table;
 #       exit 1 on any failure. Without a GPU it says so and exits 0.
 #   tools/gpu-check.sh                    both, on a machine that builds and has a GPU.
@@ -35,13 +35,14 @@ prepare() {
   cp build/tools/gpu-check/aotc_gpu_check "$root/bin/"
 
   # Ampere and Hopper cubins only (the cards lent are H100 and H200; an A100 runs the sm_80 ones):
-  # the suite's artifacts are half the size of ones for every default arch.
-  local archs=sm_80,sm_90
+  # the suite's artifacts are half the size of ones for every default arch. GPU_CHECK_ARCHS=sm_90
+  # halves them again for a Hopper card, so that the default suite travels in one call.
+  local suiteArchs=${GPU_CHECK_ARCHS:-sm_80,sm_90}
   # model NAME SOURCE "EXPORT FLAGS" then cases: ENTRY "INPUT SPECS"...; with PRECISION=P in
   # the environment the artifact is exported with --precision P (the tensor cores) and checked
-  # within aotc verify's default tolerance of P.
+  # within aotc verify's default tolerance of P; with ARCHS=A, for the archs A alone.
   model() {
-    local name=$1 src=$2 flags=$3 precision=${PRECISION:-fp32} tolerance
+    local name=$1 src=$2 flags=$3 precision=${PRECISION:-fp32} archs=${ARCHS:-$suiteArchs} tolerance
     shift 3
     case "$precision" in
     fp32) tolerance=1e-4 ;;
@@ -85,6 +86,10 @@ prepare() {
   PRECISION=tf32 model mlp_tf32 examples/mlp/mlp.cpp "" forward x=1x784 forward x=512x784
   PRECISION=bf16 model mlp_bf16 examples/mlp/mlp.cpp "" forward x=3x784 forward x=256x784
   PRECISION=fp16 model gpt2_tiny_fp16 examples/gpt2/gpt2_tiny.cpp "--dyn batch=1..2 --dyn seq=1..16 --weights tests/fixtures/gpt2/w.safetensors" \
+    forward input_ids=2x16 decode "input_ids=2x1 past=2x2x2x4x15x8"
+  # The driver's PTX JIT: an sm_80 cubin does not run on sm_90 and later, so there this
+  # artifact loads its PTX (stderr says so once).
+  ARCHS=sm_80 model gpt2_tiny_ptx examples/gpt2/gpt2_tiny.cpp "--dyn batch=1..2 --dyn seq=1..16 --weights tests/fixtures/gpt2/w.safetensors" \
     forward input_ids=2x16 decode "input_ids=2x1 past=2x2x2x4x15x8"
   model captioner_tiny examples/captioner/captioner_tiny.cpp "--dyn batch=1..2 --weights tests/fixtures/captioner/w.safetensors" \
     encode image=2x3x32x32 decode "ids=1x1 encoder_hidden_states=1x5x32" \

@@ -7,7 +7,10 @@
 //   - every output within the tolerance of the reference (max |got - want| / max |want|);
 //   - 8 threads on one model handle, 2 runs each, bitwise equal to the serial run;
 //   - CUDA graphs (a model with cuda_graphs on, outputs at fixed addresses): 3 runs, the last two
-//     replaying the captured graph, bitwise equal to the plain launches.
+//     replaying the captured graph, bitwise equal to the plain launches;
+//   - a caller's stream (aotc_run_options.stream, a non-blocking CUstream of the device's primary
+//     context, libcuda opened here): 2 runs each of the plain and the graph model, bitwise equal
+//     to the serial run.
 // One table line per case; exit 1 when any check fails.
 //
 //   aotc_gpu_check [--device cuda:N|cpu] [--tolerance T] [--quick] [--trace] SUITE_DIR...
@@ -21,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -118,6 +122,60 @@ double relativeError(const Npy &want, const void *got) {
   return maxDiff == 0 ? 0 : maxDiff / std::max(maxWant, 1e-30);
 }
 
+/// The few driver calls that make a caller's stream: libcuda, opened here as the runtime opens it.
+class CallerStream {
+public:
+  /// A non-blocking stream in the primary context of device `index`; throws with the call that
+  /// failed.
+  explicit CallerStream(int index) {
+    Lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!Lib)
+      throw aotc::rt::Error(AOTC_ERROR_INTERNAL,
+                            std::string("caller stream: cannot open libcuda.so.1: ") + dlerror());
+    using Init = int (*)(unsigned);
+    using DeviceGet = int (*)(int *, int);
+    using Retain = int (*)(void **, int);
+    using SetCurrent = int (*)(void *);
+    using Create = int (*)(void **, unsigned);
+    int device = 0;
+    void *ctx = nullptr;
+    call("cuInit", fn<Init>("cuInit")(0));
+    call("cuDeviceGet", fn<DeviceGet>("cuDeviceGet")(&device, index));
+    call("cuDevicePrimaryCtxRetain", fn<Retain>("cuDevicePrimaryCtxRetain")(&ctx, device));
+    call("cuCtxSetCurrent", fn<SetCurrent>("cuCtxSetCurrent")(ctx));
+    call("cuStreamCreate", fn<Create>("cuStreamCreate")(&Stream, 1 /* CU_STREAM_NON_BLOCKING */));
+    Sync = fn<int (*)(void *)>("cuStreamSynchronize");
+    Destroy = fn<int (*)(void *)>("cuStreamDestroy_v2");
+  }
+  ~CallerStream() {
+    if (Stream)
+      Destroy(Stream);
+  }
+  CallerStream(const CallerStream &) = delete;
+  CallerStream &operator=(const CallerStream &) = delete;
+  void *get() const { return Stream; }
+  void synchronize() const { call("cuStreamSynchronize", Sync(Stream)); }
+
+private:
+  template <typename F> F fn(const char *name) {
+    void *f = dlsym(Lib, name);
+    if (!f)
+      throw aotc::rt::Error(AOTC_ERROR_INTERNAL,
+                            std::string("caller stream: libcuda has no ") + name);
+    return reinterpret_cast<F>(f);
+  }
+  static void call(const char *what, int result) {
+    if (result != 0)
+      throw aotc::rt::Error(AOTC_ERROR_INTERNAL, "caller stream: " + std::string(what) +
+                                                     " failed with CUresult " +
+                                                     std::to_string(result));
+  }
+  void *Lib = nullptr; // never closed: the runtime holds libcuda open too
+  void *Stream = nullptr;
+  int (*Sync)(void *) = nullptr;
+  int (*Destroy)(void *) = nullptr;
+};
+
 struct Options {
   bool cuda = true;
   int index = 0;
@@ -209,8 +267,10 @@ public:
   }
   /// Runs `entry`; returns each output's bytes on the host. With `sizes`, into output buffers
   /// of those sizes allocated once (the same addresses every run, as CUDA graphs need).
+  /// With `stream`, the run is enqueued on that caller's stream, synchronized before the copies.
   std::vector<std::vector<uint8_t>> run(const std::string &entry,
-                                        const std::vector<size_t> *sizes = nullptr) {
+                                        const std::vector<size_t> *sizes = nullptr,
+                                        const CallerStream *stream = nullptr) {
     int32_t e = 0, n = 0;
     Api.check(Api.model_find_entry(M, entry.c_str(), &e));
     Api.check(Api.model_num_outputs(M, e, &n));
@@ -230,8 +290,13 @@ public:
       outs[i].data = Fixed[i];
       outs[i].size_bytes = (*sizes)[i];
     }
+    aotc_run_options options;
+    Api.run_options_init(&options);
+    options.stream = stream ? stream->get() : nullptr;
     Api.check(
-        Api.model_run_v2(M, e, Tensors.data(), Tensors.size(), outs.data(), outs.size(), nullptr));
+        Api.model_run_v2(M, e, Tensors.data(), Tensors.size(), outs.data(), outs.size(), &options));
+    if (stream)
+      stream->synchronize();
     std::vector<std::vector<uint8_t>> host;
     for (aotc_tensor &t : outs) {
       host.emplace_back(t.size_bytes);
@@ -315,7 +380,7 @@ bool checkCase(const Case &c, const std::string &so, const Options &o) {
       threads = std::to_string(total) + "/16";
       ok = ok && total == 16;
     }
-    std::string graphs = "-";
+    std::string graphs = "-", streams = "-";
     if (!o.quick && o.cuda) {
       phase("CUDA graphs");
       Runner g(so, o, 4);
@@ -328,9 +393,18 @@ bool checkCase(const Case &c, const std::string &so, const Options &o) {
         equal += g.run(c.entry, &sizes) == serial;
       graphs = std::to_string(equal) + "/3";
       ok = ok && equal == 3;
+      phase("caller stream");
+      CallerStream stream(o.index);
+      int same = 0;
+      for (int k = 0; k < 2; ++k)
+        same += (r.run(c.entry, nullptr, &stream) == serial) +
+                (g.run(c.entry, &sizes, &stream) == serial);
+      streams = std::to_string(same) + "/4";
+      ok = ok && same == 4;
     }
-    std::printf("%-40s %-10s %10.3g %8s %7s %s  (%s)\n", c.dir.c_str(), c.entry.c_str(), err,
-                threads.c_str(), graphs.c_str(), ok ? "ok" : "FAILED", r.deviceName().c_str());
+    std::printf("%-40s %-10s %10.3g %8s %7s %7s %s  (%s)\n", c.dir.c_str(), c.entry.c_str(), err,
+                threads.c_str(), graphs.c_str(), streams.c_str(), ok ? "ok" : "FAILED",
+                r.deviceName().c_str());
     return ok;
   } catch (const aotc::rt::Error &e) {
     std::printf("%-40s FAILED: %s\n", c.dir.c_str(), e.what());
@@ -372,8 +446,8 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "aotc_gpu_check: no suite directory given\n");
     return 2;
   }
-  std::printf("%-40s %-10s %10s %8s %7s %s\n", "case", "entry", "rel err", "threads", "graphs",
-              "result");
+  std::printf("%-40s %-10s %10s %8s %7s %7s %s\n", "case", "entry", "rel err", "threads", "graphs",
+              "stream", "result");
   bool all = true;
   for (const std::string &suite : suites) {
     // SUITE/MODEL.so beside SUITE/MODEL/<case>/...
