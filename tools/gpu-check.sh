@@ -80,11 +80,14 @@ prepare() {
   model gpt2_tiny examples/gpt2/gpt2_tiny.cpp "--dyn batch=1..2 --dyn seq=1..16 --weights tests/fixtures/gpt2/w.safetensors" \
     forward input_ids=1x1 forward input_ids=2x16 prefill input_ids=2x9 \
     decode "input_ids=1x1 past=2x2x1x4x1x8" decode "input_ids=2x1 past=2x2x2x4x15x8"
-  # The tensor cores' three mma kinds on small models (a tiny ResNet at another precision would
-  # add 20 MiB; its convolutions differ from the GEMMs only in B's addressing, which the fp32
-  # kernels share).
+  # The tensor cores' three mma kinds on small models.
   PRECISION=tf32 model mlp_tf32 examples/mlp/mlp.cpp "" forward x=1x784 forward x=512x784
   PRECISION=bf16 model mlp_bf16 examples/mlp/mlp.cpp "" forward x=3x784 forward x=256x784
+  # The 16-bit GEMM buffers (bf16 and fp16 convolutions, and GEMMs of many tiles): a tiny
+  # ResNet's 128 x 64 tiles, an LM-head-wide projection's 128 x 128 ones.
+  PRECISION=fp16 model tiny_basic_fp16 examples/resnet/tiny_basic.cpp "--dyn batch=1..4 --weights $root/work/basic.safetensors" \
+    forward x=4x3x32x32
+  PRECISION=bf16 model wide_head_bf16 tools/gpu-check/models/wide_head.cpp "" forward x=9x96 forward x=130x96
   PRECISION=fp16 model gpt2_tiny_fp16 examples/gpt2/gpt2_tiny.cpp "--dyn batch=1..2 --dyn seq=1..16 --weights tests/fixtures/gpt2/w.safetensors" \
     forward input_ids=2x16 decode "input_ids=2x1 past=2x2x2x4x15x8"
   # The driver's PTX JIT: an sm_80 cubin does not run on sm_90 and later, so there this

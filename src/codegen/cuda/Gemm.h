@@ -21,8 +21,9 @@ llvm::Expected<CudaKernel> emitGemmKernel(llvm::Module &m, codegen::MathLibrary 
 
 /// The same GemmCall on the tensor cores (mma.sync, sm_80 and later) for a GEMM whose
 /// precision is tf32, bf16 or fp16: one block of tiles.threads() threads per blockM x blockN
-/// output tile, operands streamed by cp.async, rounded to the precision as fragments are
-/// loaded, accumulated in f32. The same errors as emitGemmKernel, and one for fp32.
+/// output tile, operands rounded to the precision (in shared memory or as fragments are loaded,
+/// by tiles.elementBytes), accumulated in f32. The same errors as emitGemmKernel, one for fp32,
+/// and one for tf32 in 16-bit buffers.
 llvm::Expected<CudaKernel> emitMmaGemmKernel(llvm::Module &m, codegen::MathLibrary &math,
                                              const kir::EntryKernels &entry, const kir::Step &step,
                                              const llvm::StringMap<unsigned> &symIndex,

@@ -505,13 +505,34 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
   return out;
 }
 
+/// The tensor-core tiles of a bf16 or fp16 GEMM: one kernel a GEMM whatever its dims, since an
+/// artifact holds every arch's cubin of each. A convolution takes the 16-bit buffers on 128 x 64
+/// tiles. A plain GEMM takes them on 128 x 128 tiles where it has at least GemmFewBlocks of those
+/// with every dim at 1 (the LM head's 50257 columns; tile counts grow with the dims), else the
+/// f32 buffers on 128 x 64 tiles, which were faster at the sizes of transformer layers on an
+/// H200 (docs/cuda.md).
+const MmaGemmTiles &halfGemmTiles(const kir::GemmCall &g) {
+  if (g.b.conv)
+    return ConvTensorCoreGemmTiles;
+  const MmaGemmTiles &big = HalfTensorCoreGemmTiles;
+  SymExpr tiles = gemmTileCount(g, big.blockM, big.blockN);
+  std::set<std::string, std::less<>> symbols;
+  tiles.collectSymbols(symbols);
+  std::map<std::string, int64_t, std::less<>> ones;
+  for (const std::string &s : symbols)
+    ones[s] = 1;
+  std::optional<int64_t> least = tiles.evaluate(ones);
+  return least && *least >= GemmFewBlocks ? big : TensorCoreGemmTiles;
+}
+
 /// The kernels of a GEMM step: a small-m kernel for each tier its m may fall in; for more rows,
 /// fp32 GEMMs in f32 on the CUDA cores (on 32 x 32 tiles where 64 x 64 ones would be too few
 /// blocks to fill the GPU), tf32, bf16 and fp16 ones on the tensor cores (which every arch of
-/// CudaTarget.h has). Each kernel serves where its gate, the minimum of some terms, is positive:
-/// a gate that is a constant decides at export (a kernel whose gate is not positive is not
-/// emitted); a symbolic one becomes the y extent of the kernel's grid, 1 where the kernel serves
-/// and at most 0 (no launch) elsewhere, so that a run launches one kernel of the step.
+/// CudaTarget.h has; bf16 and fp16 on the tiles of halfGemmTiles). Each kernel serves where its
+/// gate, the minimum of some terms, is positive: a gate that is a constant decides at export (a
+/// kernel whose gate is not positive is not emitted); a symbolic one becomes the y extent of the
+/// kernel's grid, 1 where the kernel serves and at most 0 (no launch) elsewhere, so that a run
+/// launches one kernel of the step.
 Error emitGemmKernels(Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry,
                       const kir::Step &step, const StringMap<unsigned> &symIndex,
                       std::vector<CudaKernel> &out) {
@@ -536,10 +557,13 @@ Error emitGemmKernels(Module &m, codegen::MathLibrary &math, const kir::EntryKer
                       [&] { return emitSmallGemmKernel(m, math, entry, step, symIndex, t); }))
       return e;
   const SymExpr more = g.m - SymExpr(SmallGemmTiers[std::size(SmallGemmTiers) - 1].maxM);
-  if (g.precision != kir::Precision::FP32)
+  if (g.precision == kir::Precision::TF32)
     return add({more}, [&] {
       return emitMmaGemmKernel(m, math, entry, step, symIndex, TensorCoreGemmTiles);
     });
+  if (g.precision != kir::Precision::FP32)
+    return add({more},
+               [&] { return emitMmaGemmKernel(m, math, entry, step, symIndex, halfGemmTiles(g)); });
   const GemmTiles &big = CudaCoreGemmTiles;
   SymExpr blocks = gemmTileCount(g, big.blockM, big.blockN);
   if (Error e = add({more, SymExpr(GemmFewBlocks) - blocks}, [&] {

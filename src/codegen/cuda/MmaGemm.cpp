@@ -1,10 +1,15 @@
-// The GEMM library kernel on the tensor cores (mma.sync, sm_80 and later), for GEMMs whose
-// precision allows tf32, bf16 or fp16 operands. Each block streams A and B tiles into shared
-// memory with cp.async, `stages` k-tiles in flight (zero-filled past the matrices' edges and in
-// a convolution's padding, so no thread branches around a copy); each warp loads its A and B
-// fragments from shared memory by PTX's layouts, rounding the f32 operands to the precision as
-// it does (cvt.rna.tf32.f32, cvt.rn.{bf16,f16}x2.f32), and accumulates m16n8 tiles in f32. The
-// fused epilogue runs on each output element as it is stored.
+// The GEMM library kernels on the tensor cores (mma.sync, sm_80 and later), for GEMMs whose
+// precision allows tf32, bf16 or fp16 operands; each warp accumulates m16n8 tiles in f32 and
+// the fused epilogue runs on each output element as it is stored. Two ways to feed them
+// (MmaGemmTiles::elementBytes):
+//   - f32 buffers: each block streams A and B tiles into shared memory with cp.async, `stages`
+//     k-tiles in flight (zero-filled past the matrices' edges and in a convolution's padding, so
+//     no thread branches around a copy); each warp loads its fragments element by element by
+//     PTX's layouts, rounding them to the precision as it does (cvt.rna.tf32.f32,
+//     cvt.rn.{bf16,f16}x2.f32).
+//   - 16-bit buffers (bf16, fp16): each thread loads its share of k-tile kt + 1 into registers
+//     while the warps compute on k-tile kt, then rounds it in pairs and stores it into the other
+//     buffer; ldmatrix.x4 loads the fragments (.trans for B kept k-major in shared memory).
 #include "codegen/cuda/Gemm.h"
 #include "codegen/cuda/GemmOperands.h"
 #include "codegen/cuda/KernelBuilder.h"
@@ -28,7 +33,8 @@ public:
   MmaGemmKernel(Module &m, Builder &b, codegen::ExprEmitter &ex, const kir::GemmCall &g,
                 const MmaGemmTiles &t, const KernelFunction &kf, GlobalVariable *aTile,
                 GlobalVariable *bTile)
-      : Mod(m), B(b), P(g.precision), T(t), Ops(b, ex, g, kf), ATile(aTile), BTile(bTile) {}
+      : Mod(m), B(b), P(g.precision), T(t), Ops(b, ex, g, kf), ATile(aTile), BTile(bTile),
+        BAlongK(t.elementBytes == 2 && kAlongRows(g.b)) {}
 
   void emit() {
     Tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
@@ -44,9 +50,15 @@ public:
     WarpRow = B.CreateMul(warpRow, B.getInt64(T.warpM()), "warp.row");
     WarpCol = B.CreateMul(warpCol, B.getInt64(T.warpN()), "warp.col");
     Value *kTiles = ceilDiv(B, Ops.k(), T.blockK);
-    for (unsigned s = 0; s + 1 < T.stages; ++s)
-      issueStage(B.getInt64(s), B.getInt64(s), kTiles);
-    accumulate(kTiles);
+    if (T.elementBytes == 2) {
+      storeStage(B.getInt64(0), loadStage(B.getInt64(0)));
+      B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
+      accumulateHalf(kTiles);
+    } else {
+      for (unsigned s = 0; s + 1 < T.stages; ++s)
+        issueStage(B.getInt64(s), B.getInt64(s), kTiles);
+      accumulate(kTiles);
+    }
     storeOutputs();
   }
 
@@ -73,13 +85,13 @@ private:
     B.CreateCondBr(B.CreateICmpULT(kt, kTiles), copy, done);
     B.SetInsertPoint(copy);
     Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
-    Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageFloats()));
+    Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
     forTileElements(B, Tid, T.threads(), T.blockM, T.blockK, [&](Value *, Value *r, Value *c) {
       Value *row = B.CreateAdd(M0, r);
       Value *col = B.CreateAdd(k0, c);
       copyElement(Ops.aData(), Ops.a(row, col), sharedElement(B, ATile, aSlot(aBase, r, c)));
     });
-    Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageFloats()));
+    Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
     forTileElements(B, Tid, T.threads(), T.blockK, T.blockN, [&](Value *, Value *r, Value *c) {
       Value *row = B.CreateAdd(k0, r);
       Value *col = B.CreateAdd(N0, c);
@@ -167,6 +179,169 @@ private:
     return regs;
   }
 
+  // The 16-bit buffers. B's rows run along k in memory (a transposed weight, nn.Linear's
+  // [n, k]) when its row stride is 1: then its shared tile is n-major too, so that consecutive
+  // threads read consecutive k; else it is k-major, consecutive threads reading consecutive n.
+  static bool kAlongRows(const kir::MatrixOperand &b) {
+    std::optional<int64_t> stride = b.rowStride.constant();
+    return !b.conv && stride && *stride == 1;
+  }
+
+  // Pairs of consecutive elements each thread moves from a k-tile of A, then of B, into the
+  // shared buffers: A's tile as blockM rows of blockK / 2 pairs (along k), B's as blockK rows of
+  // blockN / 2 pairs (along n) or, along k, blockN rows of blockK / 2 pairs.
+  struct Pair {
+    Value *slot;    // the pair's first element in its stage (an offset of 16-bit elements)
+    Value *lo, *hi; // f32 values
+  };
+  struct StagedTile {
+    SmallVector<Pair, 16> a, b;
+  };
+
+  // Loads this thread's pairs of k-tile kt from memory (0 past the matrices and in a
+  // convolution's padding; every address exists, so no branch).
+  StagedTile loadStage(Value *kt) {
+    StagedTile t;
+    Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
+    unsigned kPairs = T.blockK / 2, nPairs = T.blockN / 2;
+    forTileElements(B, Tid, T.threads(), T.blockM, kPairs, [&](Value *, Value *r, Value *p) {
+      Value *k = B.CreateAdd(k0, B.CreateMul(p, B.getInt64(2)));
+      Value *row = B.CreateAdd(M0, r);
+      Value *lo = Ops.load(Ops.aData(), Ops.a(row, k));
+      Value *hi = Ops.load(Ops.aData(), Ops.a(row, B.CreateAdd(k, B.getInt64(1))));
+      Value *slot =
+          B.CreateAdd(B.CreateMul(r, B.getInt64(T.blockK + T.padA)), B.CreateMul(p, B.getInt64(2)));
+      t.a.push_back({slot, lo, hi});
+    });
+    if (BAlongK) {
+      forTileElements(B, Tid, T.threads(), T.blockN, kPairs, [&](Value *, Value *c, Value *p) {
+        Value *k = B.CreateAdd(k0, B.CreateMul(p, B.getInt64(2)));
+        Value *col = B.CreateAdd(N0, c);
+        Value *lo = Ops.load(Ops.bData(), Ops.b(k, col));
+        Value *hi = Ops.load(Ops.bData(), Ops.b(B.CreateAdd(k, B.getInt64(1)), col));
+        Value *slot = B.CreateAdd(B.CreateMul(c, B.getInt64(T.blockK + T.padB)),
+                                  B.CreateMul(p, B.getInt64(2)));
+        t.b.push_back({slot, lo, hi});
+      });
+      return t;
+    }
+    forTileElements(B, Tid, T.threads(), T.blockK, nPairs, [&](Value *, Value *r, Value *p) {
+      Value *k = B.CreateAdd(k0, r);
+      Value *col = B.CreateAdd(N0, B.CreateMul(p, B.getInt64(2)));
+      Value *lo = Ops.load(Ops.bData(), Ops.b(k, col));
+      Value *hi = Ops.load(Ops.bData(), Ops.b(k, B.CreateAdd(col, B.getInt64(1))));
+      Value *slot =
+          B.CreateAdd(B.CreateMul(r, B.getInt64(T.blockN + T.padB)), B.CreateMul(p, B.getInt64(2)));
+      t.b.push_back({slot, lo, hi});
+    });
+    return t;
+  }
+
+  // Rounds the pairs to the precision and stores them into buffer `stage`, one 32-bit word each.
+  void storeStage(Value *stage, const StagedTile &t) {
+    auto store = [&](GlobalVariable *tile, Value *base, const Pair &pair) {
+      Value *word = B.CreateBitCast(fragment(pair.lo, pair.hi), B.getInt32Ty());
+      B.CreateAlignedStore(word, sharedElement(B, tile, B.CreateAdd(base, pair.slot)), Align(4));
+    };
+    Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
+    for (const Pair &pair : t.a)
+      store(ATile, aBase, pair);
+    Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
+    for (const Pair &pair : t.b)
+      store(BTile, bBase, pair);
+  }
+
+  // ldmatrix.x4 (.trans) at this lane's row address: four 8x8 matrices of 16-bit pairs, lanes
+  // 8i..8i+7 giving the rows of matrix i; returns its four registers as the mma takes them.
+  SmallVector<Value *, 4> ldmatrix(GlobalVariable *tile, Value *slot, bool trans) {
+    Intrinsic::ID id = trans ? Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16
+                             : Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16;
+    Value *ptr = sharedElement(B, tile, slot);
+    SmallVector<Type *, 1> overload;
+    if (Intrinsic::isOverloaded(id))
+      overload.push_back(ptr->getType());
+    Value *d = B.CreateIntrinsic(id, overload, {ptr});
+    SmallVector<Value *, 4> regs;
+    Type *reg = P == kir::Precision::BF16
+                    ? B.getInt32Ty()
+                    : static_cast<Type *>(FixedVectorType::get(B.getHalfTy(), 2));
+    for (unsigned i = 0; i < 4; ++i)
+      regs.push_back(B.CreateBitCast(B.CreateExtractValue(d, i), reg));
+    return regs;
+  }
+
+  // This lane's row of the ldmatrix.x4 matrices: matrix i = lane / 8, row lane % 8 of it.
+  std::pair<Value *, Value *> ldmatrixLane() {
+    Value *lane = B.CreateURem(Tid, B.getInt64(32));
+    return {B.CreateURem(lane, B.getInt64(8)), B.CreateUDiv(lane, B.getInt64(8))};
+  }
+
+  // A's fragment of mma tile mi at k-step ks: matrices (rows +0, k +0), (+8, +0), (+0, +8),
+  // (+8, +8) are its registers a0..a3.
+  SmallVector<Value *, 4> aFragmentHalf(Value *aBase, unsigned mi, unsigned ks) {
+    auto [r, i] = ldmatrixLane();
+    Value *rowPart = B.CreateMul(B.CreateAnd(i, B.getInt64(1)), B.getInt64(8));
+    Value *kPart = B.CreateMul(B.CreateLShr(i, B.getInt64(1)), B.getInt64(8));
+    Value *row = B.CreateAdd(B.CreateAdd(WarpRow, B.getInt64(mi * MmaM)), B.CreateAdd(r, rowPart));
+    Value *k = B.CreateAdd(kPart, B.getInt64(ks * 16));
+    Value *slot = B.CreateAdd(B.CreateMul(row, B.getInt64(T.blockK + T.padA)), k);
+    return ldmatrix(ATile, B.CreateAdd(aBase, slot), false);
+  }
+
+  // B's fragments of mma tiles ni and ni + 1 at k-step ks: matrices (k +0, n +0), (+8, +0),
+  // (+0, +8), (+8, +8) are b0, b1 of tile ni and b0, b1 of tile ni + 1.
+  std::pair<SmallVector<Value *, 2>, SmallVector<Value *, 2>>
+  bFragmentsHalf(Value *bBase, unsigned ni, unsigned ks) {
+    auto [r, i] = ldmatrixLane();
+    Value *kPart = B.CreateMul(B.CreateAnd(i, B.getInt64(1)), B.getInt64(8));
+    Value *nPart = B.CreateMul(B.CreateLShr(i, B.getInt64(1)), B.getInt64(8));
+    Value *n = B.CreateAdd(WarpCol, B.CreateAdd(nPart, B.getInt64(ni * MmaN)));
+    Value *k = B.CreateAdd(kPart, B.getInt64(ks * 16));
+    Value *slot;
+    if (BAlongK) { // rows n, their k contiguous: row n + r at column k
+      Value *row = B.CreateAdd(n, r);
+      slot = B.CreateAdd(B.CreateMul(row, B.getInt64(T.blockK + T.padB)), k);
+    } else { // rows k, their n contiguous: row k + r at column n, read transposed
+      Value *row = B.CreateAdd(k, r);
+      slot = B.CreateAdd(B.CreateMul(row, B.getInt64(T.blockN + T.padB)), n);
+    }
+    SmallVector<Value *, 4> regs = ldmatrix(BTile, B.CreateAdd(bBase, slot), !BAlongK);
+    return {{regs[0], regs[1]}, {regs[2], regs[3]}};
+  }
+
+  void accumulateHalf(Value *kTiles) {
+    auto step = [&](Value *kt, ArrayRef<Value *> accs) {
+      // k-tile kt + 1 comes into registers while the warps compute on kt; it goes into the
+      // other buffer, which every warp finished reading before the last iteration's barrier.
+      Value *next = B.CreateAdd(kt, B.getInt64(1));
+      StagedTile staged = loadStage(next);
+      Value *stage = B.CreateAnd(kt, B.getInt64(1));
+      Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
+      Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
+      SmallVector<Value *, 64> sums(accs.begin(), accs.end());
+      for (unsigned ks = 0; ks < T.blockK / 16; ++ks) {
+        SmallVector<SmallVector<Value *, 4>, 4> a;
+        SmallVector<SmallVector<Value *, 2>, 4> b;
+        for (unsigned mi = 0; mi < tilesM(); ++mi)
+          a.push_back(aFragmentHalf(aBase, mi, ks));
+        for (unsigned ni = 0; ni < tilesN(); ni += 2) {
+          auto [first, second] = bFragmentsHalf(bBase, ni, ks);
+          b.push_back(first);
+          b.push_back(second);
+        }
+        for (unsigned mi = 0; mi < tilesM(); ++mi)
+          for (unsigned ni = 0; ni < tilesN(); ++ni)
+            mma(a[mi], b[ni], MutableArrayRef(sums).slice((mi * tilesN() + ni) * 4, 4));
+      }
+      // Past the last k-tile the staged values are zeros, stored where nothing reads them.
+      storeStage(B.CreateXor(stage, B.getInt64(1)), staged);
+      B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
+      return sums;
+    };
+    SmallVector<Value *, 64> acc = kTileLoop(B, kTiles, tilesM() * tilesN() * 4, step);
+    Acc.assign(acc.begin(), acc.end());
+  }
+
   // acc[0..3] += A fragment x B fragment.
   void mma(ArrayRef<Value *> a, ArrayRef<Value *> b, MutableArrayRef<Value *> acc) {
     Intrinsic::ID id = P == kir::Precision::TF32   ? Intrinsic::nvvm_mma_m16n8k8_row_col_tf32
@@ -192,8 +367,8 @@ private:
       Value *aheadStage = B.CreateURem(ahead, B.getInt64(T.stages));
       issueStage(aheadStage, ahead, kTiles);
       Value *stage = B.CreateURem(kt, B.getInt64(T.stages));
-      Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageFloats()));
-      Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageFloats()));
+      Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
+      Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
       SmallVector<Value *, 64> sums(accs.begin(), accs.end());
       for (unsigned ks = 0; ks < T.blockK / mmaK(P); ++ks) {
         SmallVector<SmallVector<Value *, 4>, 4> a;
@@ -234,6 +409,7 @@ private:
   const MmaGemmTiles &T;
   GemmOperands Ops;
   GlobalVariable *ATile, *BTile;
+  const bool BAlongK; // 16-bit buffers: B's shared tile n-major (kAlongRows)
   Value *Tid = nullptr, *M0 = nullptr, *N0 = nullptr, *Group = nullptr, *InGroup = nullptr;
   Value *WarpRow = nullptr, *WarpCol = nullptr;
   SmallVector<Value *, 64> Acc;
@@ -249,16 +425,21 @@ Expected<CudaKernel> emitMmaGemmKernel(Module &m, codegen::MathLibrary &math,
   if (g.precision == kir::Precision::FP32)
     return createStringError(fmt::format(
         "{}: GEMM '{}': fp32 precision does not run on the tensor cores", entry.name, g.name));
+  if (tiles.elementBytes == 2 && g.precision == kir::Precision::TF32)
+    return createStringError(
+        fmt::format("{}: GEMM '{}': tf32 operands do not fit 16-bit buffers", entry.name, g.name));
   assert(tiles.blockK % 16 == 0 && tiles.warpM() % 16 == 0 && tiles.warpN() % 8 == 0 &&
+         (tiles.elementBytes == 4 || (tiles.warpN() % 16 == 0 && tiles.stages == 2)) &&
          tiles.blockM * tiles.blockK % tiles.threads() == 0 &&
          tiles.blockK * tiles.blockN % tiles.threads() == 0 && "tiles the warps can load");
   return emitTiledGemm(
       m, math, entry, step, symIndex, tiles.blockM, tiles.blockN, tiles.threads(), g.name,
       [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
+        Type *elem = tiles.elementBytes == 2 ? b.getInt16Ty() : b.getFloatTy();
         GlobalVariable *aTile = sharedArray(
-            m, b.getFloatTy(), uint64_t(tiles.stages) * tiles.aStageFloats(), kernel + "_a_tiles");
+            m, elem, uint64_t(tiles.stages) * tiles.aStageElements(), kernel + "_a_tiles");
         GlobalVariable *bTile = sharedArray(
-            m, b.getFloatTy(), uint64_t(tiles.stages) * tiles.bStageFloats(), kernel + "_b_tiles");
+            m, elem, uint64_t(tiles.stages) * tiles.bStageElements(), kernel + "_b_tiles");
         MmaGemmKernel(m, b, ex, g, tiles, kf, aTile, bTile).emit();
       });
 }

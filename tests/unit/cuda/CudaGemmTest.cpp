@@ -218,6 +218,34 @@ TEST(CudaMmaGemm, LongKThroughThePipeline) {
                               true);
 }
 
+// The 16-bit buffers: bf16 and fp16 convolutions take them on ConvTensorCoreGemmTiles (the
+// CudaMmaGemm convolution tests above), plain GEMMs on HalfTensorCoreGemmTiles where they have
+// GemmFewBlocks 128 x 128 tiles with every dim at 1: here 132 matrices of one tile each. B read
+// along n (bmm), broadcast (batch stride 0), along k (a transposed operand: its shared tile is
+// n-major); k of 37 (a partial second k-tile) and of 200 (seven k-tiles through the two
+// buffers).
+const char *SixteenBit = R"(graph @t opset 1.0
+dim rows in 1..70
+entry @f(%0 : f32[132, rows, 37] = input "a", %1 : f32[132, 37, 45] = input "b", %2 : f32[37, 45] = input "w", %3 : f32[132, 45, 37] = input "c", %4 : f32[132, rows, 200] = input "d", %5 : f32[132, 200, 21] = input "e") {
+  %6 = aten.bmm(%0, %1) : f32[132, rows, 45]
+  %7 = aten.matmul(%0, %2) : f32[132, rows, 45]
+  %8 = aten.transpose.int(%3) {dim0 = 1, dim1 = 2} : f32[132, 37, 45]
+  %9 = aten.bmm(%0, %8) : f32[132, rows, 45]
+  %10 = aten.bmm(%4, %5) : f32[132, rows, 21]
+  return %6 as output "y", %7 as output "z", %9 as output "t", %10 as output "u"
+}
+)";
+TEST(CudaMmaGemm, SixteenBitBuffers) {
+  for (kir::Precision precision : {kir::Precision::BF16, kir::Precision::FP16}) {
+    SCOPED_TRACE(toString(precision).str());
+    test::expectEmulatedMatches(SixteenBit, {{{"rows", 70}}}, 1e-5, true, true, precision, true);
+  }
+}
+TEST(CudaMmaGemmPtxas, SixteenBitBuffers) {
+  for (kir::Precision precision : {kir::Precision::BF16, kir::Precision::FP16})
+    test::expectPtxasAccepts(SixteenBit, true, precision);
+}
+
 // fp32 stays on the CUDA cores, and a GEMM at fp32 is no tensor-core kernel.
 TEST(CudaMmaGemm, Fp32IsNotForTheTensorCores) {
   std::unique_ptr<Graph> g = aotc::test::prepare(Mm, true);
@@ -245,7 +273,7 @@ TEST(CudaGemmPtxas, NoSpills) {
   for (auto [text, precision] :
        {std::pair(Linear, kir::Precision::FP32), std::pair(ConvStrided, kir::Precision::FP32),
         std::pair(Linear, kir::Precision::TF32), std::pair(ConvStrided, kir::Precision::BF16),
-        std::pair(Linear, kir::Precision::FP16)}) {
+        std::pair(Linear, kir::Precision::FP16), std::pair(SixteenBit, kir::Precision::BF16)}) {
     SCOPED_TRACE(toString(precision).str());
     std::unique_ptr<Graph> g = aotc::test::prepare(text, true);
     ASSERT_TRUE(g);
