@@ -16,9 +16,10 @@
 # With the device tool of this project's sessions: `tools/gpu-check.sh prepare` here, then one
 # run call per group it prints (carry [".gpu-check/groupN"], command `tools/gpu-check.sh run
 # .gpu-check/groupN`). A call carries at most 64 MiB with the repository: the default suite (the
-# MLP at batch 1..512 and at tf32 and bf16, the tiny ResNets, GPT-2 tiny and at fp16, the tiny
-# captioner; cubins for sm_80 and sm_90) is 91 MiB, two groups; --full adds ResNet-18,
-# ResNet-50, GPT-2 small and the captioner, more groups. Each group holds its own checker and
+# MLP at batch 1..512 and at tf32 and bf16, the tiny ResNets and one at fp16, GPT-2 tiny, at fp16
+# and through the PTX JIT, the tiny captioner, a wide projection at bf16) is 138 MiB with
+# GPU_CHECK_ARCHS=sm_90, three groups; --full adds ResNet-18, ResNet-50, GPT-2 small and the
+# captioner, whose weights alone are more than one call carries. Each group holds its own checker and
 # stands alone: calls may run in any order, on a warm machine or a fresh one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
