@@ -120,8 +120,9 @@ struct StagedSpec {
 using Epilogue = std::function<ExprId(Scope &, llvm::ArrayRef<ExprId>, ExprId)>;
 
 DType computeType(DType t);
-/// softmax / log_softmax of `x` along `dim`, computed in `out`'s compute type.
-LValue *softmaxOf(Lowerer &L, LValue *x, int64_t dim, DType out, bool log);
+/// softmax / log_softmax of `x` along `dim`, computed in `out`'s compute type; `safe` gives 0
+/// where every element of the row is -inf (attention over a row the mask hides entirely).
+LValue *softmaxOf(Lowerer &L, LValue *x, int64_t dim, DType out, bool log, bool safe = false);
 /// Dense row-major strides of `shape`.
 llvm::SmallVector<SymExpr, 4> denseStrides(llvm::ArrayRef<SymExpr> shape);
 SymExpr numelOf(llvm::ArrayRef<SymExpr> shape);

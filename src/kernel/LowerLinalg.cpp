@@ -459,7 +459,10 @@ llvm::Error Lowerer::lowerLinalg(const Node &n) {
     (*scores)->name = valueName(n.result()) + ".scores";
     if (auto l = realize(*scores); !l)
       return l.takeError();
-    LValue *p = softmaxOf(*this, *scores, (*scores)->shape.size() - 1, q->dtype, false);
+    // A row a mask hides entirely attends to nothing: zeros, not NaN (PyTorch's safe softmax).
+    // The causal mask alone hides no row: row i sees key 0.
+    LValue *p =
+        softmaxOf(*this, *scores, (*scores)->shape.size() - 1, q->dtype, false, mask != nullptr);
     p->name = valueName(n.result()) + ".probs";
     r = gemm(p, v, "sdpa");
     if (r && grouped) {

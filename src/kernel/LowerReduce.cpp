@@ -4,6 +4,7 @@
 #include "kernel/LowerImpl.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace aotc::kir::lower {
 
@@ -74,7 +75,7 @@ LValue *Lowerer::reduce(LValue *in, ReduceOp op, llvm::ArrayRef<int64_t> dimsIn,
   return v;
 }
 
-LValue *softmaxOf(Lowerer &L, LValue *x, int64_t dim, DType out, bool log) {
+LValue *softmaxOf(Lowerer &L, LValue *x, int64_t dim, DType out, bool log, bool safe) {
   DType ct = computeType(out);
   LValue *xc = x;
   if (computeType(x->dtype) != ct || x->dtype != out)
@@ -83,7 +84,7 @@ LValue *softmaxOf(Lowerer &L, LValue *x, int64_t dim, DType out, bool log) {
                        return L.cast(ct, L.cast(out, L.read(x, s, idx)));
                      });
   LValue *m = L.reduce(xc, ReduceOp::Max, {dim}, true, out, false, "amax");
-  m->uses = 1;
+  m->uses = safe ? 2 : 1;
   LValue *shifted = L.pointwise(
       out, x->shape, {xc, m}, "sub", [&L, xc, m, ct](Scope &s, llvm::ArrayRef<ExprId> idx) {
         return L.binary(BinaryOp::Sub, L.read(xc, s, idx), L.readBroadcast(m, s, idx, ct));
@@ -96,14 +97,22 @@ LValue *softmaxOf(Lowerer &L, LValue *x, int64_t dim, DType out, bool log) {
   e->uses = log ? 1 : 2;
   LValue *sum = L.reduce(e, ReduceOp::Sum, {dim}, true, out, false, "sum");
   sum->uses = 1;
-  LValue *r = L.pointwise(out, x->shape, {e, shifted, sum}, log ? "log_softmax" : "softmax",
-                          [&L, e, shifted, sum, ct, log](Scope &s, llvm::ArrayRef<ExprId> idx) {
-                            ExprId total = L.readBroadcast(sum, s, idx, ct);
-                            if (log)
-                              return L.binary(BinaryOp::Sub, L.read(shifted, s, idx),
-                                              L.unary(UnaryOp::Log, total));
-                            return L.binary(BinaryOp::Div, L.read(e, s, idx), total);
-                          });
+  std::vector<LValue *> deps = {e, shifted, sum};
+  if (safe)
+    deps.push_back(m);
+  LValue *r =
+      L.pointwise(out, x->shape, deps, log ? "log_softmax" : "softmax",
+                  [&L, e, shifted, sum, m, ct, log, safe](Scope &s, llvm::ArrayRef<ExprId> idx) {
+                    ExprId total = L.readBroadcast(sum, s, idx, ct);
+                    ExprId y = log ? L.binary(BinaryOp::Sub, L.read(shifted, s, idx),
+                                              L.unary(UnaryOp::Log, total))
+                                   : L.binary(BinaryOp::Div, L.read(e, s, idx), total);
+                    if (!safe)
+                      return y;
+                    ExprId ninf = L.cNum(-std::numeric_limits<double>::infinity(), ct);
+                    ExprId hidden = L.binary(BinaryOp::Eq, L.readBroadcast(m, s, idx, ct), ninf);
+                    return L.select(hidden, L.cNum(0, ct), y);
+                  });
   return r;
 }
 

@@ -206,6 +206,25 @@ entry @f(%0 : f32[12, 10] = input "t", %1 : i64[batch] = input "i", %2 : i64[12,
                 {{{"batch", 1}}, {{"batch", 4}}}, 1e-5, /*decompose=*/false);
 }
 
+// A query row whose keys the mask all hides (row 0 here: keys j < i) gets zeros, as the
+// interpreter and PyTorch (2.5 on, its safe softmax) give it, not the NaN of a softmax over
+// -inf alone; the other rows are plain attention.
+TEST(Lower, AttentionFullyMaskedRowIsZero) {
+  const char *text = R"(graph @t opset 1.0
+dim batch in 1..3
+entry @f(%0 : f32[batch, 2, 4, 3] = input "q", %1 : f32[batch, 2, 5, 3] = input "k", %2 : f32[batch, 2, 5, 3] = input "v") {
+  %3 = aten.arange.start_step() {start = 0, end = 5} : i64[5]
+  %4 = aten.arange.start_step() {start = 0, end = 4} : i64[4]
+  %5 = aten.reshape(%4) {shape = [4, 1]} : i64[4, 1]
+  %6 = aten.lt.Tensor(%3, %5) : bool[4, 5]
+  %7 = aten.scaled_dot_product_attention(%0, %1, %2, %6) : f32[batch, 2, 4, 3]
+  return %7 as output "a"
+}
+)";
+  for (bool decompose : {true, false})
+    expectMatches(text, {{{"batch", 1}}, {{"batch", 3}}}, 1e-5, decompose);
+}
+
 // Both branches run in every call (one cond on p, one on !p); the then-branch nests a cond and
 // both have temporaries that must not share arena bytes with anything live.
 TEST(Lower, CondBranchesAndNesting) {
