@@ -361,6 +361,8 @@ Tensor operator>>(const Tensor &a, const ScalarAt &b);
 Tensor operator&(const Scalar &a, const TensorAt &b);
 Tensor operator|(const Scalar &a, const TensorAt &b);
 Tensor operator^(const Scalar &a, const TensorAt &b);
+Tensor operator<<(const Scalar &a, const TensorAt &b);
+Tensor operator>>(const Scalar &a, const TensorAt &b);
 Tensor operator~(const TensorAt &a);
 Tensor &operator+=(Tensor &a, const TensorAt &b);
 Tensor &operator*=(Tensor &a, const TensorAt &b);

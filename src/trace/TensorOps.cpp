@@ -554,6 +554,27 @@ Tensor operator>>(const Tensor &a, const ScalarAt &b) {
 Tensor operator&(const Scalar &a, const TensorAt &b) { return b.value.bitwise_and(a, b.loc); }
 Tensor operator|(const Scalar &a, const TensorAt &b) { return b.value.bitwise_or(a, b.loc); }
 Tensor operator^(const Scalar &a, const TensorAt &b) { return b.value.bitwise_xor(a, b.loc); }
+// The shifts with the number first, as libtorch's `1 << t` (ATen's .Scalar_Tensor overloads):
+// the number as a 0-d tensor of the dtype ATen computes in, t's for a number of its kind or
+// below (a wrapped number does not promote a tensor), i64 for an integer shifting a bool tensor,
+// f32 for a float shifting an integer one (which the shift refuses, naming the dtype, as ATen
+// does).
+static DType shiftedNumberType(const Scalar &n, const Tensor &t) {
+  DType dt = t.dtype();
+  if (n.kind() == Scalar::Kind::Float && !isFloating(dt))
+    return DType::F32;
+  if (n.kind() == Scalar::Kind::Int && dt == DType::Bool)
+    return DType::I64;
+  return dt;
+}
+Tensor operator<<(const Scalar &a, const TensorAt &b) {
+  Tensor n = full({}, a, shiftedNumberType(a, b.value), b.loc);
+  return n.bitwise_left_shift(b.value, b.loc);
+}
+Tensor operator>>(const Scalar &a, const TensorAt &b) {
+  Tensor n = full({}, a, shiftedNumberType(a, b.value), b.loc);
+  return n.bitwise_right_shift(b.value, b.loc);
+}
 Tensor operator~(const TensorAt &a) { return a.value.bitwise_not(a.loc); }
 Tensor &operator+=(Tensor &a, const TensorAt &b) { return a.add_(b.value, 1, b.loc); }
 Tensor &operator*=(Tensor &a, const TensorAt &b) { return a.mul_(b.value, b.loc); }

@@ -1,7 +1,8 @@
 // RUN: %aotc export %s --emit=ir 2>/dev/null | FileCheck %s
 // Bitwise ops as libtorch spells them: the operators & | ^ ~ << >> on tensors and numbers, the
 // methods and the free functions, each recorded as its ATen overload (.Tensor, .Scalar,
-// .Tensor_Scalar). e2e/bitwise.aotc and cuda/bitwise.aotc run this model compiled.
+// .Tensor_Scalar; a number shifted by a tensor as a 0-d tensor of the tensor's dtype).
+// e2e/bitwise.aotc and cuda/bitwise.aotc run this model compiled.
 #include <aotc/aotc.h>
 using namespace aotc;
 
@@ -30,8 +31,10 @@ struct M : nn::Module {
     Tensor flip = p ^ true;
     Tensor orNumber = 6 | q;
     Tensor fromFunction = bitwise_and(x, 0xF0);
-    return {both,      flipped,  differ, left, right,    narrowRight, narrowLeft,
-            byteRight, promoted, nand,   flip, orNumber, fromFunction};
+    Tensor numberLeft = 3 << n;
+    Tensor numberRight = -100 >> amount;
+    return {both,     flipped, differ, left,     right,        narrowRight, narrowLeft, byteRight,
+            promoted, nand,    flip,   orNumber, fromFunction, numberLeft,  numberRight};
   }
 };
 
@@ -40,7 +43,8 @@ AOTC_MODEL(M, dim("batch", 1, 16),
                       input("c", {"batch", 4}, i32), input("p", {"batch", 4}, boolean),
                       input("q", {4}, boolean)));
 
-// CHECK:      entry @forward(%0 : i64[batch, 4] = input "a", %1 : i64[4] = input "b", %2 : i32[batch, 4] = input "c", %3 : bool[batch, 4] = input "p", %4 : bool[4] = input "q") {
+// CHECK:      entry @forward(%0 : i64[batch, 4] = input "a", %1 : i64[4] = input "b", %2 :
+// i32[batch, 4] = input "c", %3 : bool[batch, 4] = input "p", %4 : bool[4] = input "q") {
 // CHECK-NEXT:   %5 = aten.mul.Scalar(%0) {other = 37} : i64[batch, 4]
 // CHECK-NEXT:   %6 = aten.sub.Scalar(%5) {other = 150} : i64[batch, 4]
 // CHECK-NEXT:   %7 = aten.mul.Scalar(%1) {other = 8} : i64[4]
@@ -64,4 +68,12 @@ AOTC_MODEL(M, dim("batch", 1, 16),
 // CHECK-NEXT:   %25 = aten.bitwise_xor.Scalar(%3) {other = true} : bool[batch, 4]
 // CHECK-NEXT:   %26 = aten.bitwise_or.Scalar(%4) {other = 6} : i64[4]
 // CHECK-NEXT:   %27 = aten.bitwise_and.Scalar(%6) {other = 240} : i64[batch, 4]
-// CHECK-NEXT:   return %9 as output "output0", %12 as output "output1", %11 as output "output2", %13 as output "output3", %14 as output "output4", %17 as output "output5", %18 as output "output6", %21 as output "output7", %22 as output "output8", %24 as output "output9", %25 as output "output10", %26 as output "output11", %27 as output "output12"
+// CHECK-NEXT:   %28 = aten.full() {size = [], fill_value = 3, dtype = i64} : i64[]
+// CHECK-NEXT:   %29 = aten.bitwise_left_shift.Tensor(%28, %8) : i64[4]
+// CHECK-NEXT:   %30 = aten.full() {size = [], fill_value = -100, dtype = i8} : i8[]
+// CHECK-NEXT:   %31 = aten.bitwise_right_shift.Tensor(%30, %16) : i8[4]
+// CHECK-NEXT:   return %9 as output "output0", %12 as output "output1", %11 as output "output2",
+// %13 as output "output3", %14 as output "output4", %17 as output "output5", %18 as output
+// "output6", %21 as output "output7", %22 as output "output8", %24 as output "output9", %25 as
+// output "output10", %26 as output "output11", %27 as output "output12", %29 as output "output13",
+// %31 as output "output14"
