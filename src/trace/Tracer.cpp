@@ -11,7 +11,18 @@ namespace aotc {
 
 static thread_local Tracer *CurrentTracer = nullptr;
 
+// ModuleHolder's call operator (aotc/nn/Module.h) calls a forward whose location parameter
+// follows defaulted ones (nn::MultiheadAttention's: `attn(q, k, v)`) without it, so that the
+// location is the holder's own line, no place of the user's; the line that called the holder,
+// which the holder entered as the innermost call, stands in for it.
+static bool isHolderLine(const Loc &loc) {
+  return llvm::StringRef(loc.file_name()).ends_with("aotc/nn/Module.h");
+}
+
 SourceLoc toSourceLoc(const Loc &loc) {
+  if (CurrentTracer && isHolderLine(loc))
+    if (std::optional<SourceLoc> caller = CurrentTracer->innermostCall())
+      return *caller;
   SourceLoc s;
   s.file = loc.file_name();
   s.line = loc.line();
@@ -22,11 +33,18 @@ SourceLoc toSourceLoc(const Loc &loc) {
 std::string TraceProblem::str() const {
   std::string chain;
   for (const SourceLoc &c : calls)
-    chain += fmt::format("{}:{} -> ", c.file, c.line);
+    if (&c != &calls.back() || c.file != loc.file || c.line != loc.line) // not `f.cpp:6 -> f.cpp:6`
+      chain += fmt::format("{}:{} -> ", c.file, c.line);
   return chain + (loc.isKnown() ? fmt::format("{}:{}: {}", loc.file, loc.line, message) : message);
 }
 
 void Tracer::enterCall(SourceLoc loc) { Calls.push_back(std::move(loc)); }
+
+std::optional<SourceLoc> Tracer::innermostCall() const {
+  if (Calls.empty())
+    return std::nullopt;
+  return Calls.back();
+}
 
 void Tracer::leaveCall(bool unwinding) {
   if (unwinding && Unwound.empty())

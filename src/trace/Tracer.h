@@ -10,6 +10,7 @@
 
 #include <exception>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -119,6 +120,8 @@ public:
   void fail(SourceLoc loc, std::string message);
   /// The calls of user modules now running (detail::ModuleCall).
   void enterCall(SourceLoc loc);
+  /// The line of the innermost module call in progress, if any.
+  std::optional<SourceLoc> innermostCall() const;
   void leaveCall(bool unwinding);
   const std::vector<TraceProblem> &problems() const { return Problems; }
 
