@@ -1,5 +1,6 @@
 /* Damaged artifacts: copies of the fake artifact with one count or size of its descriptor
- * overwritten on disk, as a bad copy or a bit flip would. aotc_model_create checks every count
+ * overwritten on disk, as a bad copy or a bit flip would, and fake artifacts built with a
+ * per-weight entry no aotc writes. aotc_model_create checks every count
  * and size against the library it was loaded from and fails with one message; before, a
  * million entries or weights, or a program of 2^40 bytes, crashed it with SIGSEGV. C11. */
 #define _GNU_SOURCE
@@ -53,21 +54,8 @@ static int load_library(void) {
   return ok && found == 1;
 }
 
-/* A copy of the library with `bytes` at `offset` of the descriptor; create must fail with
- * `message`. `value` is little-endian, `bytes` 4 or 8. */
-static void check_damaged(const char *name, size_t offset, uint64_t value, int bytes,
-                          const char *message) {
-  char path[256];
-  snprintf(path, sizeof path, "%s/%s.so", dir, name);
-  unsigned char *copy = malloc(library_size);
-  memcpy(copy, library, library_size);
-  for (int i = 0; i < bytes; ++i)
-    copy[descriptor + offset + (size_t)i] = (unsigned char)(value >> (8 * i));
-  FILE *f = fopen(path, "wb");
-  CHECK(f && fwrite(copy, library_size, 1, f) == 1);
-  if (f)
-    fclose(f);
-  free(copy);
+/* aotc_model_create of the library at `path` fails as unsupported with `message`. */
+static void expect_refused(const char *path, const char *name, const char *message) {
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   CHECK(lib != NULL);
   if (lib) {
@@ -84,6 +72,24 @@ static void check_damaged(const char *name, size_t offset, uint64_t value, int b
     destroy(m);
     dlclose(lib);
   }
+}
+
+/* A copy of the library with `bytes` at `offset` of the descriptor; create must fail with
+ * `message`. `value` is little-endian, `bytes` 4 or 8. */
+static void check_damaged(const char *name, size_t offset, uint64_t value, int bytes,
+                          const char *message) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s.so", dir, name);
+  unsigned char *copy = malloc(library_size);
+  memcpy(copy, library, library_size);
+  for (int i = 0; i < bytes; ++i)
+    copy[descriptor + offset + (size_t)i] = (unsigned char)(value >> (8 * i));
+  FILE *f = fopen(path, "wb");
+  CHECK(f && fwrite(copy, library_size, 1, f) == 1);
+  if (f)
+    fclose(f);
+  free(copy);
+  expect_refused(path, name, message);
   unlink(path);
 }
 
@@ -114,6 +120,13 @@ int main(void) {
   check_damaged("small", WeightsSize, 20, 8,
                 "aotc_model_create: the artifact is damaged: the mutable state lies outside the "
                 "weights (re-export the model)");
+  /* A weight held by a weight that cannot hold it (artifact format 5's held weights). */
+  expect_refused(AOTC_FAKE_MODEL_HELDBY7, "heldby7",
+                 "aotc_model_create: the artifact is damaged: weight \"w\" is held by weight 7, "
+                 "which cannot hold it (re-export the model)");
+  expect_refused(AOTC_FAKE_MODEL_HELDBYSELF, "heldbyself",
+                 "aotc_model_create: the artifact is damaged: weight \"w\" is held by weight 0, "
+                 "which cannot hold it (re-export the model)");
   rmdir(dir);
   free(library);
   return harness_finish("abi_damaged_test");

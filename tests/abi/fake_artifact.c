@@ -17,8 +17,13 @@ static const float blob[8]
 #endif
 #define AOTC_FAKE_WEIGHTS_HASH 0x079ad9ee7b3d5200ull
 static const int64_t shape4[] = {4};
+/* AOTC_FAKE_HELD_BY=N: w claims to be held by weight N, which no descriptor aotc writes does
+ * (out of range, itself, or a weight stored with bytes of its own). */
+#ifndef AOTC_FAKE_HELD_BY
+#define AOTC_FAKE_HELD_BY -1
+#endif
 static const aotc_weight_desc weights[] = {
-    {"w", AOTC_DTYPE_F32, 1, shape4, 0, 16, -1, 0, 0, 0, 0},
+    {"w", AOTC_DTYPE_F32, 1, shape4, 0, 16, AOTC_FAKE_HELD_BY, 0, 0, 0, 0},
     {"acc", AOTC_DTYPE_F32, 1, shape4, 16, 16, -1, 0, 0, 0, 0},
 };
 static const uint8_t program[] = "fake program";
