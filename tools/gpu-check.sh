@@ -9,7 +9,8 @@
 #       DIR (default .gpu-check): output within 1e-4 of the interpreter, or the tolerance of its
 #       --precision; 8 threads on one handle bitwise equal to the serial run; CUDA graph replays
 #       bitwise equal to plain launches; runs on a caller's stream bitwise equal too), then compute-sanitizer memcheck and racecheck on one run
-#       of each case (each tool at most $GPU_CHECK_SANITIZER_TIMEOUT s, default 240). One table;
+#       of each case (each tool at most $GPU_CHECK_SANITIZER_TIMEOUT s, default 240; racecheck
+#       took 55 s on full-size ResNet-18 at batch 1 on an H200, so --full groups need more). One table;
 #       exit 1 on any failure. Without a GPU it says so and exits 0.
 #   tools/gpu-check.sh                    both, on a machine that builds and has a GPU.
 #
@@ -18,8 +19,8 @@
 # .gpu-check/groupN`). A call carries at most 64 MiB with the repository: the default suite (the
 # MLP at batch 1..512 and at tf32 and bf16, the tiny ResNets and one at fp16, GPT-2 tiny, at fp16
 # and through the PTX JIT, the tiny captioner, a wide projection at bf16) is 138 MiB with
-# GPU_CHECK_ARCHS=sm_90, three groups; --full adds ResNet-18, ResNet-50, GPT-2 small and the
-# captioner, whose weights alone are more than one call carries. Each group holds its own checker and
+# GPU_CHECK_ARCHS=sm_90, three groups; --full adds ResNet-18 and ResNet-50 at full size, their
+# weights compressed (GPT-2 small and the captioner do not fit a call). Each group holds its own checker and
 # stands alone: calls may run in any order, on a warm machine or a fresh one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,7 +54,7 @@ prepare() {
     echo "gpu-check: exporting $name" >&2
     # shellcheck disable=SC2086
     "$aotc" export "$src" $flags --target cuda --cuda-arch "$archs" --precision "$precision" \
-      -o "$root/suite/$name.so" 2>/dev/null
+      ${WEIGHTS_FILE:+--weights-file "$WEIGHTS_FILE"} -o "$root/suite/$name.so" 2>/dev/null
     # shellcheck disable=SC2086
     "$aotc" export "$src" $flags -o "$root/work/$name.aotp" 2>/dev/null
     local n=0
@@ -99,15 +100,24 @@ prepare() {
     encode image=2x3x32x32 decode "ids=1x1 encoder_hidden_states=1x5x32" \
     decode "ids=2x16 encoder_hidden_states=2x5x32"
   if [ "$full" = --full ]; then
-    model resnet18 examples/resnet/resnet18.cpp "" \
+    # Full-size models travel with their weights rounded to a coarse grid (coarse_weights.py),
+    # exported beside the kernels-only .so (--weights-file external) and compressed there as
+    # NAME.weights.xz, 7 times smaller; `run` decompresses them. GPT-2 small and the captioner
+    # do not fit a call even so (GPT-2's logits at batch 8 alone are 206 MB).
+    fullModel() {
+      local name=$1 src=$2
+      shift 2
+      "$aotc" weights "$src" --seed 1 -o "$root/work/$name.init.safetensors"
+      python3 tools/gpu-check/coarse_weights.py "$root/work/$name.init.safetensors" \
+        "$root/work/$name.safetensors"
+      WEIGHTS_FILE=external model "$name" "$src" "--weights $root/work/$name.safetensors" "$@"
+      python3 -c 'import lzma, sys; open(sys.argv[1] + ".xz", "wb").write(lzma.compress(open(sys.argv[1], "rb").read(), preset=3))' \
+        "$root/suite/$name.weights"
+      rm "$root/suite/$name.weights"
+    }
+    fullModel resnet18 examples/resnet/resnet18.cpp \
       forward x=1x3x224x224 forward x=8x3x224x224 forward_any_size x=2x3x160x96
-    model resnet50 examples/resnet/resnet50.cpp "" \
-      forward x=1x3x224x224 forward x=32x3x224x224
-    model gpt2 examples/gpt2/gpt2.cpp "" \
-      forward input_ids=1x128 forward input_ids=8x128 \
-      decode "input_ids=1x1 past=12x2x1x12x127x64" decode "input_ids=8x1 past=12x2x8x12x127x64"
-    model captioner examples/captioner/captioner.cpp "" \
-      encode image=1x3x224x224 decode "ids=1x16 encoder_hidden_states=1x197x768"
+    fullModel resnet50 examples/resnet/resnet50.cpp forward x=1x3x224x224 forward x=8x3x224x224
   fi
   rm -rf "$root/work"
   local bytes
@@ -122,7 +132,9 @@ prepare() {
     used=$limit
     for so in "$root"/suite/*.so; do
       name=$(basename "$so" .so)
-      size=$(du -sbc "$so" "$root/suite/$name" | tail -1 | cut -f1)
+      local parts=("$so" "$root/suite/$name")
+      [ ! -e "$root/suite/$name.weights.xz" ] || parts+=("$root/suite/$name.weights.xz")
+      size=$(du -sbc "${parts[@]}" | tail -1 | cut -f1)
       if [ $((used + size)) -gt "$limit" ]; then
         group=$((group + 1))
         mkdir -p "$root/group$group/suite"
@@ -130,6 +142,7 @@ prepare() {
         used=$binBytes
       fi
       mv "$so" "$root/suite/$name" "$root/group$group/suite/"
+      [ ! -e "$root/suite/$name.weights.xz" ] || mv "$root/suite/$name.weights.xz" "$root/group$group/suite/"
       used=$((used + size))
     done
     rm -rf "${root:?}/bin" "${root:?}/suite"
@@ -157,6 +170,11 @@ run() {
     return 2
   fi
   nvidia-smi -L
+  # Full-size models' compressed weights (prepare --full), beside their .so.
+  for xz in "$dir"/suite/*.weights.xz; do
+    if [ ! -e "$xz" ] || [ -e "${xz%.xz}" ]; then continue; fi
+    python3 -c 'import lzma, sys; open(sys.argv[1][:-3], "wb").write(lzma.decompress(open(sys.argv[1], "rb").read()))' "$xz"
+  done
   local status=0
   "$dir/bin/aotc_gpu_check" --trace --device "$device" "$dir/suite" || status=1
   local sanitizer
@@ -164,9 +182,13 @@ run() {
   if [ -x "$sanitizer" ]; then
     for tool in memcheck racecheck; do
       echo "gpu-check: compute-sanitizer --tool $tool"
-      timeout "${GPU_CHECK_SANITIZER_TIMEOUT:-240}" \
-        "$sanitizer" --tool "$tool" --error-exitcode 3 --print-limit 20 \
-        "$dir/bin/aotc_gpu_check" --quick --device "$device" "$dir/suite" || status=1
+      local limit=${GPU_CHECK_SANITIZER_TIMEOUT:-240} rc=0
+      timeout "$limit" "$sanitizer" --tool "$tool" --error-exitcode 3 --print-limit 20 \
+        "$dir/bin/aotc_gpu_check" --quick --device "$device" "$dir/suite" || rc=$?
+      if [ "$rc" = 124 ]; then
+        echo "gpu-check: $tool did not finish within ${limit} s (GPU_CHECK_SANITIZER_TIMEOUT)"
+      fi
+      [ "$rc" = 0 ] || status=1
     done
   else
     echo "gpu-check: compute-sanitizer not found: memcheck and racecheck did not run"
