@@ -126,11 +126,14 @@ private:
     Intrinsic::ID pack =
         P == kir::Precision::BF16 ? Intrinsic::nvvm_ff2bf16x2_rn : Intrinsic::nvvm_ff2f16x2_rn;
     Value *packed = B.CreateIntrinsic(pack, {}, {hi, lo});
-    // The bf16 mma takes its registers as i32, the f16 one as <2 x half>.
-    Type *reg = P == kir::Precision::BF16
-                    ? B.getInt32Ty()
-                    : static_cast<Type *>(FixedVectorType::get(B.getHalfTy(), 2));
-    return B.CreateBitCast(packed, reg);
+    return B.CreateBitCast(packed, pairType());
+  }
+
+  // A register of two 16-bit values as the mma takes it: i32 for bf16, <2 x half> for f16.
+  Type *pairType() {
+    if (P == kir::Precision::BF16)
+      return B.getInt32Ty();
+    return FixedVectorType::get(B.getHalfTy(), 2);
   }
 
   // A's fragment of mma tile `mi` at k-step `ks` (PTX ISA, "Matrix Fragments for mma.m16n8k8"
@@ -203,38 +206,33 @@ private:
   StagedTile loadStage(Value *kt) {
     StagedTile t;
     Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
-    unsigned kPairs = T.blockK / 2, nPairs = T.blockN / 2;
-    forTileElements(B, Tid, T.threads(), T.blockM, kPairs, [&](Value *, Value *r, Value *p) {
-      Value *k = B.CreateAdd(k0, B.CreateMul(p, B.getInt64(2)));
-      Value *row = B.CreateAdd(M0, r);
-      Value *lo = Ops.load(Ops.aData(), Ops.a(row, k));
-      Value *hi = Ops.load(Ops.aData(), Ops.a(row, B.CreateAdd(k, B.getInt64(1))));
-      Value *slot =
-          B.CreateAdd(B.CreateMul(r, B.getInt64(T.blockK + T.padA)), B.CreateMul(p, B.getInt64(2)));
-      t.a.push_back({slot, lo, hi});
-    });
-    if (BAlongK) {
-      forTileElements(B, Tid, T.threads(), T.blockN, kPairs, [&](Value *, Value *c, Value *p) {
-        Value *k = B.CreateAdd(k0, B.CreateMul(p, B.getInt64(2)));
-        Value *col = B.CreateAdd(N0, c);
-        Value *lo = Ops.load(Ops.bData(), Ops.b(k, col));
-        Value *hi = Ops.load(Ops.bData(), Ops.b(B.CreateAdd(k, B.getInt64(1)), col));
-        Value *slot = B.CreateAdd(B.CreateMul(c, B.getInt64(T.blockK + T.padB)),
-                                  B.CreateMul(p, B.getInt64(2)));
-        t.b.push_back({slot, lo, hi});
-      });
-      return t;
-    }
-    forTileElements(B, Tid, T.threads(), T.blockK, nPairs, [&](Value *, Value *r, Value *p) {
-      Value *k = B.CreateAdd(k0, r);
-      Value *col = B.CreateAdd(N0, B.CreateMul(p, B.getInt64(2)));
-      Value *lo = Ops.load(Ops.bData(), Ops.b(k, col));
-      Value *hi = Ops.load(Ops.bData(), Ops.b(k, B.CreateAdd(col, B.getInt64(1))));
-      Value *slot =
-          B.CreateAdd(B.CreateMul(r, B.getInt64(T.blockN + T.padB)), B.CreateMul(p, B.getInt64(2)));
-      t.b.push_back({slot, lo, hi});
-    });
+    // A's element (row, k) of the k-tile, and B's (k, n).
+    auto a = [&](Value *r, Value *c) {
+      return Ops.load(Ops.aData(), Ops.a(B.CreateAdd(M0, r), B.CreateAdd(k0, c)));
+    };
+    auto b = [&](Value *k, Value *n) {
+      return Ops.load(Ops.bData(), Ops.b(B.CreateAdd(k0, k), B.CreateAdd(N0, n)));
+    };
+    stagePairs(T.blockM, T.blockK / 2, T.blockK + T.padA, a, t.a);
+    if (BAlongK)
+      stagePairs(
+          T.blockN, T.blockK / 2, T.blockK + T.padB, [&](Value *n, Value *k) { return b(k, n); },
+          t.b);
+    else
+      stagePairs(T.blockK, T.blockN / 2, T.blockN + T.padB, b, t.b);
     return t;
+  }
+
+  // This thread's share of a shared tile of `rows` rows of `pairs` pairs, `stride` elements
+  // apart: element (r, c) of the tile is `element(r, c)`, an f32 from memory.
+  void stagePairs(unsigned rows, unsigned pairs, unsigned stride,
+                  function_ref<Value *(Value *, Value *)> element, SmallVectorImpl<Pair> &out) {
+    forTileElements(B, Tid, T.threads(), rows, pairs, [&](Value *, Value *r, Value *p) {
+      Value *c = B.CreateMul(p, B.getInt64(2));
+      Value *slot = B.CreateAdd(B.CreateMul(r, B.getInt64(stride)), c);
+      Value *lo = element(r, c);
+      out.push_back({slot, lo, element(r, B.CreateAdd(c, B.getInt64(1)))});
+    });
   }
 
   // Rounds the pairs to the precision and stores them into buffer `stage`, one 32-bit word each.
@@ -262,11 +260,8 @@ private:
       overload.push_back(ptr->getType());
     Value *d = B.CreateIntrinsic(id, overload, {ptr});
     SmallVector<Value *, 4> regs;
-    Type *reg = P == kir::Precision::BF16
-                    ? B.getInt32Ty()
-                    : static_cast<Type *>(FixedVectorType::get(B.getHalfTy(), 2));
     for (unsigned i = 0; i < 4; ++i)
-      regs.push_back(B.CreateBitCast(B.CreateExtractValue(d, i), reg));
+      regs.push_back(B.CreateBitCast(B.CreateExtractValue(d, i), pairType()));
     return regs;
   }
 
