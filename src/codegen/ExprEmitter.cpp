@@ -1,6 +1,7 @@
 // Kernel expressions -> LLVM values at one loop point: loads, casts, and every unary and binary
 // op with torch's semantics (Python floor division and modulo, NaN-propagating min/max).
 #include "codegen/ExprEmitter.h"
+#include "codegen/IndexAnalysis.h"
 
 #include "llvm/IR/Intrinsics.h"
 
@@ -73,6 +74,8 @@ Value *ExprEmitter::emitUncached(const kir::Expr &e) {
     return convert(B, v, produced, e.type);
   }
   case kir::ExprKind::Select:
+    if (lazySelects && (readsMemory(Entry, e.operands[1]) || readsMemory(Entry, e.operands[2])))
+      return branchingSelect(e, operand(0, DType::Bool));
     return B.CreateSelect(operand(0, DType::Bool), operand(1, e.type), operand(2, e.type));
   case kir::ExprKind::Cast:
     return operand(0, e.type);
@@ -86,6 +89,35 @@ Value *ExprEmitter::emitUncached(const kir::Expr &e) {
     return checkIndex(e);
   }
   llvm_unreachable("unknown expression kind");
+}
+
+// cond ? arm 1 : arm 2 with each arm in its own block. What an arm emits does not dominate the
+// join, so the cache forgets it.
+Value *ExprEmitter::branchingSelect(const kir::Expr &e, Value *cond) {
+  Function *f = B.GetInsertBlock()->getParent();
+  LLVMContext &c = f->getContext();
+  BasicBlock *from = B.GetInsertBlock();
+  assert(B.GetInsertPoint() == from->end() && "a branch ends the block");
+  BasicBlock *join = BasicBlock::Create(c, "select.join", f);
+  PHINode *phi = PHINode::Create(valueType(c, e.type), 2, "select");
+  auto arm = [&](unsigned i, const Twine &name) {
+    BasicBlock *bb = BasicBlock::Create(c, name, f, join);
+    B.SetInsertPoint(bb);
+    DenseMap<kir::ExprId, Value *> before = Cache;
+    kir::ExprId id = e.operands[i];
+    Value *v = convert(B, emit(id), Entry.expr(id).type, e.type);
+    Cache = std::move(before);
+    phi->addIncoming(v, B.GetInsertBlock());
+    B.CreateBr(join);
+    return bb;
+  };
+  BasicBlock *onTrue = arm(1, "select.true");
+  BasicBlock *onFalse = arm(2, "select.false");
+  B.SetInsertPoint(from);
+  B.CreateCondBr(cond, onTrue, onFalse);
+  B.SetInsertPoint(join);
+  B.Insert(phi);
+  return phi;
 }
 
 // The number of inner points of stage `s` from inner loop `j` on, when all those extents are

@@ -86,6 +86,10 @@ public:
   /// An i32 local where CheckIndex records its number when an index is out of range, for the
   /// kernel to flush into the run's flag; null: CheckIndex stores into the flag directly.
   llvm::Value *failedCheck = nullptr;
+  /// Selects with an arm that loads (isLoadingSelect) branch on their condition, so that a point
+  /// loads only from the arm it takes: a concatenation of n inputs then reads each element once,
+  /// not n times. For backends whose kernels do not rely on straight-line code to vectorize.
+  bool lazySelects = false;
 
   /// The value of `id` in its dtype's value type. Results are cached until clearCache().
   llvm::Value *emit(kir::ExprId id);
@@ -115,6 +119,7 @@ private:
   llvm::Value *unary(kir::UnaryOp op, llvm::Value *x, DType t);
   llvm::Value *binary(kir::BinaryOp op, llvm::Value *x, llvm::Value *y, DType t);
   llvm::Value *checkIndex(const kir::Expr &e);
+  llvm::Value *branchingSelect(const kir::Expr &e, llvm::Value *cond);
 
   MathLibrary &Math;
   Builder &B;

@@ -59,4 +59,17 @@ bool readsLoop(const kir::EntryKernels &entry, kir::ExprId id, unsigned loop) {
   return llvm::any_of(e.operands, [&](kir::ExprId o) { return readsLoop(entry, o, loop); });
 }
 
+bool readsMemory(const kir::EntryKernels &entry, kir::ExprId id) {
+  const kir::Expr &e = entry.expr(id);
+  if (e.kind == kir::ExprKind::Load)
+    return true;
+  return llvm::any_of(e.operands, [&](kir::ExprId o) { return readsMemory(entry, o); });
+}
+
+bool isLoadingSelect(const kir::EntryKernels &entry, kir::ExprId id) {
+  const kir::Expr &e = entry.expr(id);
+  return e.kind == kir::ExprKind::Select &&
+         (readsMemory(entry, e.operands[1]) || readsMemory(entry, e.operands[2]));
+}
+
 } // namespace aotc::codegen

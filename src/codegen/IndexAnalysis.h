@@ -33,6 +33,13 @@ bool isAffine(const kir::EntryKernels &entry, kir::ExprId id, const LoopRoles &r
 /// Whether `id` reads loop var `loop`, through any operand (the offsets of its loads included).
 bool readsLoop(const kir::EntryKernels &entry, kir::ExprId id, unsigned loop);
 
+/// Whether `id` loads from a buffer, through any operand.
+bool readsMemory(const kir::EntryKernels &entry, kir::ExprId id);
+
+/// Whether `id` is a select with an arm that loads from a buffer: the backends that emit it as a
+/// branch (ExprEmitter::lazySelects) load only the arm it takes.
+bool isLoadingSelect(const kir::EntryKernels &entry, kir::ExprId id);
+
 } // namespace aotc::codegen
 
 #endif

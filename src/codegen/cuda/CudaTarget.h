@@ -149,10 +149,10 @@ inline constexpr MmaGemmTiles ConvTensorCoreGemmTiles = {128, 64, 32, 2, 2, 2, 8
 static_assert(ConvTensorCoreGemmTiles.sharedBytes() <= 48 * 1024, "static shared memory");
 
 /// The small-m GEMM kernels (SmallGemm.cpp): a GEMM whose m lies in a tier's [minM, maxM] runs
-/// on one block of SmallGemmThreads threads per group of output columns, each weight element
-/// loaded once for all maxM rows, `unroll` k steps of loads in flight a thread; GEMMs with more
-/// rows than the last tier take the tiled kernels. A GEMM whose m is symbolic gets every kernel
-/// its range may need, and its run launches the one for the m it has (the others' grids are
+/// on one block of SmallGemmThreads threads per SmallGemmColumns output columns, each weight
+/// element loaded once for all maxM rows, `unroll` k steps of loads in flight a thread; GEMMs with
+/// more rows than the last tier take the tiled kernels. A GEMM whose m is symbolic gets every
+/// kernel its range may need, and its run launches the one for the m it has (the others' grids are
 /// empty). Decode steps (m = batch) and GEMVs (m = 1) were 30 to 100 times slower on the tiled
 /// kernels, which compute 64 or 128 rows a block.
 struct SmallGemmTier {
@@ -160,6 +160,8 @@ struct SmallGemmTier {
 };
 inline constexpr SmallGemmTier SmallGemmTiers[] = {{1, 1, 8}, {2, 8, 4}};
 inline constexpr unsigned SmallGemmThreads = 256;
+inline constexpr unsigned SmallGemmColumns = 8;
+static_assert(SmallGemmThreads / 32 == SmallGemmColumns, "along k, one column a warp");
 
 /// The tiles of the attention library kernel (Attention.cpp), flash-attention style on CUDA
 /// cores: a block of `threads` threads (whole warps) computes blockM query rows of one query

@@ -58,7 +58,9 @@ std::optional<unsigned> reductionThreads(const kir::LoopKernel &k) {
 
 /// How a thread-per-point kernel takes `lanes` consecutive points of its innermost loop at once:
 /// one vector load per load that runs contiguously along the loop, one scalar load for all lanes
-/// per load that does not read it, per-lane loads for the others, and one vector store per stage.
+/// per load that does not read it, per-lane loads for the others and for those in the arms of a
+/// select (which branches: a concatenation's lanes load the input they take only), and one vector
+/// store per stage.
 struct VectorPlan {
   unsigned lanes = 1;
   /// The innermost extent is symbolic: the kernel checks that it is a multiple of `lanes` and
@@ -102,6 +104,10 @@ std::optional<VectorPlan> vectorPlan(const kir::EntryKernels &entry, const kir::
       if (!seen.insert(id).second)
         continue;
       const kir::Expr &e = entry.expr(id);
+      if (codegen::isLoadingSelect(entry, id)) {
+        work.push_back(e.operands[0]); // its arms load per lane, the arm it takes only
+        continue;
+      }
       if (e.kind != kir::ExprKind::Load) {
         work.append(e.operands.begin(), e.operands.end());
         continue;
@@ -496,6 +502,7 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
   codegen::ExprEmitter ex(math, b, entry, symIndex, kf.syms, kf.buffers);
   ex.failedCheck = codegen::entryAlloca(b, b.getInt32Ty(), "failed.check");
   b.CreateStore(b.getInt32(0), ex.failedCheck);
+  ex.lazySelects = true;
   std::optional<BlockScratch> scratch;
   if (blockPerPoint)
     scratch = blockScratch(m, out.name);

@@ -6,10 +6,13 @@
 // share of k in registers; the block adds the shares in a fixed order (no atomics: every run
 // gives the same bits) and the fused epilogue runs as the sums are stored.
 //
-// Which way a warp's lanes go is chosen from B's layout, for 128-byte loads of the weights: along
-// n (32 columns a block, the lanes on adjacent columns, 8 warps on interleaved k) when B's
-// columns are adjacent, as a [k, n] weight; along k (8 columns a block, one per warp, the lanes on
-// adjacent k) when its rows are, as nn.Linear's [n, k] weight read transposed.
+// A block has 8 output columns and splits k 32 ways, so that a product of few columns still
+// spreads over many SMs (GPT-2's 768-column projections took 24 blocks of 32 columns, and at
+// m = 8 four times as long as on the 96 blocks of 8 columns they have now). Which way a warp's
+// lanes go is chosen from B's layout, for whole 32-byte sectors of the weights a load: along n (the
+// lanes on 4 adjacent k of 8 adjacent columns, the warps on further k) when B's columns are
+// adjacent, as a [k, n] weight; along k (one column a warp, the lanes on adjacent k) when its
+// rows are, as nn.Linear's [n, k] weight read transposed.
 #include "codegen/cuda/Gemm.h"
 #include "codegen/cuda/GemmOperands.h"
 #include "codegen/cuda/KernelBuilder.h"
@@ -26,14 +29,12 @@ namespace {
 /// How the block's threads share the work: `columns` output columns, k split `splits` ways.
 struct SmallGemmLayout {
   bool lanesAlongK;
-  unsigned columns, splits;
+  unsigned columns = SmallGemmColumns, splits = SmallGemmThreads / SmallGemmColumns;
 };
 
 SmallGemmLayout layoutFor(const kir::GemmCall &g) {
   std::optional<int64_t> rowStride = g.b.rowStride.constant();
-  bool alongK = !g.b.conv && rowStride && *rowStride == 1;
-  unsigned columns = alongK ? SmallGemmThreads / 32 : 32;
-  return {alongK, columns, SmallGemmThreads / columns};
+  return {!g.b.conv && rowStride && *rowStride == 1};
 }
 
 class SmallGemmKernel {
@@ -49,8 +50,15 @@ public:
     N0 = Ops.beginTile(block, T.maxM, L.columns).second;
     Value *lane = B.CreateURem(tid, B.getInt64(32));
     Value *warp = B.CreateUDiv(tid, B.getInt64(32));
-    Column = L.lanesAlongK ? warp : lane;
-    Split = L.lanesAlongK ? lane : warp;
+    if (L.lanesAlongK) {
+      Column = warp;
+      Split = lane;
+    } else {
+      unsigned lanesAlongK = 32 / L.columns;
+      Column = B.CreateURem(lane, B.getInt64(L.columns));
+      Split = B.CreateAdd(B.CreateMul(warp, B.getInt64(lanesAlongK)),
+                          B.CreateUDiv(lane, B.getInt64(L.columns)));
+    }
     accumulate();
     combine(tid);
   }
