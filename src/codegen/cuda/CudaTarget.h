@@ -155,13 +155,22 @@ static_assert(ConvTensorCoreGemmTiles.sharedBytes() <= 48 * 1024, "static shared
 /// kernel its range may need, and its run launches the one for the m it has (the others' grids are
 /// empty). Decode steps (m = batch) and GEMVs (m = 1) were 30 to 100 times slower on the tiled
 /// kernels, which compute 64 or 128 rows a block.
+///
+/// With `sharedRows`, the block stages A's rows in shared memory, SmallGemmChunkK values of k at
+/// a time ([k][row], read 16 bytes a load), so that the weight loads in flight are what holds
+/// registers: at m = 8 A's rows from device memory took 8 loads and registers per weight, and the
+/// LM head of a decode step ran at a fifth of the GEMV's bandwidth on an H100.
 struct SmallGemmTier {
   unsigned minM, maxM, unroll;
+  bool sharedRows;
 };
-inline constexpr SmallGemmTier SmallGemmTiers[] = {{1, 1, 8}, {2, 8, 4}};
+inline constexpr SmallGemmTier SmallGemmTiers[] = {{1, 1, 8, false}, {2, 8, 8, true}};
+inline constexpr unsigned SmallGemmChunkK = 1024;
 inline constexpr unsigned SmallGemmThreads = 256;
 inline constexpr unsigned SmallGemmColumns = 8;
 static_assert(SmallGemmThreads / 32 == SmallGemmColumns, "along k, one column a warp");
+static_assert(4 * 8 * (SmallGemmThreads + SmallGemmChunkK) <= 48 * 1024,
+              "static shared memory at m = 8: the shares and a chunk of A's rows");
 
 /// The tiles of the attention library kernel (Attention.cpp), flash-attention style on CUDA
 /// cores: a block of `threads` threads (whole warps) computes blockM query rows of one query

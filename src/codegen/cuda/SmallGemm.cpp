@@ -41,8 +41,10 @@ class SmallGemmKernel {
 public:
   SmallGemmKernel(Builder &b, codegen::ExprEmitter &ex, const kir::GemmCall &g,
                   const SmallGemmTier &tier, const SmallGemmLayout &layout,
-                  const KernelFunction &kf, GlobalVariable *partials)
-      : B(b), T(tier), L(layout), Ops(b, ex, g, kf), Partials(partials) {}
+                  const KernelFunction &kf, GlobalVariable *partials, GlobalVariable *aRows,
+                  unsigned chunkK)
+      : B(b), T(tier), L(layout), Ops(b, ex, g, kf), Partials(partials), ARows(aRows),
+        ChunkK(chunkK) {}
 
   void emit() {
     Value *tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
@@ -59,41 +61,106 @@ public:
       Split = B.CreateAdd(B.CreateMul(warp, B.getInt64(lanesAlongK)),
                           B.CreateUDiv(lane, B.getInt64(L.columns)));
     }
-    accumulate();
+    accumulate(tid);
     combine(tid);
   }
 
 private:
   // Thread (column c, split s) sums a[row, k] * b[k, n0 + c] over k = s, s + splits, ... for
-  // every row; `unroll` k at a time, their loads first, so that each warp has that many weight
-  // loads in flight. Each step's products are summed apart and then added (blocked summation,
-  // as the tiled kernel).
-  void accumulate() {
-    Type *f32 = B.getFloatTy();
+  // every row; `unroll` k at a time, their weight loads first, so that each warp has that many in
+  // flight. Each step's products are summed apart and then added (blocked summation, as the
+  // tiled kernel). With ARows, A's rows come from shared memory, staged a chunk of k at a time.
+  void accumulate(Value *tid) {
     Value *col = B.CreateAdd(N0, Column, "col");
     unsigned stride = L.splits * T.unroll;
-    Value *steps = ceilDiv(B, Ops.k(), stride);
-    auto step = [&](Value *it, ArrayRef<Value *> accs) {
-      Value *k0 = B.CreateAdd(B.CreateMul(it, B.getInt64(stride)), Split);
-      SmallVector<Value *, 8> bs;
-      SmallVector<SmallVector<Value *, 8>, 8> as(T.unroll);
-      for (unsigned u = 0; u < T.unroll; ++u) {
-        Value *k = B.CreateAdd(k0, B.getInt64(uint64_t(u) * L.splits));
-        bs.push_back(Ops.load(Ops.bData(), Ops.b(k, col)));
-        for (unsigned r = 0; r < T.maxM; ++r)
-          as[u].push_back(Ops.load(Ops.aData(), Ops.a(B.getInt64(r), k)));
-      }
-      SmallVector<Value *, 64> sums(accs.size(), ConstantFP::get(f32, 0.0));
-      for (unsigned u = 0; u < T.unroll; ++u)
-        for (unsigned r = 0; r < T.maxM; ++r)
-          sums[r] = B.CreateIntrinsic(Intrinsic::fmuladd, {f32}, {as[u][r], bs[u], sums[r]});
-      for (auto [s, acc] : zip(sums, accs))
-        s = B.CreateFAdd(acc, s);
-      return sums;
-    };
-    SmallVector<Value *, 64> acc = kTileLoop(B, steps, T.maxM, step);
+    if (!ARows) {
+      Value *steps = ceilDiv(B, Ops.k(), stride);
+      SmallVector<Value *, 64> acc =
+          kTileLoop(B, steps, T.maxM, [&](Value *it, ArrayRef<Value *> a) {
+            Value *k0 = B.CreateAdd(B.CreateMul(it, B.getInt64(stride)), Split);
+            return step(k0, col, a, [&](Value *k) {
+              SmallVector<Value *, 8> rows;
+              for (unsigned r = 0; r < T.maxM; ++r)
+                rows.push_back(Ops.load(Ops.aData(), Ops.a(B.getInt64(r), k)));
+              return rows;
+            });
+          });
+      Acc.assign(acc.begin(), acc.end());
+      return;
+    }
+    // Chunk c holds k in [c x chunkK, + chunkK) as [k][row]; the block copies it with
+    // consecutive threads on consecutive k (coalesced), zeros past m and k.
+    Value *chunks = ceilDiv(B, Ops.k(), ChunkK);
+    SmallVector<Value *, 64> acc = kTileLoop(B, chunks, T.maxM, [&](Value *c, ArrayRef<Value *> a) {
+      Value *c0 = B.CreateMul(c, B.getInt64(ChunkK), "c0");
+      barrier(); // every thread has read the previous chunk
+      // 8 elements a thread at a time: all of the chunk's loads in flight took 155 registers.
+      unsigned rounds = T.maxM * ChunkK / SmallGemmThreads, perIteration = 8;
+      assert(rounds % perIteration == 0 && "whole iterations");
+      codegen::emitLoop(
+          B, B.getInt64(0), B.getInt64(rounds / perIteration),
+          [&](Value *it) {
+            for (unsigned e = 0; e < perIteration; ++e) {
+              Value *round = B.CreateAdd(B.CreateMul(it, B.getInt64(perIteration)), B.getInt64(e));
+              Value *idx = B.CreateAdd(tid, B.CreateMul(round, B.getInt64(SmallGemmThreads)));
+              Value *r = B.CreateUDiv(idx, B.getInt64(ChunkK));
+              Value *kk = B.CreateURem(idx, B.getInt64(ChunkK));
+              Value *v = Ops.load(Ops.aData(), Ops.a(r, B.CreateAdd(c0, kk)));
+              Value *slot = B.CreateAdd(B.CreateMul(kk, B.getInt64(T.maxM)), r);
+              B.CreateStore(v, sharedElement(B, ARows, slot));
+            }
+          },
+          "stage");
+      barrier();
+      Value *left = B.CreateSub(Ops.k(), c0);
+      Value *len = B.CreateBinaryIntrinsic(Intrinsic::umin, left, B.getInt64(ChunkK));
+      Value *steps = ceilDiv(B, len, stride);
+      return kTileLoop(B, steps, a, [&](Value *it, ArrayRef<Value *> a) {
+        Value *kk0 = B.CreateAdd(B.CreateMul(it, B.getInt64(stride)), Split);
+        // ChunkK is a multiple of the stride: kk stays inside the chunk.
+        return step(B.CreateAdd(c0, kk0), col, a,
+                    [&](Value *k) { return sharedRow(B.CreateSub(k, c0)); });
+      });
+    });
     Acc.assign(acc.begin(), acc.end());
   }
+
+  // One step from k0: the weights of k0 + u x splits for each u, then the rows of A there
+  // (aRows(k)) times them.
+  SmallVector<Value *, 64> step(Value *k0, Value *col, ArrayRef<Value *> accs,
+                                function_ref<SmallVector<Value *, 8>(Value *k)> aRows) {
+    Type *f32 = B.getFloatTy();
+    SmallVector<Value *, 8> ks, bs;
+    for (unsigned u = 0; u < T.unroll; ++u) {
+      ks.push_back(B.CreateAdd(k0, B.getInt64(uint64_t(u) * L.splits)));
+      bs.push_back(Ops.load(Ops.bData(), Ops.b(ks.back(), col)));
+    }
+    SmallVector<Value *, 64> sums(accs.size(), ConstantFP::get(f32, 0.0));
+    for (unsigned u = 0; u < T.unroll; ++u) {
+      SmallVector<Value *, 8> as = aRows(ks[u]);
+      for (unsigned r = 0; r < T.maxM; ++r)
+        sums[r] = B.CreateIntrinsic(Intrinsic::fmuladd, {f32}, {as[r], bs[u], sums[r]});
+    }
+    for (auto [s, acc] : zip(sums, accs))
+      s = B.CreateFAdd(acc, s);
+    return sums;
+  }
+
+  // A's rows at chunk position kk from shared memory, 16 bytes a load.
+  SmallVector<Value *, 8> sharedRow(Value *kk) {
+    Type *quad = FixedVectorType::get(B.getFloatTy(), 4);
+    Value *first = B.CreateMul(kk, B.getInt64(T.maxM));
+    SmallVector<Value *, 8> rows;
+    for (unsigned r = 0; r < T.maxM; r += 4) {
+      Value *at = sharedElement(B, ARows, B.CreateAdd(first, B.getInt64(r)));
+      Value *v = B.CreateAlignedLoad(quad, at, Align(16));
+      for (unsigned i = 0; i < 4; ++i)
+        rows.push_back(B.CreateExtractElement(v, i));
+    }
+    return rows;
+  }
+
+  void barrier() { B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {}); }
 
   // The shares go to shared memory, [split][row][column]; then thread t < maxM x columns adds
   // those of row t / columns, column t % columns in split order and stores the result.
@@ -135,6 +202,8 @@ private:
   SmallGemmLayout L;
   GemmOperands Ops;
   GlobalVariable *Partials;
+  GlobalVariable *ARows; // null: A's rows are read from device memory
+  unsigned ChunkK;
   Value *N0 = nullptr, *Column = nullptr, *Split = nullptr;
   SmallVector<Value *, 8> Acc;
 };
@@ -153,7 +222,18 @@ Expected<CudaKernel> emitSmallGemmKernel(Module &m, codegen::MathLibrary &math,
       [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
         GlobalVariable *partials = sharedArray(
             m, b.getFloatTy(), uint64_t(SmallGemmThreads) * tier.maxM, kernel + "_partials");
-        SmallGemmKernel(b, ex, g, tier, layout, kf, partials).emit();
+        GlobalVariable *aRows = nullptr;
+        unsigned chunkK = 0;
+        if (tier.sharedRows) {
+          // k a chunk: SmallGemmChunkK, or all of a constant k (rounded up to a whole step).
+          unsigned stride = layout.splits * tier.unroll;
+          chunkK = SmallGemmChunkK;
+          if (std::optional<int64_t> k = g.k.constant(); k && *k < int64_t(chunkK))
+            chunkK = unsigned(std::max<int64_t>(1, (*k + stride - 1) / stride)) * stride;
+          assert(chunkK % stride == 0 && tier.maxM % 4 == 0 && "whole steps, 16-byte rows");
+          aRows = sharedArray(m, b.getFloatTy(), uint64_t(chunkK) * tier.maxM, kernel + "_a_rows");
+        }
+        SmallGemmKernel(b, ex, g, tier, layout, kf, partials, aRows, chunkK).emit();
       });
 }
 
