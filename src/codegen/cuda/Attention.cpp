@@ -29,6 +29,9 @@ namespace {
 
 constexpr unsigned WarpSize = 32;
 
+/// The tiled kernel's: the block's queries, a tile of keys, of values, of probabilities. The
+/// decode kernel's: the query row (q), each warp's running maximum then sum (p), and each warp's
+/// accumulators (v).
 struct SharedTiles {
   GlobalVariable *q, *k, *v, *p;
 };
@@ -44,6 +47,10 @@ public:
         F32(b.getFloatTy()), NegInf(ConstantFP::getInfinity(F32, true)) {}
 
   void emit() {
+    if (decodes()) {
+      emitDecode();
+      return;
+    }
     Tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
     Value *block = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
     Lane = B.CreateURem(Tid, B.getInt64(WarpSize), "lane");
@@ -79,7 +86,132 @@ public:
     storeOutputs(state);
   }
 
+  /// One query row a batch element (a decode step over a cache): the decode kernel.
+  bool decodes() const { return A.l.constant() == 1; }
+
 private:
+  // A decode step, one query row a (batch x head): the block's warps split the keys a tile of
+  // WarpSize at a time (one a lane), warp w taking tiles w, w + warps, ..., each with its own
+  // running maximum, sum and accumulators, keys and values read from device memory (each is
+  // used once); the warps' states are merged in warp order at the end. The tiled kernel gave
+  // such a row a block of 16 rows and its keys to one warp.
+  void emitDecode() {
+    Tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
+    Bq = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+    Lane = B.CreateURem(Tid, B.getInt64(WarpSize), "lane");
+    Value *warp = B.CreateUDiv(Tid, B.getInt64(WarpSize), "warp");
+    L = Ex.sym(A.l);
+    S = Ex.sym(A.s);
+    M0 = B.getInt64(0);
+    Value *heads = Ex.sym(A.heads);
+    Value *outer = B.CreateUDiv(Bq, heads, "outer");
+    Value *head = B.CreateURem(Bq, heads, "head");
+    Value *kvHead = B.CreateUDiv(head, Ex.sym(A.group), "kv.head");
+    Q = operand(A.q, outer, head);
+    K = operand(A.k, outer, kvHead);
+    V = operand(A.v, outer, kvHead);
+    if (A.mask)
+      Mask = operand(*A.mask, outer, head);
+    Value *row = B.getInt64(0);
+    copyTile(1, E, [&](Value *idx, Value *, Value *c) {
+      B.CreateStore(load(Q, B.getTrue(), row, c), sharedElement(B, Sh.q, idx));
+    });
+    barrier();
+    Value *kvEnd = S;
+    if (A.causal)
+      kvEnd = B.CreateBinaryIntrinsic(Intrinsic::umin, S, B.getInt64(1));
+    Value *tiles = ceilDiv(B, kvEnd, WarpSize);
+    unsigned warps = T.warps();
+    Value *mine = B.CreateUDiv(B.CreateSub(B.CreateAdd(tiles, B.getInt64(warps - 1)), warp),
+                               B.getInt64(warps), "tiles.mine");
+    SmallVector<Value *, 8> cols = valueColumns();
+    SmallVector<Value *, 8> init = {NegInf, ConstantFP::get(F32, 0.0)};
+    init.append(Slots, ConstantFP::get(F32, 0.0));
+    SmallVector<Value *, 64> state = kTileLoop(B, mine, init, [&](Value *i, ArrayRef<Value *> s) {
+      Value *key0 = B.CreateMul(B.CreateAdd(warp, B.CreateMul(i, B.getInt64(warps))),
+                                B.getInt64(WarpSize), "key0");
+      Value *key = B.CreateAdd(key0, Lane, "key");
+      Value *ok = B.CreateICmpULT(key, S);
+      Value *dot = kTileLoop(B, B.getInt64(E), 1, [&](Value *e, ArrayRef<Value *> acc) {
+        Value *k = load(K, ok, key, e);
+        return SmallVector<Value *, 64>{fma(sharedLoad(Sh.q, e), k, acc[0])};
+      })[0];
+      Value *x = score(dot, row, key);
+      Value *tileMax = warpAll(x, [&](Value *a, Value *b) { return maximum(a, b); });
+      Value *mNew = maximum(s[0], tileMax);
+      Value *mUse = B.CreateSelect(B.CreateFCmpOEQ(mNew, NegInf), ConstantFP::get(F32, 0.0), mNew);
+      Value *alpha = exp(B.CreateFSub(s[0], mUse));
+      Value *p = exp(B.CreateFSub(x, mUse));
+      Value *sum = warpAll(p, [&](Value *a, Value *b) { return B.CreateFAdd(a, b); });
+      // The tile's probabilities times its values, key by key (each lane's probability in turn
+      // to every lane), for the lane's value columns.
+      SmallVector<Value *, 64> pv =
+          kTileLoop(B, B.getInt64(WarpSize), Slots, [&](Value *j, ArrayRef<Value *> acc) {
+            Value *pj = B.CreateIntrinsic(
+                Intrinsic::nvvm_shfl_sync_idx_f32, {},
+                {B.getInt32(~0u), p, B.CreateTrunc(j, B.getInt32Ty()), B.getInt32(WarpSize - 1)});
+            Value *keyJ = B.CreateAdd(key0, j);
+            Value *okJ = B.CreateICmpULT(keyJ, S);
+            SmallVector<Value *, 64> out;
+            for (unsigned c = 0; c < Slots; ++c)
+              out.push_back(fma(pj, load(V, okJ, keyJ, cols[c]), acc[c]));
+            return out;
+          });
+      SmallVector<Value *, 64> next = {mNew, fma(s[1], alpha, sum)};
+      for (unsigned c = 0; c < Slots; ++c)
+        next.push_back(fma(s[2 + c], alpha, pv[c]));
+      return next;
+    });
+    // Each warp's state to shared memory: [maximum, sum] per warp, then accumulators [warp][ev].
+    guarded(B.CreateICmpEQ(Lane, B.getInt64(0)), [&] {
+      B.CreateStore(state[0], sharedElement(B, Sh.p, warp));
+      B.CreateStore(state[1], sharedElement(B, Sh.p, B.CreateAdd(warp, B.getInt64(warps))));
+    });
+    for (unsigned c = 0; c < Slots; ++c) {
+      Value *col = B.CreateAdd(Lane, B.getInt64(c * WarpSize));
+      guarded(B.CreateICmpULT(col, B.getInt64(Ev)), [&] {
+        Value *slot = B.CreateAdd(B.CreateMul(warp, B.getInt64(Ev)), col);
+        B.CreateStore(state[2 + c], sharedElement(B, Sh.v, slot));
+      });
+    }
+    barrier();
+    // Thread t < ev merges column t: out = sum_w acc_w e^(m_w - m) / sum_w l_w e^(m_w - m), 0
+    // for a row whose every score was -inf.
+    guarded(B.CreateICmpULT(Tid, B.getInt64(Ev)), [&] {
+      SmallVector<Value *, 8> m;
+      Value *most = NegInf;
+      for (unsigned w = 0; w < warps; ++w) {
+        m.push_back(sharedLoad(Sh.p, B.getInt64(w)));
+        most = maximum(most, m[w]);
+      }
+      Value *masked = B.CreateFCmpOEQ(most, NegInf);
+      Value *mUse = B.CreateSelect(masked, ConstantFP::get(F32, 0.0), most);
+      Value *num = ConstantFP::get(F32, 0.0), *den = ConstantFP::get(F32, 0.0);
+      for (unsigned w = 0; w < warps; ++w) {
+        Value *f = exp(B.CreateFSub(m[w], mUse));
+        Value *acc = sharedLoad(Sh.v, B.CreateAdd(B.getInt64(w * Ev), Tid));
+        num = fma(acc, f, num);
+        den = fma(sharedLoad(Sh.p, B.getInt64(warps + w)), f, den);
+      }
+      Value *o = B.CreateSelect(masked, ConstantFP::get(F32, 0.0), B.CreateFDiv(num, den));
+      Value *offset = B.CreateAdd(B.CreateMul(B.CreateMul(Bq, L), B.getInt64(Ev)), Tid);
+      B.CreateStore(o, B.CreateInBoundsGEP(F32, Kf.buffers[A.out], offset));
+    });
+  }
+
+  // The lane's value columns lane + 32 s, held at the last column past ev (their sums are not
+  // stored).
+  SmallVector<Value *, 8> valueColumns() {
+    SmallVector<Value *, 8> cols;
+    for (unsigned s = 0; s < Slots; ++s) {
+      Value *d = B.CreateAdd(Lane, B.getInt64(s * WarpSize));
+      if ((s + 1) * WarpSize > Ev)
+        d = B.CreateBinaryIntrinsic(Intrinsic::umin, d, B.getInt64(Ev - 1));
+      cols.push_back(d);
+    }
+    return cols;
+  }
+
   struct Operand {
     Value *data = nullptr, *base = nullptr, *rowStride = nullptr, *colStride = nullptr;
     DType dtype = DType::F32;
@@ -261,13 +393,7 @@ private:
   // Rows x Slots sums over the tile's keys of probability x value, in key order, for the
   // lane's value columns lane + 32 s (read at the last column past ev, and not stored).
   SmallVector<Value *, 64> weightedValues() {
-    SmallVector<Value *, 4> cols;
-    for (unsigned s = 0; s < Slots; ++s) {
-      Value *d = B.CreateAdd(Lane, B.getInt64(s * WarpSize));
-      if ((s + 1) * WarpSize > Ev)
-        d = B.CreateBinaryIntrinsic(Intrinsic::umin, d, B.getInt64(Ev - 1));
-      cols.push_back(d);
-    }
+    SmallVector<Value *, 8> cols = valueColumns();
     SmallVector<Value *, 64> zeros(Rows * Slots, ConstantFP::get(F32, 0.0));
     return kTileLoop(B, B.getInt64(T.blockN), zeros, [&](Value *j, ArrayRef<Value *> acc) {
       SmallVector<Value *, 8> p, v;
@@ -373,6 +499,15 @@ Expected<CudaKernel> emitAttentionKernel(Module &m, codegen::MathLibrary &math,
       [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
         Type *f32 = b.getFloatTy();
         uint64_t e = *a.e.constant(), ev = *a.ev.constant();
+        if (a.l.constant() == 1) {
+          assert(tiles.threads >= ev && "a thread a value column when the warps merge");
+          unsigned warps = tiles.warps();
+          SharedTiles shared{sharedArray(m, f32, e, kernel + "_query"), nullptr,
+                             sharedArray(m, f32, warps * ev, kernel + "_warp_acc"),
+                             sharedArray(m, f32, 2 * warps, kernel + "_warp_max_sum")};
+          AttentionKernel(b, ex, math, entry, a, tiles, kf, shared).emit();
+          return;
+        }
         SharedTiles shared{
             sharedArray(m, f32, tiles.blockM * e, kernel + "_q_tile"),
             sharedArray(m, f32, tiles.blockN * (e | 1), kernel + "_k_tile"),

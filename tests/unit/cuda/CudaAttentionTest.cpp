@@ -50,6 +50,23 @@ entry @f(%0 : f32[batch, 7, 3, 32] = input "qt", %1 : f32[batch, 3, past, 32] = 
 }
 )";
 
+// One query row (L = 1, a constant: a decode step's entry) takes the decode kernel, whose warps
+// split the keys: grouped-query heads with E = 64 and Ev = 80 (3 value columns a lane, the last
+// one partly past ev), an additive mask with a scale, and rank-3 causal heads of 18 (key 0
+// only). S up to 300: 10 tiles of 32 keys over 4 warps, the last tile partial.
+const char *DecodeStepGraph = R"(graph @t opset 1.0
+dim past in 1..300
+entry @f(%0 : f32[2, 4, 1, 64] = input "q", %1 : f32[2, 2, past, 64] = input "k", %2 : f32[2, 2, past, 80] = input "v", %3 : f32[2, 1, 1, past] = input "fmask", %4 : f32[3, 1, 18] = input "q3", %5 : f32[3, past, 18] = input "kv3") {
+  %6 = aten.scaled_dot_product_attention(%0, %1, %2, none) {enable_gqa = true} : f32[2, 4, 1, 80]
+  %7 = aten.scaled_dot_product_attention(%0, %1, %2, %3) {scale = 0.2, enable_gqa = true} : f32[2, 4, 1, 80]
+  %8 = aten.scaled_dot_product_attention(%4, %5, %5, none) {is_causal = true} : f32[3, 1, 18]
+  return %6 as output "gqa", %7 as output "fmask", %8 as output "causal"
+}
+)";
+
+const std::vector<Dims> DecodeStepRuns = {{{"past", 1}},  {{"past", 31}},  {{"past", 32}},
+                                          {{"past", 33}}, {{"past", 129}}, {{"past", 300}}};
+
 const std::vector<Dims> DecodeRuns = {
     {{"batch", 1}, {"past", 1}}, {{"batch", 2}, {"past", 63}}, {{"batch", 3}, {"past", 129}}};
 
@@ -121,7 +138,35 @@ void expectEvaluated(const std::string &text, const std::vector<Dims> &runs) {
 TEST(CudaAttention, Evaluated) {
   expectEvaluated(GqaGraph, GqaRuns);
   expectEvaluated(DecodeGraph, DecodeRuns);
+  expectEvaluated(DecodeStepGraph, DecodeStepRuns);
 }
+
+TEST(CudaEmu, AttentionDecodeStep) {
+  test::expectEmulatedMatches(DecodeStepGraph, DecodeStepRuns, 1e-5);
+}
+
+/// How many attention kernels of entry @f of `text` are the decode kernel (its warps' states in
+/// shared memory).
+int decodeKernels(const std::string &text) {
+  llvm::LLVMContext ctx;
+  auto k = test::emitKernels(ctx, text, true);
+  if (!k)
+    return -1;
+  int decode = 0;
+  for (const llvm::GlobalVariable &g : k->module.module->globals())
+    decode += g.getName().ends_with("_warp_max_sum");
+  return decode;
+}
+
+// Every call of the decode step graph; in DecodeGraph the one whose L is 1 (the others' is
+// symbolic or 5 and 7).
+TEST(CudaAttention, DecodeStepKernel) {
+  EXPECT_EQ(decodeKernels(DecodeStepGraph), 3);
+  EXPECT_EQ(decodeKernels(DecodeGraph), 1);
+  EXPECT_EQ(decodeKernels(GqaGraph), 0);
+}
+
+TEST(CudaPtxas, AttentionDecodeStep) { test::expectPtxasAccepts(DecodeStepGraph); }
 
 TEST(CudaEmu, AttentionGqa) { test::expectEmulatedMatches(GqaGraph, GqaRuns, 1e-5); }
 TEST(CudaEmu, AttentionDecode) { test::expectEmulatedMatches(DecodeGraph, DecodeRuns, 1e-5); }
