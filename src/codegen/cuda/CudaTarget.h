@@ -192,7 +192,8 @@ struct AttentionTiles {
 
 /// 16 query rows a block of 4 warps (4 rows a warp), 32 keys a tile (one a lane): small blocks,
 /// so that a prefill of a few hundred tokens still fills the SMs with batch x heads x L / 16
-/// blocks; a decode step (L = 1) computes one row of 16, which is correct, not fast.
+/// blocks. A decode step (L = 1) takes the decode kernel instead, a block of the same 4 warps
+/// per batch x head, the warps splitting the keys 32 at a time (Attention.cpp).
 inline constexpr AttentionTiles CudaCoreAttentionTiles = {16, 32, 128};
 /// The largest head size (query and value) the attention kernel takes: 42 KiB of static shared
 /// memory at 128, under the 48 KiB every arch gives without opting in. Larger heads keep the
