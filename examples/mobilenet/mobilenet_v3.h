@@ -5,7 +5,7 @@
 #ifndef AOTC_EXAMPLES_MOBILENET_V3_H
 #define AOTC_EXAMPLES_MOBILENET_V3_H
 
-#include <aotc/aotc.h>
+#include "blocks.h"
 
 #include <vector>
 
@@ -13,48 +13,8 @@ namespace mobilenet {
 
 using namespace aotc;
 
-/// torchvision's _make_divisible(v, 8): the nearest multiple of 8, at least 8 and not below 90 %
-/// of v.
-inline int64_t divisible(int64_t v) {
-  int64_t out = std::max<int64_t>(8, (v + 4) / 8 * 8);
-  return 10 * out < 9 * v ? out + 8 : out;
-}
-
-enum class Activation { None, ReLU, Hardswish };
-
-/// Conv2dNormActivation: a Sequential of the convolution (no bias), its batch norm and the
-/// activation, named .0, .1 and .2 as in torchvision.
-inline nn::Sequential convNormActivation(int64_t in, int64_t out, int64_t kernel, int64_t stride,
-                                         int64_t groups, Activation act) {
-  nn::Sequential s(nn::Conv2d(nn::Conv2dOptions(in, out, kernel)
-                                  .stride({stride, stride})
-                                  .padding({(kernel - 1) / 2, (kernel - 1) / 2})
-                                  .groups(groups)
-                                  .bias(false)),
-                   nn::BatchNorm2d(nn::BatchNorm2dOptions(out).eps(1e-3)));
-  if (act == Activation::ReLU)
-    s->push_back(nn::ReLU());
-  else if (act == Activation::Hardswish)
-    s->push_back(nn::Hardswish());
-  return s;
-}
-
-/// torchvision.ops.SqueezeExcitation with MobileNetV3's hardsigmoid: x times a per-channel scale
-/// computed from its spatial mean.
-class SqueezeExcitationImpl : public nn::Module {
-public:
-  SqueezeExcitationImpl(int64_t channels, int64_t squeezed) {
-    fc1 = register_module("fc1", nn::Conv2d(nn::Conv2dOptions(channels, squeezed, 1)));
-    fc2 = register_module("fc2", nn::Conv2d(nn::Conv2dOptions(squeezed, channels, 1)));
-  }
-  Tensor forward(const Tensor &x) {
-    Tensor scale = adaptive_avg_pool2d(x, {1, 1});
-    scale = hardsigmoid(fc2(relu(fc1(scale))));
-    return x * scale;
-  }
-  nn::Conv2d fc1{nullptr}, fc2{nullptr};
-};
-AOTC_MODULE(SqueezeExcitation);
+/// MobileNetV3's batch norms.
+constexpr double Eps = 1e-3;
 
 /// One row of torchvision's inverted residual settings.
 struct BlockConfig {
@@ -64,27 +24,21 @@ struct BlockConfig {
   int64_t stride;
 };
 
-/// torchvision's InvertedResidual: its layers in `block` (block.0, block.1, ...), the input added
-/// back when the block keeps its size and channels.
-class InvertedResidualImpl : public nn::Module {
+/// torchvision's InvertedResidual.
+class InvertedResidualImpl : public ResidualBlock {
 public:
-  explicit InvertedResidualImpl(const BlockConfig &c) : residual(c.stride == 1 && c.in == c.out) {
+  explicit InvertedResidualImpl(const BlockConfig &c) {
     nn::Sequential layers;
     if (c.expanded != c.in)
-      layers->push_back(convNormActivation(c.in, c.expanded, 1, 1, 1, c.act));
+      layers->push_back(convNormActivation(c.in, c.expanded, 1, 1, 1, c.act, Eps));
     layers->push_back(
-        convNormActivation(c.expanded, c.expanded, c.kernel, c.stride, c.expanded, c.act));
+        convNormActivation(c.expanded, c.expanded, c.kernel, c.stride, c.expanded, c.act, Eps));
     if (c.squeeze)
-      layers->push_back(SqueezeExcitation(c.expanded, divisible(c.expanded / 4)));
-    layers->push_back(convNormActivation(c.expanded, c.out, 1, 1, 1, Activation::None));
-    block = register_module("block", layers);
+      layers->push_back(
+          SqueezeExcitation(c.expanded, divisible(c.expanded / 4), Activation::ReLU, true));
+    layers->push_back(convNormActivation(c.expanded, c.out, 1, 1, 1, Activation::None, Eps));
+    setBlock(layers, c.stride == 1 && c.in == c.out);
   }
-  Tensor forward(const Tensor &x) {
-    Tensor y = block(x);
-    return residual ? y + x : y;
-  }
-  nn::Sequential block{nullptr};
-  bool residual;
 };
 AOTC_MODULE(InvertedResidual);
 
@@ -95,11 +49,12 @@ class MobileNetV3 : public nn::Module {
 public:
   MobileNetV3(const std::vector<BlockConfig> &settings, int64_t lastChannel, int64_t numClasses) {
     nn::Sequential layers;
-    layers->push_back(convNormActivation(3, settings.front().in, 3, 2, 1, Activation::Hardswish));
+    layers->push_back(
+        convNormActivation(3, settings.front().in, 3, 2, 1, Activation::Hardswish, Eps));
     for (const BlockConfig &c : settings)
       layers->push_back(InvertedResidual(c));
     int64_t last = settings.back().out, head = 6 * last;
-    layers->push_back(convNormActivation(last, head, 1, 1, 1, Activation::Hardswish));
+    layers->push_back(convNormActivation(last, head, 1, 1, 1, Activation::Hardswish, Eps));
     features = register_module("features", layers);
     classifier = register_module(
         "classifier", nn::Sequential(nn::Linear(head, lastChannel), nn::Hardswish(),
@@ -121,20 +76,6 @@ inline std::vector<BlockConfig> smallSettings() {
           {40, 5, 120, 48, true, A::Hardswish, 1}, {48, 5, 144, 48, true, A::Hardswish, 1},
           {48, 5, 288, 96, true, A::Hardswish, 2}, {96, 5, 576, 96, true, A::Hardswish, 1},
           {96, 5, 576, 96, true, A::Hardswish, 1}};
-}
-
-/// Draws every batch norm's affine parameters and running statistics at random instead of
-/// PyTorch's (1, 0, 0, 1), so that a mixed-up statistic changes the output: the 1-d tensors of
-/// the features but the squeeze-excitation biases.
-inline void randomize_batch_norms(nn::Module &model) {
-  for (auto &[name, t] : model.named_state()) {
-    if (t.dim() != 1 || !name.starts_with("features.") || name.find(".fc") != std::string::npos)
-      continue;
-    if (name.ends_with(".running_var") || name.ends_with(".weight"))
-      nn::init::uniform_(t, 0.5, 1.5);
-    else
-      nn::init::uniform_(t, -0.2, 0.2); // running_mean, bias
-  }
 }
 
 } // namespace mobilenet

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-# Writes tests/fixtures/mobilenet/: an input and torchvision's mobilenet_v3_small output on it, with
-# the weights of `aotc weights examples/mobilenet/mobilenet_v3_small.cpp --seed 1` loaded strictly
-# by name (which proves aotc's names, shapes and dtypes are torchvision's).
+# Writes tests/fixtures/mobilenet/: for mobilenet_v3_small and efficientnet_b0 of examples/mobilenet,
+# an input (x.npy, the same for both) and torchvision's output on it, with the weights of `aotc weights MODEL --seed 1` loaded
+# strictly by name (which proves aotc's names, shapes and dtypes are torchvision's).
 # Needs PyTorch and torchvision (Debian 12 has neither for this model's hardswish; the GPU and CPU
 # benchmarks' venv has both): run from the repo root, e.g.
 #   ~/.cache/aotc/bench-venv/bin/python tools/dev/make_mobilenet_fixtures.py [--aotc build/tools/aotc/aotc]
@@ -21,33 +21,40 @@ from make_resnet_fixtures import ROOT, SEED, check_names, read_safetensors  # no
 BATCH, SIZE = 2, 64
 
 
+MODELS = {
+    "mobilenet_v3_small": torchvision.models.mobilenet_v3_small,
+    "efficientnet_b0": torchvision.models.efficientnet_b0,
+}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--aotc", default=os.path.join(ROOT, "build", "tools", "aotc", "aotc"))
     parser.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "mobilenet"))
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    model = "mobilenet_v3_small"
-    with tempfile.TemporaryDirectory() as tmp:
-        weights = os.path.join(tmp, "w.safetensors")
-        source = os.path.join(ROOT, "examples", "mobilenet", model + ".cpp")
-        subprocess.run([args.aotc, "weights", source, "--seed", str(SEED), "-o", weights], check=True)
-        tensors = read_safetensors(weights)
-    net = torchvision.models.mobilenet_v3_small()
-    errors = check_names(model, tensors, net.state_dict())
-    for e in errors:
-        print("error:", e, file=sys.stderr)
-    if errors:
-        return 1
-    net.load_state_dict({k: torch.from_numpy(v) for k, v in tensors.items()}, strict=True)
-    net.eval()
-    generator = torch.Generator().manual_seed(SEED)
-    x = torch.randn(BATCH, 3, SIZE, SIZE, generator=generator)
-    with torch.no_grad():
-        y = net(x)
-    np.save(os.path.join(args.out, f"{model}_x.npy"), x.numpy().astype(np.float32))
-    np.save(os.path.join(args.out, f"{model}_logits.npy"), y.numpy().astype(np.float32))
-    print(f"{model}: logits {list(y.shape)}, max |logit| {y.abs().max().item():.4g}")
+    for model, make in MODELS.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            weights = os.path.join(tmp, "w.safetensors")
+            source = os.path.join(ROOT, "examples", "mobilenet", model + ".cpp")
+            subprocess.run([args.aotc, "weights", source, "--seed", str(SEED), "-o", weights],
+                           check=True)
+            tensors = read_safetensors(weights)
+        net = make()
+        errors = check_names(model, tensors, net.state_dict())
+        for e in errors:
+            print("error:", e, file=sys.stderr)
+        if errors:
+            return 1
+        net.load_state_dict({k: torch.from_numpy(v) for k, v in tensors.items()}, strict=True)
+        net.eval()
+        generator = torch.Generator().manual_seed(SEED)
+        x = torch.randn(BATCH, 3, SIZE, SIZE, generator=generator)
+        with torch.no_grad():
+            y = net(x)
+        np.save(os.path.join(args.out, "x.npy"), x.numpy().astype(np.float32))  # one for both
+        np.save(os.path.join(args.out, f"{model}_logits.npy"), y.numpy().astype(np.float32))
+        print(f"{model}: logits {list(y.shape)}, max |logit| {y.abs().max().item():.4g}")
     return 0
 
 

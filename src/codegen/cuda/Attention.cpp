@@ -65,15 +65,7 @@ public:
     Value *mTile = B.CreateURem(block, mTiles);
     Bq = B.CreateUDiv(block, mTiles, "bq");
     M0 = B.CreateMul(mTile, B.getInt64(T.blockM), "m0");
-    Value *heads = Ex.sym(A.heads);
-    Value *outer = B.CreateUDiv(Bq, heads, "outer");
-    Value *head = B.CreateURem(Bq, heads, "head");
-    Value *kvHead = B.CreateUDiv(head, Ex.sym(A.group), "kv.head");
-    Q = operand(A.q, outer, head);
-    K = operand(A.k, outer, kvHead);
-    V = operand(A.v, outer, kvHead);
-    if (A.mask)
-      Mask = operand(*A.mask, outer, head);
+    bindOperands();
     loadQueries();
     Value *kvEnd = S;
     if (A.causal)
@@ -105,15 +97,7 @@ private:
     L = Ex.sym(A.l);
     S = Ex.sym(A.s);
     M0 = B.getInt64(0);
-    Value *heads = Ex.sym(A.heads);
-    Value *outer = B.CreateUDiv(Bq, heads, "outer");
-    Value *head = B.CreateURem(Bq, heads, "head");
-    Value *kvHead = B.CreateUDiv(head, Ex.sym(A.group), "kv.head");
-    Q = operand(A.q, outer, head);
-    K = operand(A.k, outer, kvHead);
-    V = operand(A.v, outer, kvHead);
-    if (A.mask)
-      Mask = operand(*A.mask, outer, head);
+    bindOperands();
     Value *row = B.getInt64(0);
     copyTile(1, E, [&](Value *idx, Value *, Value *c) {
       B.CreateStore(load(Q, B.getTrue(), row, c), sharedElement(B, Sh.q, idx));
@@ -223,6 +207,20 @@ private:
       cols.push_back(d);
     }
     return cols;
+  }
+
+  // The operands of query batch element Bq: batch Bq / heads, head Bq % heads, its key/value
+  // head (grouped-query: head / group).
+  void bindOperands() {
+    Value *heads = Ex.sym(A.heads);
+    Value *outer = B.CreateUDiv(Bq, heads, "outer");
+    Value *head = B.CreateURem(Bq, heads, "head");
+    Value *kvHead = B.CreateUDiv(head, Ex.sym(A.group), "kv.head");
+    Q = operand(A.q, outer, head);
+    K = operand(A.k, outer, kvHead);
+    V = operand(A.v, outer, kvHead);
+    if (A.mask)
+      Mask = operand(*A.mask, outer, head);
   }
 
   struct Operand {
