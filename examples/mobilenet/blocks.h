@@ -7,6 +7,8 @@
 #include <aotc/aotc.h>
 
 #include <algorithm>
+#include <set>
+#include <string>
 
 namespace mobilenet {
 
@@ -35,13 +37,16 @@ inline Tensor activate(Activation act, const Tensor &x) {
   return x;
 }
 
-/// Conv2dNormActivation: a Sequential of the convolution (no bias), its batch norm and the
-/// activation, named .0, .1 and .2 as in torchvision.
+/// Conv2dNormActivation: a Sequential of the convolution (no bias; "same" padding for odd
+/// kernels at stride 1), its batch norm and the activation, named .0, .1 and .2 as in torchvision.
 inline nn::Sequential convNormActivation(int64_t in, int64_t out, int64_t kernel, int64_t stride,
-                                         int64_t groups, Activation act, double eps) {
+                                         int64_t groups, Activation act, double eps,
+                                         int64_t dilation = 1) {
+  int64_t padding = (kernel - 1) / 2 * dilation;
   nn::Sequential s(nn::Conv2d(nn::Conv2dOptions(in, out, kernel)
                                   .stride({stride, stride})
-                                  .padding({(kernel - 1) / 2, (kernel - 1) / 2})
+                                  .padding({padding, padding})
+                                  .dilation({dilation, dilation})
                                   .groups(groups)
                                   .bias(false)),
                    nn::BatchNorm2d(nn::BatchNorm2dOptions(out).eps(eps)));
@@ -93,11 +98,15 @@ protected:
 };
 
 /// Draws every batch norm's affine parameters and running statistics at random instead of
-/// PyTorch's (1, 0, 0, 1), so that a mixed-up statistic changes the output: the 1-d tensors of
-/// the features but the squeeze-excitation biases.
+/// PyTorch's (1, 0, 0, 1), so that a mixed-up statistic changes the output.
 inline void randomize_batch_norms(nn::Module &model) {
+  std::set<std::string> norms; // the names of the modules with a running_var
+  for (auto &[name, t] : model.named_state())
+    if (name.ends_with(".running_var"))
+      norms.insert(name.substr(0, name.size() - std::string(".running_var").size()));
   for (auto &[name, t] : model.named_state()) {
-    if (t.dim() != 1 || !name.starts_with("features.") || name.find(".fc") != std::string::npos)
+    size_t dot = name.rfind('.');
+    if (t.dim() != 1 || !norms.count(name.substr(0, dot)))
       continue;
     if (name.ends_with(".running_var") || name.ends_with(".weight"))
       nn::init::uniform_(t, 0.5, 1.5);

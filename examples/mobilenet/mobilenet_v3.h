@@ -16,12 +16,14 @@ using namespace aotc;
 /// MobileNetV3's batch norms.
 constexpr double Eps = 1e-3;
 
-/// One row of torchvision's inverted residual settings.
+/// One row of torchvision's inverted residual settings. A dilated block (segmentation
+/// backbones) keeps its input's size: its depthwise convolution takes the dilation, not the
+/// stride.
 struct BlockConfig {
   int64_t in, kernel, expanded, out;
   bool squeeze;
   Activation act;
-  int64_t stride;
+  int64_t stride, dilation = 1;
 };
 
 /// torchvision's InvertedResidual.
@@ -31,8 +33,9 @@ public:
     nn::Sequential layers;
     if (c.expanded != c.in)
       layers->push_back(convNormActivation(c.in, c.expanded, 1, 1, 1, c.act, Eps));
-    layers->push_back(
-        convNormActivation(c.expanded, c.expanded, c.kernel, c.stride, c.expanded, c.act, Eps));
+    int64_t stride = c.dilation > 1 ? 1 : c.stride;
+    layers->push_back(convNormActivation(c.expanded, c.expanded, c.kernel, stride, c.expanded,
+                                         c.act, Eps, c.dilation));
     if (c.squeeze)
       layers->push_back(
           SqueezeExcitation(c.expanded, divisible(c.expanded / 4), Activation::ReLU, true));
@@ -42,20 +45,26 @@ public:
 };
 AOTC_MODULE(InvertedResidual);
 
-/// torchvision.models.mobilenetv3.MobileNetV3(settings, last_channel, num_classes): features
-/// (the stem, the blocks, a 1x1 convolution to 6 x the last block's channels), the spatial mean,
-/// and the classifier Linear, hardswish, dropout (identity in inference), Linear.
+/// MobileNetV3's features in order, each passed to `add` as its module holder: the stem, the
+/// blocks, a 1x1 convolution to 6 x the last block's channels.
+template <typename Add> void forEachFeature(const std::vector<BlockConfig> &settings, Add add) {
+  add(convNormActivation(3, settings.front().in, 3, 2, 1, Activation::Hardswish, Eps));
+  for (const BlockConfig &c : settings)
+    add(InvertedResidual(c));
+  int64_t last = settings.back().out;
+  add(convNormActivation(last, 6 * last, 1, 1, 1, Activation::Hardswish, Eps));
+}
+
+/// torchvision.models.mobilenetv3.MobileNetV3(settings, last_channel, num_classes): features,
+/// the spatial mean, and the classifier Linear, hardswish, dropout (identity in inference),
+/// Linear.
 class MobileNetV3 : public nn::Module {
 public:
   MobileNetV3(const std::vector<BlockConfig> &settings, int64_t lastChannel, int64_t numClasses) {
     nn::Sequential layers;
-    layers->push_back(
-        convNormActivation(3, settings.front().in, 3, 2, 1, Activation::Hardswish, Eps));
-    for (const BlockConfig &c : settings)
-      layers->push_back(InvertedResidual(c));
-    int64_t last = settings.back().out, head = 6 * last;
-    layers->push_back(convNormActivation(last, head, 1, 1, 1, Activation::Hardswish, Eps));
+    forEachFeature(settings, [&](auto holder) { layers->push_back(holder); });
     features = register_module("features", layers);
+    int64_t head = 6 * settings.back().out;
     classifier = register_module(
         "classifier", nn::Sequential(nn::Linear(head, lastChannel), nn::Hardswish(),
                                      nn::Dropout(0.2), nn::Linear(lastChannel, numClasses)));
@@ -76,6 +85,21 @@ inline std::vector<BlockConfig> smallSettings() {
           {40, 5, 120, 48, true, A::Hardswish, 1}, {48, 5, 144, 48, true, A::Hardswish, 1},
           {48, 5, 288, 96, true, A::Hardswish, 2}, {96, 5, 576, 96, true, A::Hardswish, 1},
           {96, 5, 576, 96, true, A::Hardswish, 1}};
+}
+
+/// mobilenet_v3_large's settings; `dilated` (segmentation): the last three blocks at dilation 2.
+inline std::vector<BlockConfig> largeSettings(bool dilated) {
+  using A = Activation;
+  int64_t d = dilated ? 2 : 1;
+  return {
+      {16, 3, 16, 16, false, A::ReLU, 1},           {16, 3, 64, 24, false, A::ReLU, 2},
+      {24, 3, 72, 24, false, A::ReLU, 1},           {24, 5, 72, 40, true, A::ReLU, 2},
+      {40, 5, 120, 40, true, A::ReLU, 1},           {40, 5, 120, 40, true, A::ReLU, 1},
+      {40, 3, 240, 80, false, A::Hardswish, 2},     {80, 3, 200, 80, false, A::Hardswish, 1},
+      {80, 3, 184, 80, false, A::Hardswish, 1},     {80, 3, 184, 80, false, A::Hardswish, 1},
+      {80, 3, 480, 112, true, A::Hardswish, 1},     {112, 3, 672, 112, true, A::Hardswish, 1},
+      {112, 5, 672, 160, true, A::Hardswish, 2, d}, {160, 5, 960, 160, true, A::Hardswish, 1, d},
+      {160, 5, 960, 160, true, A::Hardswish, 1, d}};
 }
 
 } // namespace mobilenet

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-# Writes tests/fixtures/mobilenet/: for mobilenet_v3_small and efficientnet_b0 of examples/mobilenet,
-# an input (x.npy, the same for both) and torchvision's output on it, with the weights of `aotc weights MODEL --seed 1` loaded
-# strictly by name (which proves aotc's names, shapes and dtypes are torchvision's).
+# Writes tests/fixtures/mobilenet/: for mobilenet_v3_small, efficientnet_b0 and
+# lraspp_mobilenet_v3_large of examples/mobilenet, torchvision's output on one input (x.npy) with
+# the weights of `aotc weights MODEL --seed 1` loaded strictly by name (which proves aotc's names,
+# shapes and dtypes are torchvision's).
 # Needs PyTorch and torchvision (Debian 12 has neither for this model's hardswish; the GPU and CPU
 # benchmarks' venv has both): run from the repo root, e.g.
 #   ~/.cache/aotc/bench-venv/bin/python tools/dev/make_mobilenet_fixtures.py [--aotc build/tools/aotc/aotc]
@@ -24,6 +25,8 @@ BATCH, SIZE = 2, 64
 MODELS = {
     "mobilenet_v3_small": torchvision.models.mobilenet_v3_small,
     "efficientnet_b0": torchvision.models.efficientnet_b0,
+    "lraspp_mobilenet_v3_large": lambda: torchvision.models.segmentation.lraspp_mobilenet_v3_large(
+        weights=None, weights_backbone=None),
 }
 
 
@@ -52,6 +55,8 @@ def main():
         x = torch.randn(BATCH, 3, SIZE, SIZE, generator=generator)
         with torch.no_grad():
             y = net(x)
+        if isinstance(y, dict):  # segmentation: {"out": logits at the input's size}
+            y = y["out"]
         np.save(os.path.join(args.out, "x.npy"), x.numpy().astype(np.float32))  # one for both
         np.save(os.path.join(args.out, f"{model}_logits.npy"), y.numpy().astype(np.float32))
         print(f"{model}: logits {list(y.shape)}, max |logit| {y.abs().max().item():.4g}")
