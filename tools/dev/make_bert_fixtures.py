@@ -7,41 +7,26 @@ Needs transformers (with torch; the benchmarks' venv has both): run from the rep
   ~/.cache/aotc/bench-venv/bin/python tools/dev/make_bert_fixtures.py
 The configuration must match examples/bert/bert_tiny.cpp.
 """
-import argparse
 import os
-import shutil
-import tempfile
+import sys
 
 import numpy as np
 import torch
 from transformers import BertConfig, BertModel
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixtures import arguments, finish, randomize_hf, save_pretrained_weights  # noqa: E402
 
 TINY = dict(vocab_size=96, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
             intermediate_size=64, max_position_embeddings=16, hidden_act="gelu")
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    default_out = os.path.join(here, "..", "..", "tests", "fixtures", "bert")
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=default_out)
-    parser.add_argument("--seed", type=int, default=1234)
-    args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-
+    args = arguments(__doc__.splitlines()[0], "bert", seed=1234)
     torch.manual_seed(args.seed)
     model = BertModel(BertConfig(**TINY, initializer_range=0.3)).eval()
-    # Biases start at zero and layer norms at one and zero; random values make every name count.
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith(".bias"):
-                p.normal_(0.0, 0.1)
-            elif "LayerNorm" in name:
-                p.normal_(1.0, 0.1)
-    with tempfile.TemporaryDirectory() as tmp:
-        model.save_pretrained(tmp, safe_serialization=True)
-        shutil.copyfile(os.path.join(tmp, "model.safetensors"),
-                        os.path.join(args.out, "w.safetensors"))
+    randomize_hf(model, norm_names=("LayerNorm",))
+    save_pretrained_weights(model, args.out)
 
     gen = torch.Generator().manual_seed(args.seed + 1)
     ids = torch.randint(0, TINY["vocab_size"], (2, 16), generator=gen, dtype=torch.int64)
@@ -56,8 +41,7 @@ def main():
             out.last_hidden_state.numpy().astype(np.float32))
     np.save(os.path.join(args.out, "pooler_output.npy"),
             out.pooler_output.numpy().astype(np.float32))
-    for name in os.listdir(args.out):
-        os.chmod(os.path.join(args.out, name), 0o644)
+    finish(args.out)
     print(f"bert: last_hidden_state {list(out.last_hidden_state.shape)}, "
           f"pooler_output {list(out.pooler_output.shape)}")
 

@@ -8,14 +8,15 @@ Needs transformers (with torch; the benchmarks' venv has both): run from the rep
   ~/.cache/aotc/bench-venv/bin/python tools/dev/make_llama_fixtures.py
 The configuration must match examples/llama/llama_tiny.cpp.
 """
-import argparse
 import os
-import shutil
-import tempfile
+import sys
 
 import numpy as np
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixtures import arguments, finish, randomize_hf, save_pretrained_weights  # noqa: E402
 
 TINY = dict(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=16,
@@ -26,25 +27,11 @@ INITIALIZER_RANGE = 0.3
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    default_out = os.path.join(here, "..", "..", "tests", "fixtures", "llama")
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=default_out)
-    parser.add_argument("--seed", type=int, default=1234)
-    args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-
+    args = arguments(__doc__.splitlines()[0], "llama", seed=1234)
     torch.manual_seed(args.seed)
     model = LlamaForCausalLM(LlamaConfig(**TINY, initializer_range=INITIALIZER_RANGE)).eval()
-    # RMSNorm weights start at one; random values make every name count.
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.normal_(1.0, 0.1)
-    with tempfile.TemporaryDirectory() as tmp:
-        model.save_pretrained(tmp, safe_serialization=True)
-        shutil.copyfile(os.path.join(tmp, "model.safetensors"),
-                        os.path.join(args.out, "w.safetensors"))
+    randomize_hf(model, norm_names=("norm",))  # RMSNorm weights start at one; no biases
+    save_pretrained_weights(model, args.out)
 
     gen = torch.Generator().manual_seed(args.seed + 1)
     ids = torch.randint(0, TINY["vocab_size"], (2, 16), generator=gen, dtype=torch.int64)
@@ -57,8 +44,7 @@ def main():
     for pos in (14, 15):
         np.save(os.path.join(args.out, f"ids_2x16.token{pos}.npy"), ids[:, pos:pos + 1])
         np.save(os.path.join(args.out, f"ids_2x16.token{pos}.logits.npy"), logits[:, pos:pos + 1])
-    for name in os.listdir(args.out):
-        os.chmod(os.path.join(args.out, name), 0o644)
+    finish(args.out)
     print(f"llama: logits {list(logits.shape)}, max |logit| {np.abs(logits).max():.4g}")
 
 

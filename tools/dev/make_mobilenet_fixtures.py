@@ -6,18 +6,15 @@
 # Needs PyTorch and torchvision (Debian 12 has neither for this model's hardswish; the GPU and CPU
 # benchmarks' venv has both): run from the repo root, e.g.
 #   ~/.cache/aotc/bench-venv/bin/python tools/dev/make_mobilenet_fixtures.py [--aotc build/tools/aotc/aotc]
-import argparse
 import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import torch
 import torchvision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_resnet_fixtures import ROOT, SEED, check_names, read_safetensors  # noqa: E402
+from fixtures import SEED, aotc_weights, arguments, load_strict  # noqa: E402
 
 BATCH, SIZE = 2, 64
 
@@ -31,33 +28,22 @@ MODELS = {
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--aotc", default=os.path.join(ROOT, "build", "tools", "aotc", "aotc"))
-    parser.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "mobilenet"))
-    args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
+    args = arguments(__doc__, "mobilenet")
     for model, make in MODELS.items():
-        with tempfile.TemporaryDirectory() as tmp:
-            weights = os.path.join(tmp, "w.safetensors")
-            source = os.path.join(ROOT, "examples", "mobilenet", model + ".cpp")
-            subprocess.run([args.aotc, "weights", source, "--seed", str(SEED), "-o", weights],
-                           check=True)
-            tensors = read_safetensors(weights)
         net = make()
-        errors = check_names(model, tensors, net.state_dict())
+        errors = load_strict(model, net,
+                             aotc_weights(args.aotc, f"examples/mobilenet/{model}.cpp"))
         for e in errors:
             print("error:", e, file=sys.stderr)
         if errors:
             return 1
-        net.load_state_dict({k: torch.from_numpy(v) for k, v in tensors.items()}, strict=True)
-        net.eval()
         generator = torch.Generator().manual_seed(SEED)
         x = torch.randn(BATCH, 3, SIZE, SIZE, generator=generator)
         with torch.no_grad():
             y = net(x)
         if isinstance(y, dict):  # segmentation: {"out": logits at the input's size}
             y = y["out"]
-        np.save(os.path.join(args.out, "x.npy"), x.numpy().astype(np.float32))  # one for both
+        np.save(os.path.join(args.out, "x.npy"), x.numpy().astype(np.float32))  # the same for every model
         np.save(os.path.join(args.out, f"{model}_logits.npy"), y.numpy().astype(np.float32))
         print(f"{model}: logits {list(y.shape)}, max |logit| {y.abs().max().item():.4g}")
     return 0

@@ -5,18 +5,15 @@
 # strictly by name.
 # Needs PyTorch (the benchmarks' venv has it): run from the repo root, e.g.
 #   ~/.cache/aotc/bench-venv/bin/python tools/dev/make_unet_fixtures.py
-import argparse
 import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_resnet_fixtures import ROOT, SEED, check_names, read_safetensors  # noqa: E402
+from fixtures import SEED, aotc_weights, arguments, load_strict  # noqa: E402
 
 
 class DoubleConv(nn.Module):
@@ -74,25 +71,13 @@ class UNet(nn.Module):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--aotc", default=os.path.join(ROOT, "build", "tools", "aotc", "aotc"))
-    parser.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "unet"))
-    args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        weights = os.path.join(tmp, "w.safetensors")
-        source = os.path.join(ROOT, "examples", "unet", "unet_tiny.cpp")
-        subprocess.run([args.aotc, "weights", source, "--seed", str(SEED), "-o", weights],
-                       check=True)
-        tensors = read_safetensors(weights)
+    args = arguments(__doc__, "unet")
     net = UNet()
-    errors = check_names("unet_tiny", tensors, net.state_dict())
+    errors = load_strict("unet_tiny", net, aotc_weights(args.aotc, "examples/unet/unet_tiny.cpp"))
     for e in errors:
         print("error:", e, file=sys.stderr)
     if errors:
         return 1
-    net.load_state_dict({k: torch.from_numpy(v) for k, v in tensors.items()}, strict=True)
-    net.eval()
     x = torch.randn(2, 3, 32, 48, generator=torch.Generator().manual_seed(SEED))
     with torch.no_grad():
         y = net(x)

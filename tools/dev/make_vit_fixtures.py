@@ -5,50 +5,32 @@
 # torchvision's vit_b_16 state_dict() keys, shapes and dtypes.
 # Needs PyTorch and torchvision (the benchmarks' venv has both): run from the repo root, e.g.
 #   ~/.cache/aotc/bench-venv/bin/python tools/dev/make_vit_fixtures.py [--aotc build/tools/aotc/aotc]
-import argparse
 import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import torch
 import torchvision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_resnet_fixtures import ROOT, SEED, check_names, read_safetensors  # noqa: E402
+from fixtures import SEED, aotc_weights, arguments, check_names, load_strict  # noqa: E402
 
 BATCH = 2
 
 
-def aotc_weights(aotc, model, directory):
-    out = os.path.join(directory, model + ".safetensors")
-    source = os.path.join(ROOT, "examples", "vit", model + ".cpp")
-    subprocess.run([aotc, "weights", source, "--seed", str(SEED), "-o", out], check=True)
-    return read_safetensors(out)
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--aotc", default=os.path.join(ROOT, "build", "tools", "aotc", "aotc"))
-    parser.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "vit"))
-    args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        errors = check_names("vit_b_16", aotc_weights(args.aotc, "vit_b_16", tmp),
-                             torchvision.models.vit_b_16().state_dict())
-        print("vit_b_16: the names, shapes and dtypes of torchvision's state_dict")
-        tensors = aotc_weights(args.aotc, "tiny_vit", tmp)
+    args = arguments(__doc__, "vit")
+    errors = check_names("vit_b_16", aotc_weights(args.aotc, "examples/vit/vit_b_16.cpp"),
+                         torchvision.models.vit_b_16().state_dict())
+    print("vit_b_16: the names, shapes and dtypes of torchvision's state_dict")
     net = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2,
                                                num_heads=4, hidden_dim=64, mlp_dim=128,
                                                num_classes=10)
-    errors += check_names("tiny_vit", tensors, net.state_dict())
+    errors += load_strict("tiny_vit", net, aotc_weights(args.aotc, "examples/vit/tiny_vit.cpp"))
     for e in errors:
         print("error:", e, file=sys.stderr)
     if errors:
         return 1
-    net.load_state_dict({k: torch.from_numpy(v) for k, v in tensors.items()}, strict=True)
-    net.eval()
     generator = torch.Generator().manual_seed(SEED)
     x = torch.randn(BATCH, 3, 32, 32, generator=generator)
     with torch.no_grad():

@@ -7,28 +7,23 @@ Needs transformers (with torch; the benchmarks' venv has both): run from the rep
   ~/.cache/aotc/bench-venv/bin/python tools/dev/make_whisper_fixtures.py
 The configuration must match examples/whisper/whisper_tiny.cpp.
 """
-import argparse
 import os
-import shutil
-import tempfile
+import sys
 
 import numpy as np
 import torch
 from transformers import WhisperConfig
 from transformers.models.whisper.modeling_whisper import WhisperEncoder
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixtures import arguments, finish, save_pretrained_weights  # noqa: E402
+
 TINY = dict(num_mel_bins=8, d_model=32, encoder_layers=2, encoder_attention_heads=4,
             encoder_ffn_dim=64, max_source_positions=16, activation_function="gelu")
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    default_out = os.path.join(here, "..", "..", "tests", "fixtures", "whisper")
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=default_out)
-    parser.add_argument("--seed", type=int, default=1234)
-    args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
+    args = arguments(__doc__.splitlines()[0], "whisper", seed=1234)
 
     torch.manual_seed(args.seed)
     model = WhisperEncoder(WhisperConfig(**TINY, init_std=0.3)).eval()
@@ -42,10 +37,7 @@ def main():
                 p.normal_(1.0, 0.1)
             elif name == "embed_positions.weight":
                 p.normal_(0.0, 0.3)
-    with tempfile.TemporaryDirectory() as tmp:
-        model.save_pretrained(tmp, safe_serialization=True)
-        shutil.copyfile(os.path.join(tmp, "model.safetensors"),
-                        os.path.join(args.out, "w.safetensors"))
+    save_pretrained_weights(model, args.out)
 
     gen = torch.Generator().manual_seed(args.seed + 1)
     features = torch.randn(2, TINY["num_mel_bins"], 2 * TINY["max_source_positions"],
@@ -54,8 +46,7 @@ def main():
         out = model(features).last_hidden_state
     np.save(os.path.join(args.out, "features_2.npy"), features.numpy().astype(np.float32))
     np.save(os.path.join(args.out, "last_hidden_state.npy"), out.numpy().astype(np.float32))
-    for name in os.listdir(args.out):
-        os.chmod(os.path.join(args.out, name), 0o644)
+    finish(args.out)
     print(f"whisper encoder: last_hidden_state {list(out.shape)}")
 
 
