@@ -74,7 +74,7 @@ Value *ExprEmitter::emitUncached(const kir::Expr &e) {
     return convert(B, v, produced, e.type);
   }
   case kir::ExprKind::Select:
-    if (lazySelects && (readsMemory(Entry, e.operands[1]) || readsMemory(Entry, e.operands[2])))
+    if (lazySelects && isLoadingSelect(Entry, e))
       return branchingSelect(e, operand(0, DType::Bool));
     return B.CreateSelect(operand(0, DType::Bool), operand(1, e.type), operand(2, e.type));
   case kir::ExprKind::Cast:

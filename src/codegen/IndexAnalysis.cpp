@@ -66,8 +66,7 @@ bool readsMemory(const kir::EntryKernels &entry, kir::ExprId id) {
   return llvm::any_of(e.operands, [&](kir::ExprId o) { return readsMemory(entry, o); });
 }
 
-bool isLoadingSelect(const kir::EntryKernels &entry, kir::ExprId id) {
-  const kir::Expr &e = entry.expr(id);
+bool isLoadingSelect(const kir::EntryKernels &entry, const kir::Expr &e) {
   return e.kind == kir::ExprKind::Select &&
          (readsMemory(entry, e.operands[1]) || readsMemory(entry, e.operands[2]));
 }

@@ -38,7 +38,7 @@ bool readsMemory(const kir::EntryKernels &entry, kir::ExprId id);
 
 /// Whether `id` is a select with an arm that loads from a buffer: the backends that emit it as a
 /// branch (ExprEmitter::lazySelects) load only the arm it takes.
-bool isLoadingSelect(const kir::EntryKernels &entry, kir::ExprId id);
+bool isLoadingSelect(const kir::EntryKernels &entry, const kir::Expr &e);
 
 } // namespace aotc::codegen
 

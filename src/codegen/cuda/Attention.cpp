@@ -34,6 +34,9 @@ constexpr unsigned DecodeLoadsInFlight = 16;
 /// The tiled kernel's: the block's queries, a tile of keys, of values, of probabilities. The
 /// decode kernel's: the query row (q), each warp's running maximum then sum (p), and each warp's
 /// accumulators (v).
+/// One query row a batch element (a decode step over a cache): the decode kernel's calls.
+bool isDecodeStep(const kir::AttentionCall &a) { return a.l.constant() == 1; }
+
 struct SharedTiles {
   GlobalVariable *q, *k, *v, *p;
 };
@@ -49,7 +52,7 @@ public:
         F32(b.getFloatTy()), NegInf(ConstantFP::getInfinity(F32, true)) {}
 
   void emit() {
-    if (decodes()) {
+    if (isDecodeStep(A)) {
       emitDecode();
       return;
     }
@@ -80,9 +83,6 @@ public:
     storeOutputs(state);
   }
 
-  /// One query row a batch element (a decode step over a cache): the decode kernel.
-  bool decodes() const { return A.l.constant() == 1; }
-
 private:
   // A decode step, one query row a (batch x head): the block's warps split the keys a tile of
   // WarpSize at a time (one a lane), warp w taking tiles w, w + warps, ..., each with its own
@@ -96,7 +96,6 @@ private:
     Value *warp = B.CreateUDiv(Tid, B.getInt64(WarpSize), "warp");
     L = Ex.sym(A.l);
     S = Ex.sym(A.s);
-    M0 = B.getInt64(0);
     bindOperands();
     Value *row = B.getInt64(0);
     copyTile(1, E, [&](Value *idx, Value *, Value *c) {
@@ -131,7 +130,7 @@ private:
       Value *x = score(dot, row, key);
       Value *tileMax = warpAll(x, [&](Value *a, Value *b) { return maximum(a, b); });
       Value *mNew = maximum(s[0], tileMax);
-      Value *mUse = B.CreateSelect(B.CreateFCmpOEQ(mNew, NegInf), ConstantFP::get(F32, 0.0), mNew);
+      Value *mUse = shiftOf(mNew);
       Value *alpha = exp(B.CreateFSub(s[0], mUse));
       Value *p = exp(B.CreateFSub(x, mUse));
       Value *sum = warpAll(p, [&](Value *a, Value *b) { return B.CreateFAdd(a, b); });
@@ -182,7 +181,7 @@ private:
         most = maximum(most, m[w]);
       }
       Value *masked = B.CreateFCmpOEQ(most, NegInf);
-      Value *mUse = B.CreateSelect(masked, ConstantFP::get(F32, 0.0), most);
+      Value *mUse = shiftOf(most);
       Value *num = ConstantFP::get(F32, 0.0), *den = ConstantFP::get(F32, 0.0);
       for (unsigned w = 0; w < warps; ++w) {
         Value *f = exp(B.CreateFSub(m[w], mUse));
@@ -337,10 +336,7 @@ private:
       }
       tileMax = warpAll(tileMax, [&](Value *a, Value *b) { return maximum(a, b); });
       Value *mNew = maximum(state[i], tileMax);
-      // A row masked so far has maximum -inf: its probabilities and the factor of its old sums
-      // are then 0 rather than NaN.
-      Value *masked = B.CreateFCmpOEQ(mNew, NegInf);
-      Value *mUse = B.CreateSelect(masked, ConstantFP::get(F32, 0.0), mNew);
+      Value *mUse = shiftOf(mNew);
       alpha.push_back(exp(B.CreateFSub(state[i], mUse)));
       Value *sum = nullptr;
       for (unsigned j = 0; j < Keys; ++j) {
@@ -455,6 +451,12 @@ private:
     return B.CreateIntrinsic(Intrinsic::fmuladd, {F32}, {a, b, c});
   }
   Value *exp(Value *x) { return Math.emit(B, codegen::MathFn::Exp, {x}); }
+  // What the softmax subtracts from the scores of a row whose running maximum is `m`: m, or 0
+  // for a row masked so far (maximum -inf), whose probabilities and the factor of its old sums
+  // are then 0 rather than NaN.
+  Value *shiftOf(Value *m) {
+    return B.CreateSelect(B.CreateFCmpOEQ(m, NegInf), ConstantFP::get(F32, 0.0), m);
+  }
 
   Builder &B;
   codegen::ExprEmitter &Ex;
@@ -510,7 +512,7 @@ Expected<CudaKernel> emitAttentionKernel(Module &m, codegen::MathLibrary &math,
       [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
         Type *f32 = b.getFloatTy();
         uint64_t e = *a.e.constant(), ev = *a.ev.constant();
-        if (a.l.constant() == 1) {
+        if (isDecodeStep(a)) {
           assert(tiles.threads >= ev && "a thread a value column when the warps merge");
           unsigned warps = tiles.warps();
           SharedTiles shared{sharedArray(m, f32, e, kernel + "_query"), nullptr,

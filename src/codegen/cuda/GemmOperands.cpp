@@ -15,14 +15,34 @@ Value *sharedElement(codegen::Builder &b, GlobalVariable *tile, Value *index) {
   return b.CreateInBoundsGEP(tile->getValueType(), tile, {zero, index});
 }
 
+// Element idx of a tile of `cols` columns, at row idx / cols and column idx % cols.
+static void tileElement(codegen::Builder &b, Value *idx, unsigned cols,
+                        function_ref<void(Value *, Value *, Value *)> element) {
+  Value *r = b.CreateUDiv(idx, b.getInt64(cols));
+  Value *c = b.CreateURem(idx, b.getInt64(cols));
+  element(idx, r, c);
+}
+
 void forTileElements(codegen::Builder &b, Value *tid, unsigned threads, unsigned rows,
                      unsigned cols, function_ref<void(Value *, Value *, Value *)> element) {
-  for (unsigned e = 0; e < rows * cols / threads; ++e) {
-    Value *idx = b.CreateAdd(tid, b.getInt64(uint64_t(e) * threads));
-    Value *r = b.CreateUDiv(idx, b.getInt64(cols));
-    Value *c = b.CreateURem(idx, b.getInt64(cols));
-    element(idx, r, c);
-  }
+  for (unsigned e = 0; e < rows * cols / threads; ++e)
+    tileElement(b, b.CreateAdd(tid, b.getInt64(uint64_t(e) * threads)), cols, element);
+}
+
+void forTileElementsLooped(codegen::Builder &b, Value *tid, unsigned threads, unsigned rows,
+                           unsigned cols, unsigned perIteration, const Twine &name,
+                           function_ref<void(Value *, Value *, Value *)> element) {
+  unsigned rounds = rows * cols / threads;
+  assert(rounds % perIteration == 0 && "whole iterations");
+  codegen::emitLoop(
+      b, b.getInt64(0), b.getInt64(rounds / perIteration),
+      [&](Value *it) {
+        for (unsigned e = 0; e < perIteration; ++e) {
+          Value *round = b.CreateAdd(b.CreateMul(it, b.getInt64(perIteration)), b.getInt64(e));
+          tileElement(b, b.CreateAdd(tid, b.CreateMul(round, b.getInt64(threads))), cols, element);
+        }
+      },
+      name);
 }
 
 SmallVector<Value *, 64>

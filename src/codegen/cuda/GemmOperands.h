@@ -41,6 +41,12 @@ llvm::Value *sharedElement(codegen::Builder &b, llvm::GlobalVariable *tile, llvm
 void forTileElements(
     codegen::Builder &b, llvm::Value *tid, unsigned threads, unsigned rows, unsigned cols,
     llvm::function_ref<void(llvm::Value *idx, llvm::Value *row, llvm::Value *col)> element);
+/// The same rounds in a loop named `name`, `perIteration` of them an iteration (a divisor of the
+/// rounds), for tiles whose loads, all in flight, would take too many registers.
+void forTileElementsLooped(
+    codegen::Builder &b, llvm::Value *tid, unsigned threads, unsigned rows, unsigned cols,
+    unsigned perIteration, const llvm::Twine &name,
+    llvm::function_ref<void(llvm::Value *idx, llvm::Value *row, llvm::Value *col)> element);
 
 /// Emits the k-tile loop of a GEMM kernel, kt from 0 while kt < kTiles, carrying `accumulators`
 /// f32 values that start at 0: `step` emits the body of iteration kt from their values at its

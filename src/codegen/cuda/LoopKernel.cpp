@@ -104,7 +104,7 @@ std::optional<VectorPlan> vectorPlan(const kir::EntryKernels &entry, const kir::
       if (!seen.insert(id).second)
         continue;
       const kir::Expr &e = entry.expr(id);
-      if (codegen::isLoadingSelect(entry, id)) {
+      if (codegen::isLoadingSelect(entry, e)) {
         work.push_back(e.operands[0]); // its arms load per lane, the arm it takes only
         continue;
       }

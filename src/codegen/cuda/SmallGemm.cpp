@@ -95,22 +95,12 @@ private:
       Value *c0 = B.CreateMul(c, B.getInt64(ChunkK), "c0");
       barrier(); // every thread has read the previous chunk
       // 8 elements a thread at a time: all of the chunk's loads in flight took 155 registers.
-      unsigned rounds = T.maxM * ChunkK / SmallGemmThreads, perIteration = 8;
-      assert(rounds % perIteration == 0 && "whole iterations");
-      codegen::emitLoop(
-          B, B.getInt64(0), B.getInt64(rounds / perIteration),
-          [&](Value *it) {
-            for (unsigned e = 0; e < perIteration; ++e) {
-              Value *round = B.CreateAdd(B.CreateMul(it, B.getInt64(perIteration)), B.getInt64(e));
-              Value *idx = B.CreateAdd(tid, B.CreateMul(round, B.getInt64(SmallGemmThreads)));
-              Value *r = B.CreateUDiv(idx, B.getInt64(ChunkK));
-              Value *kk = B.CreateURem(idx, B.getInt64(ChunkK));
-              Value *v = Ops.load(Ops.aData(), Ops.a(r, B.CreateAdd(c0, kk)));
-              Value *slot = B.CreateAdd(B.CreateMul(kk, B.getInt64(T.maxM)), r);
-              B.CreateStore(v, sharedElement(B, ARows, slot));
-            }
-          },
-          "stage");
+      forTileElementsLooped(B, tid, SmallGemmThreads, T.maxM, ChunkK, 8, "stage",
+                            [&](Value *, Value *r, Value *kk) {
+                              Value *v = Ops.load(Ops.aData(), Ops.a(r, B.CreateAdd(c0, kk)));
+                              Value *slot = B.CreateAdd(B.CreateMul(kk, B.getInt64(T.maxM)), r);
+                              B.CreateStore(v, sharedElement(B, ARows, slot));
+                            });
       barrier();
       Value *left = B.CreateSub(Ops.k(), c0);
       Value *len = B.CreateBinaryIntrinsic(Intrinsic::umin, left, B.getInt64(ChunkK));
