@@ -4,6 +4,7 @@ import argparse
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 
 from make_resnet_fixtures import ROOT, SEED, check_names, read_safetensors  # noqa: F401
@@ -39,6 +40,13 @@ def load_strict(name, net, tensors):
         net.load_state_dict({k: torch.from_numpy(v) for k, v in tensors.items()}, strict=True)
         net.eval()
     return errors
+
+
+def reported(errors):
+    """Prints each error on stderr; whether there were any."""
+    for e in errors:
+        print("error:", e, file=sys.stderr)
+    return bool(errors)
 
 
 def save_pretrained_weights(model, out):

@@ -14,7 +14,7 @@ import torch
 import torchvision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fixtures import SEED, aotc_weights, arguments, load_strict  # noqa: E402
+from fixtures import SEED, aotc_weights, arguments, load_strict, reported  # noqa: E402
 
 BATCH, SIZE = 2, 64
 
@@ -33,9 +33,7 @@ def main():
         net = make()
         errors = load_strict(model, net,
                              aotc_weights(args.aotc, f"examples/mobilenet/{model}.cpp"))
-        for e in errors:
-            print("error:", e, file=sys.stderr)
-        if errors:
+        if reported(errors):
             return 1
         generator = torch.Generator().manual_seed(SEED)
         x = torch.randn(BATCH, 3, SIZE, SIZE, generator=generator)

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fixtures import SEED, aotc_weights, arguments, load_strict  # noqa: E402
+from fixtures import SEED, aotc_weights, arguments, load_strict, reported  # noqa: E402
 
 
 class DoubleConv(nn.Module):
@@ -74,9 +74,7 @@ def main():
     args = arguments(__doc__, "unet")
     net = UNet()
     errors = load_strict("unet_tiny", net, aotc_weights(args.aotc, "examples/unet/unet_tiny.cpp"))
-    for e in errors:
-        print("error:", e, file=sys.stderr)
-    if errors:
+    if reported(errors):
         return 1
     x = torch.randn(2, 3, 32, 48, generator=torch.Generator().manual_seed(SEED))
     with torch.no_grad():

@@ -13,7 +13,8 @@ import torch
 import torchvision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fixtures import SEED, aotc_weights, arguments, check_names, load_strict  # noqa: E402
+from fixtures import (SEED, aotc_weights, arguments, check_names, load_strict,  # noqa: E402
+                      reported)
 
 BATCH = 2
 
@@ -27,9 +28,7 @@ def main():
                                                num_heads=4, hidden_dim=64, mlp_dim=128,
                                                num_classes=10)
     errors += load_strict("tiny_vit", net, aotc_weights(args.aotc, "examples/vit/tiny_vit.cpp"))
-    for e in errors:
-        print("error:", e, file=sys.stderr)
-    if errors:
+    if reported(errors):
         return 1
     generator = torch.Generator().manual_seed(SEED)
     x = torch.randn(BATCH, 3, 32, 32, generator=generator)
