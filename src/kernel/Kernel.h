@@ -292,6 +292,9 @@ struct EntryKernels {
   std::vector<TensorSig> inputs, outputs;
   std::vector<Buffer> buffers;
   std::vector<Guard> guards; // relations the runtime checks on every call
+  // The root symbols' declared ranges and divisors, which the runtime checks on every call too:
+  // a code generator may leave out what no size in them reaches.
+  SymbolFactsMap facts;
   std::vector<Expr> exprs;   // the pool ExprIds index
   std::vector<Step> steps;
   SymExpr arenaBytes;

@@ -192,6 +192,7 @@ llvm::Error Lowerer::lowerEntry(const Entry &entry) {
         if (seenSymbols.insert(s).second)
           E->symbols.push_back(s);
     }
+  E->facts = G.shapeEnv().facts();
   for (const Guard &g : G.shapeEnv().guards()) {
     Guard x = g;
     x.lhs = expand(g.lhs);

@@ -71,28 +71,41 @@ inline constexpr unsigned ReductionBlock = 256;
 
 /// The tiles of the GEMM library kernel (Gemm.cpp), CUDA-core FMA through shared memory: a block
 /// of threads() threads computes a blockM x blockN tile of one output matrix, stepping through k
-/// blockK at a time (an A tile and a B tile in shared memory); each thread keeps a threadM x
-/// threadN tile of accumulators in registers. A tensor-core path will add its own (mma shapes,
-/// pipeline stages).
+/// blockK at a time through two stages of shared memory (an A tile and a B tile each, k-major,
+/// rows padded by Pad); each thread keeps a threadM x threadN tile of accumulators in registers,
+/// read from shared memory as 16-byte vectors of 4 rows (columns).
 struct GemmTiles {
   unsigned blockM, blockN, blockK;
   unsigned threadM, threadN;
+  static constexpr unsigned Pad = 4;
   constexpr unsigned threads() const { return blockM / threadM * (blockN / threadN); }
+  constexpr unsigned aStageElements() const { return blockK * (blockM + Pad); }
+  constexpr unsigned bStageElements() const { return blockK * (blockN + Pad); }
+  constexpr unsigned sharedBytes() const { return 2 * 4 * (aStageElements() + bStageElements()); }
 };
 
-/// 64 x 64 x 8 with 4 x 4 per thread: 256 threads, 16 accumulators and 8 operands a thread (well
-/// under sm_80's 255 registers with no spills), 4 KiB of shared memory a block, so that several
-/// blocks share an SM; each A and B element loaded from shared memory feeds 4 FMAs.
-inline constexpr GemmTiles CudaCoreGemmTiles = {64, 64, 8, 4, 4};
-
-/// 32 x 32 x 8 with 2 x 2 per thread (256 threads): four times the blocks of CudaCoreGemmTiles
-/// for a GEMM whose 64 x 64 tiles number fewer than GemmFewBlocks (a late ResNet stage at batch 1:
-/// 8 blocks for 132 SMs), each shared element feeding 2 FMAs instead of 4.
-inline constexpr GemmTiles CudaCoreSmallGemmTiles = {32, 32, 8, 2, 2};
-/// One block for each SM of the largest GPUs (132 SMs): fewer 64 x 64 tiles leave SMs idle. On an
-/// H200, 264 (two a SM) made ResNet-50 at batch 1 1.4 times faster but batch 32 and GPT-2's
-/// seq-128 prefill at batch 8, whose GEMMs have 132 to 264 tiles, 7-8 % slower: between one and
-/// two waves the 64 x 64 tiles win.
+/// The CUDA-core tiles of plain and batched GEMMs, from the largest down; a GEMM takes the first
+/// with at least GemmFewBlocks tiles, the last when none has (LoopKernel.cpp's emitGemmKernels).
+/// On an H100 (fp32, CUDA graphs; docs/cuda.md):
+/// - 128 x 128 x 8 with 8 x 8 per thread (256 threads): each A and B element loaded from shared
+///   memory feeds 8 FMAs; 64 accumulators and 64 partial sums a thread take ptxas to about 235
+///   registers, one block an SM. GEMM 4096^3: 5.07 ms, against 7.27 on the 64 x 64 tiles and
+///   7.55 on 128 x 64 with 8 x 4 per thread (128 registers, two blocks an SM).
+/// - 64 x 64 x 16 with 4 x 4, and 32 x 32 x 32 with 2 x 2 (256 threads): four and sixteen times
+///   the blocks, for GEMMs of few rows (GPT-2's prefill at batch 1: 128 rows, 96 blocks of
+///   32 x 32 for 132 SMs); the deeper k-tiles halve and quarter the k-steps each block runs one
+///   after the other, each a barrier and a round trip to device memory.
+inline constexpr GemmTiles CudaCoreGemmTiles[] = {
+    {128, 128, 8, 8, 8}, {64, 64, 16, 4, 4}, {32, 32, 32, 2, 2}};
+/// Convolutions (implicit GEMM) take 128 x 64 x 8 with 8 x 4 per thread first: two blocks an SM
+/// hide the window's address arithmetic better. ResNet-50 at batch 32 on an H100: 14.1 ms,
+/// against 16.1 on 128 x 128 and 18.5 on 64 x 64.
+inline constexpr GemmTiles CudaCoreConvTiles[] = {
+    {128, 64, 8, 8, 4}, {64, 64, 16, 4, 4}, {32, 32, 32, 2, 2}};
+/// One block for each SM of the largest GPUs (132 SMs): fewer tiles leave SMs idle. On an H200,
+/// taking 32 x 32 tiles below 264 of 64 x 64 (two a SM) made ResNet-50 at batch 1 1.4 times
+/// faster but batch 32 and GPT-2's seq-128 prefill at batch 8, whose GEMMs have 132 to 264
+/// tiles, 7-8 % slower: between one and two waves the larger tiles win.
 inline constexpr int64_t GemmFewBlocks = 132;
 
 /// The tiles of the tensor-core GEMM (MmaGemm.cpp), mma.sync on sm_80 and later: a block of

@@ -1,9 +1,10 @@
-// The GEMM library kernel on CUDA cores, correct first: each block stages a blockM x blockK tile
-// of A and a blockK x blockN tile of B through shared memory (zeros past the matrices' edges and
-// in a convolution's padding), its threads accumulate register tiles with FMAs, and the fused
-// epilogue runs on each output element as it is stored. Operands are read through their
-// strides (transposed and broadcast operands as they are) or a convolution's window (implicit
-// GEMM: the im2col matrix is never built).
+// The GEMM library kernel on CUDA cores: each block computes a blockM x blockN output tile,
+// streaming blockM x blockK tiles of A and blockK x blockN tiles of B through two stages of shared
+// memory (zeros past the matrices' edges and in a convolution's padding); the loads of k-tile
+// kt + 1 are in flight while its threads accumulate register tiles of k-tile kt with FMAs, and
+// the fused epilogue runs on each output element as it is stored. Operands are read through their
+// strides (transposed and broadcast operands as they are, coalesced along their contiguous dim)
+// or a convolution's window (implicit GEMM: the im2col matrix is never built).
 #include "codegen/cuda/Gemm.h"
 #include "codegen/cuda/GemmOperands.h"
 #include "codegen/cuda/KernelBuilder.h"
@@ -23,7 +24,8 @@ class GemmKernel {
 public:
   GemmKernel(Builder &b, codegen::ExprEmitter &ex, const kir::GemmCall &g, const GemmTiles &t,
              const KernelFunction &kf, GlobalVariable *aTile, GlobalVariable *bTile)
-      : B(b), T(t), Ops(b, ex, g, kf), ATile(aTile), BTile(bTile) {}
+      : B(b), T(t), Ops(b, ex, g, kf), ATile(aTile), BTile(bTile), AAlongM(rowsContiguous(g.a)),
+        BAlongK(rowsContiguous(g.b)) {}
 
   void emit() {
     Tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
@@ -33,62 +35,115 @@ public:
     Tx = B.CreateURem(Tid, tn, "tx");
     Ty = B.CreateUDiv(Tid, tn, "ty");
     Value *kTiles = ceilDiv(B, Ops.k(), T.blockK);
+    storeTiles(B.getInt64(0), loadTiles(B.getInt64(0)));
+    B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
     accumulate(kTiles);
     storeOutputs();
   }
 
 private:
-  // The block's threads copy the k-step's A tile (stored k-major: the threads of a row of the
-  // register tile read adjacent words) and B tile into shared memory, consecutive threads on
-  // consecutive k (A) and n (B) for coalesced reads of row-major operands.
-  void loadTiles(Value *k0) {
-    forTileElements(B, Tid, T.threads(), T.blockM, T.blockK, [&](Value *, Value *r, Value *c) {
-      Value *row = B.CreateAdd(M0, r);
-      Value *col = B.CreateAdd(k0, c);
-      Value *v = Ops.load(Ops.aData(), Ops.a(row, col));
-      Value *cm = B.CreateMul(c, B.getInt64(T.blockM));
-      Value *slot = B.CreateAdd(cm, r);
-      B.CreateStore(v, sharedElement(B, ATile, slot));
-    });
-    forTileElements(B, Tid, T.threads(), T.blockK, T.blockN, [&](Value *idx, Value *r, Value *c) {
-      Value *row = B.CreateAdd(k0, r);
-      Value *col = B.CreateAdd(N0, c);
-      Value *v = Ops.load(Ops.bData(), Ops.b(row, col));
-      B.CreateStore(v, sharedElement(B, BTile, idx));
-    });
+  // An operand element on its way to shared memory: its slot in a stage and its value.
+  struct Staged {
+    Value *slot, *value;
+  };
+
+  // Loads this thread's elements of k-tile kt of A and B into registers (zeros past the
+  // matrices' edges and past k, so the tile after the last is all zeros). Consecutive threads
+  // take consecutive elements along each operand's contiguous dim (k for a row-major A, n for
+  // a row-major B or a convolution's window): coalesced reads whatever the layout.
+  SmallVector<Staged, 8> loadTiles(Value *kt) {
+    Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
+    SmallVector<Staged, 8> out;
+    auto a = [&](Value *r, Value *k) {
+      Value *v = Ops.load(Ops.aData(), Ops.a(B.CreateAdd(M0, r), B.CreateAdd(k0, k)));
+      out.push_back({kSlot(k, r, T.blockM), v});
+    };
+    auto b = [&](Value *k, Value *c) {
+      Value *v = Ops.load(Ops.bData(), Ops.b(B.CreateAdd(k0, k), B.CreateAdd(N0, c)));
+      out.push_back({kSlot(k, c, T.blockN), v});
+    };
+    if (AAlongM)
+      forTileElements(B, Tid, T.threads(), T.blockK, T.blockM,
+                      [&](Value *, Value *k, Value *r) { a(r, k); });
+    else
+      forTileElements(B, Tid, T.threads(), T.blockM, T.blockK,
+                      [&](Value *, Value *r, Value *k) { a(r, k); });
+    ASlots = out.size();
+    if (BAlongK)
+      forTileElements(B, Tid, T.threads(), T.blockN, T.blockK,
+                      [&](Value *, Value *c, Value *k) { b(k, c); });
+    else
+      forTileElements(B, Tid, T.threads(), T.blockK, T.blockN,
+                      [&](Value *, Value *k, Value *c) { b(k, c); });
+    return out;
   }
 
-  // Register tile element (i, j) covers row ty + i * (blockM / threadM) and column
-  // tx + j * (blockN / threadN) of the block's tile: a warp's lanes read adjacent B words and
-  // store adjacent output columns.
-  Value *tileRow(unsigned i) { return B.CreateAdd(Ty, B.getInt64(i * (T.blockM / T.threadM))); }
-  Value *tileCol(unsigned j) { return B.CreateAdd(Tx, B.getInt64(j * (T.blockN / T.threadN))); }
+  // Both tiles are stored k-major, a row of `width` (blockM, blockN) elements padded by
+  // GemmTiles::Pad: the threads of a warp storing 8 consecutive k of 4 rows (or columns) hit
+  // 32 banks, and each thread reads its fragments as whole 16-byte vectors.
+  Value *kSlot(Value *k, Value *i, unsigned width) {
+    Value *row = B.CreateMul(k, B.getInt64(width + GemmTiles::Pad));
+    return B.CreateAdd(row, i);
+  }
 
+  void storeTiles(Value *stage, ArrayRef<Staged> staged) {
+    Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
+    Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
+    for (auto [i, s] : enumerate(staged)) {
+      bool isA = i < ASlots;
+      Value *slot = B.CreateAdd(isA ? aBase : bBase, s.slot);
+      B.CreateStore(s.value, sharedElement(B, isA ? ATile : BTile, slot));
+    }
+  }
+
+  // The register tile is made of groups of Vector consecutive rows (columns), the groups
+  // blockM / groups apart: element (i, j) covers row g * (blockM / groups) + ty * vector + e of
+  // the block's tile for i = g * vector + e. A warp's lanes read adjacent vectors of B and store
+  // adjacent output columns.
+  static constexpr unsigned Vector = 4;
+  static unsigned vectorOf(unsigned perThread) { return std::min(perThread, Vector); }
+  Value *tileIndex(Value *t, unsigned i, unsigned perThread, unsigned width) {
+    unsigned v = vectorOf(perThread), groups = perThread / v;
+    uint64_t offset = uint64_t(i / v) * (width / groups) + i % v;
+    return B.CreateAdd(B.CreateMul(t, B.getInt64(v)), B.getInt64(offset));
+  }
+  Value *tileRow(unsigned i) { return tileIndex(Ty, i, T.threadM, T.blockM); }
+  Value *tileCol(unsigned j) { return tileIndex(Tx, j, T.threadN, T.blockN); }
+
+  // This thread's perThread values of row kk of a stage's tile, a vector load per group.
+  SmallVector<Value *, 8> fragment(GlobalVariable *tile, Value *base, unsigned kk, Value *t,
+                                   unsigned perThread, unsigned width) {
+    unsigned v = vectorOf(perThread);
+    auto *ty = FixedVectorType::get(B.getFloatTy(), v);
+    Value *row = B.CreateAdd(base, B.getInt64(uint64_t(kk) * (width + GemmTiles::Pad)));
+    SmallVector<Value *, 8> out;
+    for (unsigned i = 0; i < perThread; i += v) {
+      Value *at = sharedElement(B, tile, B.CreateAdd(row, tileIndex(t, i, perThread, width)));
+      Value *vec = B.CreateAlignedLoad(ty, at, Align(v * 4));
+      for (unsigned e = 0; e < v; ++e)
+        out.push_back(B.CreateExtractElement(vec, e));
+    }
+    return out;
+  }
+
+  // Each k-tile: the loads of the next one are issued first, the FMAs on this one run while
+  // they are in flight, then they are stored into the other stage and one barrier both
+  // publishes them and frees this stage for the tile after.
   void accumulate(Value *kTiles) {
     Type *f32 = B.getFloatTy();
     auto step = [&](Value *kt, ArrayRef<Value *> accs) {
-      Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
-      loadTiles(k0);
-      B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
-      // Each k-step sums into fresh partial sums added to the accumulators once: blocked
+      Value *next = B.CreateAdd(kt, B.getInt64(1));
+      SmallVector<Staged, 8> staged = loadTiles(next);
+      Value *stage = B.CreateAnd(kt, B.getInt64(1), "stage");
+      Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
+      Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
+      // Each k-tile sums into fresh partial sums added to the accumulators once: blocked
       // summation, whose rounding error grows with blockK + k / blockK rather than with k, so
       // that long dot products stay within 1e-5 of the exactly rounded ones.
       SmallVector<Value *, 64> sums(accs.size(), ConstantFP::get(f32, 0.0));
-      SmallVector<Value *, 8> rows, cols;
-      for (unsigned i = 0; i < T.threadM; ++i)
-        rows.push_back(tileRow(i));
-      for (unsigned j = 0; j < T.threadN; ++j)
-        cols.push_back(tileCol(j));
       for (unsigned kk = 0; kk < T.blockK; ++kk) {
-        SmallVector<Value *, 8> a, b;
-        for (unsigned i = 0; i < T.threadM; ++i) {
-          Value *slot = B.CreateAdd(rows[i], B.getInt64(uint64_t(kk) * T.blockM));
-          a.push_back(B.CreateLoad(f32, sharedElement(B, ATile, slot)));
-        }
-        for (unsigned j = 0; j < T.threadN; ++j) {
-          Value *slot = B.CreateAdd(cols[j], B.getInt64(uint64_t(kk) * T.blockN));
-          b.push_back(B.CreateLoad(f32, sharedElement(B, BTile, slot)));
-        }
+        SmallVector<Value *, 8> a = fragment(ATile, aBase, kk, Ty, T.threadM, T.blockM);
+        SmallVector<Value *, 8> b = fragment(BTile, bBase, kk, Tx, T.threadN, T.blockN);
         for (unsigned i = 0; i < T.threadM; ++i)
           for (unsigned j = 0; j < T.threadN; ++j) {
             Value *&s = sums[i * T.threadN + j];
@@ -97,7 +152,7 @@ private:
       }
       for (auto [s, acc] : zip(sums, accs))
         s = B.CreateFAdd(acc, s);
-      // The next k-step overwrites the tiles only after every thread has read them.
+      storeTiles(B.CreateXor(stage, B.getInt64(1)), staged);
       B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
       return sums;
     };
@@ -120,8 +175,10 @@ private:
   const GemmTiles &T;
   GemmOperands Ops;
   GlobalVariable *ATile, *BTile;
+  const bool AAlongM, BAlongK;
+  size_t ASlots = 0; // loadTiles' elements of A, before those of B
   Value *Tid = nullptr, *Tx = nullptr, *Ty = nullptr, *M0 = nullptr, *N0 = nullptr;
-  SmallVector<Value *, 16> Acc;
+  SmallVector<Value *, 64> Acc;
 };
 
 } // namespace
@@ -168,10 +225,10 @@ Expected<CudaKernel> emitGemmKernel(Module &m, codegen::MathLibrary &math,
       m, math, entry, step, symIndex, tiles.blockM, tiles.blockN, tiles.threads(),
       (g.name + suffix).str(),
       [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
-        GlobalVariable *aTile = sharedArray(
-            m, b.getFloatTy(), uint64_t(tiles.blockM) * tiles.blockK, kernel + "_a_tile");
-        GlobalVariable *bTile = sharedArray(
-            m, b.getFloatTy(), uint64_t(tiles.blockK) * tiles.blockN, kernel + "_b_tile");
+        GlobalVariable *aTile =
+            sharedArray(m, b.getFloatTy(), 2 * tiles.aStageElements(), kernel + "_a_tile");
+        GlobalVariable *bTile =
+            sharedArray(m, b.getFloatTy(), 2 * tiles.bStageElements(), kernel + "_b_tile");
         GemmKernel(b, ex, g, tiles, kf, aTile, bTile).emit();
       });
 }

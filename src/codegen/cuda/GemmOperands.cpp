@@ -5,6 +5,11 @@ namespace aotc::cuda {
 
 using namespace llvm;
 
+bool rowsContiguous(const kir::MatrixOperand &op) {
+  std::optional<int64_t> stride = op.rowStride.constant();
+  return !op.conv && stride && *stride == 1;
+}
+
 Value *ceilDiv(codegen::Builder &b, Value *x, unsigned d) {
   Value *up = b.CreateAdd(x, b.getInt64(d - 1));
   return b.CreateUDiv(up, b.getInt64(d));

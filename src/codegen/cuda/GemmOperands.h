@@ -28,6 +28,10 @@ emitTiledGemm(llvm::Module &m, codegen::MathLibrary &math, const kir::EntryKerne
                                       const KernelFunction &, llvm::StringRef kernel)>
                   body);
 
+/// Whether a strided operand's rows are its contiguous dim (row stride 1): a transposed A, or a
+/// B read along k such as nn.Linear's weight.
+bool rowsContiguous(const kir::MatrixOperand &op);
+
 /// ceil(x / d) of an i64.
 llvm::Value *ceilDiv(codegen::Builder &b, llvm::Value *x, unsigned d);
 

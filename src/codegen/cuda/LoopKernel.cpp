@@ -533,11 +533,12 @@ const MmaGemmTiles &halfGemmTiles(const kir::GemmCall &g) {
 }
 
 /// The kernels of a GEMM step: a small-m kernel for each tier its m may fall in; for more rows,
-/// fp32 GEMMs in f32 on the CUDA cores (on 32 x 32 tiles where 64 x 64 ones would be too few
-/// blocks to fill the GPU), tf32, bf16 and fp16 ones on the tensor cores (which every arch of
-/// CudaTarget.h has; bf16 and fp16 on the tiles of halfGemmTiles). Each kernel serves where its
-/// gate, the minimum of some terms, is positive: a gate that is a constant decides at export (a
-/// kernel whose gate is not positive is not emitted); a symbolic one becomes the y extent of the
+/// fp32 GEMMs in f32 on the CUDA cores (on the largest of CudaCoreGemmTiles of which there are
+/// enough blocks to fill the GPU), tf32, bf16 and fp16 ones on the tensor cores (which every arch
+/// of CudaTarget.h has; bf16 and fp16 on the tiles of halfGemmTiles). Each kernel serves where its
+/// gate, the minimum of some terms, is positive: a kernel whose gate is not positive for any size
+/// in the dims' declared ranges is not emitted; a gate that is a constant decides at export; a
+/// symbolic one becomes the y extent of the
 /// kernel's grid, 1 where the kernel serves and at most 0 (no launch) elsewhere, so that a run
 /// launches one kernel of the step.
 Error emitGemmKernels(Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry,
@@ -549,7 +550,7 @@ Error emitGemmKernels(Module &m, codegen::MathLibrary &math, const kir::EntryKer
     all.append(terms.begin(), terms.end());
     SymExpr gate = SymExpr::minOf(all);
     std::optional<int64_t> fixed = gate.constant();
-    if (fixed && *fixed <= 0)
+    if ((fixed && *fixed <= 0) || rangeOf(gate, entry.facts).hi <= 0)
       return Error::success();
     Expected<CudaKernel> k = emit();
     if (!k)
@@ -571,14 +572,24 @@ Error emitGemmKernels(Module &m, codegen::MathLibrary &math, const kir::EntryKer
   if (g.precision != kir::Precision::FP32)
     return add({more},
                [&] { return emitMmaGemmKernel(m, math, entry, step, symIndex, halfGemmTiles(g)); });
-  const GemmTiles &big = CudaCoreGemmTiles;
-  SymExpr blocks = gemmTileCount(g, big.blockM, big.blockN);
-  if (Error e = add({more, SymExpr(GemmFewBlocks) - blocks}, [&] {
-        return emitGemmKernel(m, math, entry, step, symIndex, CudaCoreSmallGemmTiles, "_t32");
-      }))
-    return e;
-  return add({more, blocks - SymExpr(GemmFewBlocks - 1)},
-             [&] { return emitGemmKernel(m, math, entry, step, symIndex, big); });
+  // The largest CUDA-core tiles of which the GEMM has at least GemmFewBlocks: tiles i serve
+  // where tiles i - 1 are too few and tiles i are not.
+  std::optional<SymExpr> fewer; // GemmFewBlocks - the previous tiles' count
+  ArrayRef<GemmTiles> tiers = g.b.conv ? ArrayRef(CudaCoreConvTiles) : ArrayRef(CudaCoreGemmTiles);
+  for (auto [i, t] : enumerate(tiers)) {
+    SmallVector<SymExpr, 3> terms = {more};
+    if (fewer)
+      terms.push_back(*fewer);
+    SymExpr blocks = gemmTileCount(g, t.blockM, t.blockN);
+    if (i + 1 < tiers.size())
+      terms.push_back(blocks - SymExpr(GemmFewBlocks - 1));
+    std::string suffix = i == 0 ? "" : fmt::format("_t{}", t.blockN);
+    if (Error e =
+            add(terms, [&] { return emitGemmKernel(m, math, entry, step, symIndex, t, suffix); }))
+      return e;
+    fewer = SymExpr(GemmFewBlocks) - blocks;
+  }
+  return Error::success();
 }
 
 } // namespace

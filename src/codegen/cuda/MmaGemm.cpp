@@ -34,7 +34,7 @@ public:
                 const MmaGemmTiles &t, const KernelFunction &kf, GlobalVariable *aTile,
                 GlobalVariable *bTile)
       : Mod(m), B(b), P(g.precision), T(t), Ops(b, ex, g, kf), ATile(aTile), BTile(bTile),
-        BAlongK(t.elementBytes == 2 && kAlongRows(g.b)) {}
+        BAlongK(t.elementBytes == 2 && rowsContiguous(g.b)) {}
 
   void emit() {
     Tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
@@ -185,11 +185,6 @@ private:
   // The 16-bit buffers. B's rows run along k in memory (a transposed weight, nn.Linear's
   // [n, k]) when its row stride is 1: then its shared tile is n-major too, so that consecutive
   // threads read consecutive k; else it is k-major, consecutive threads reading consecutive n.
-  static bool kAlongRows(const kir::MatrixOperand &b) {
-    std::optional<int64_t> stride = b.rowStride.constant();
-    return !b.conv && stride && *stride == 1;
-  }
-
   // Pairs of consecutive elements each thread moves from a k-tile of A, then of B, into the
   // shared buffers: A's tile as blockM rows of blockK / 2 pairs (along k), B's as blockK rows of
   // blockN / 2 pairs (along n) or, along k, blockN rows of blockK / 2 pairs.
@@ -404,7 +399,7 @@ private:
   const MmaGemmTiles &T;
   GemmOperands Ops;
   GlobalVariable *ATile, *BTile;
-  const bool BAlongK; // 16-bit buffers: B's shared tile n-major (kAlongRows)
+  const bool BAlongK; // 16-bit buffers: B's shared tile n-major (rowsContiguous)
   Value *Tid = nullptr, *M0 = nullptr, *N0 = nullptr, *Group = nullptr, *InGroup = nullptr;
   Value *WarpRow = nullptr, *WarpCol = nullptr;
   SmallVector<Value *, 64> Acc;

@@ -37,15 +37,21 @@ TEST(CudaTarget, ParseArchs) {
 // The GEMM tiles fit every arch's block (threads, static shared memory) and the block's threads
 // load whole tiles: the kernel assumes both.
 TEST(CudaTarget, GemmTilesFitEveryArch) {
-  const GemmTiles &t = CudaCoreGemmTiles;
-  EXPECT_EQ(t.blockM % t.threadM, 0u);
-  EXPECT_EQ(t.blockN % t.threadN, 0u);
-  EXPECT_EQ(t.blockM * t.blockK % t.threads(), 0u);
-  EXPECT_EQ(t.blockK * t.blockN % t.threads(), 0u);
-  EXPECT_EQ(t.threads() % 32, 0u);
-  for (const ArchInfo &a : cudaArchs()) {
-    EXPECT_LE(t.threads(), a.maxThreadsPerBlock) << a.name.str();
-    EXPECT_LE(4 * t.blockK * (t.blockM + t.blockN), a.sharedPerBlock) << a.name.str();
+  std::vector<GemmTiles> tiles(std::begin(CudaCoreGemmTiles), std::end(CudaCoreGemmTiles));
+  tiles.insert(tiles.end(), std::begin(CudaCoreConvTiles), std::end(CudaCoreConvTiles));
+  for (const GemmTiles &t : tiles) {
+    EXPECT_EQ(t.blockM % t.threadM, 0u);
+    EXPECT_EQ(t.blockN % t.threadN, 0u);
+    EXPECT_EQ(t.blockM * t.blockK % t.threads(), 0u);
+    EXPECT_EQ(t.blockK * t.blockN % t.threads(), 0u);
+    EXPECT_EQ(t.threads() % 32, 0u);
+    // Whole 16-byte vectors of a thread's rows and columns, each group a whole number of them.
+    EXPECT_TRUE(t.threadM <= 4 || t.threadM % 4 == 0);
+    EXPECT_TRUE(t.threadN <= 4 || t.threadN % 4 == 0);
+    for (const ArchInfo &a : cudaArchs()) {
+      EXPECT_LE(t.threads(), a.maxThreadsPerBlock) << a.name.str();
+      EXPECT_LE(t.sharedBytes(), a.sharedPerBlock) << a.name.str();
+    }
   }
 }
 
