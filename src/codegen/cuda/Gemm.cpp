@@ -54,28 +54,27 @@ private:
   SmallVector<Staged, 8> loadTiles(Value *kt) {
     Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
     SmallVector<Staged, 8> out;
-    auto a = [&](Value *r, Value *k) {
+    forOperandTile(T.blockM, AAlongM, [&](Value *r, Value *k) {
       Value *v = Ops.load(Ops.aData(), Ops.a(B.CreateAdd(M0, r), B.CreateAdd(k0, k)));
       out.push_back({kSlot(k, r, T.blockM), v});
-    };
-    auto b = [&](Value *k, Value *c) {
+    });
+    ASlots = out.size();
+    forOperandTile(T.blockN, !BAlongK, [&](Value *c, Value *k) {
       Value *v = Ops.load(Ops.bData(), Ops.b(B.CreateAdd(k0, k), B.CreateAdd(N0, c)));
       out.push_back({kSlot(k, c, T.blockN), v});
-    };
-    if (AAlongM)
-      forTileElements(B, Tid, T.threads(), T.blockK, T.blockM,
-                      [&](Value *, Value *k, Value *r) { a(r, k); });
-    else
-      forTileElements(B, Tid, T.threads(), T.blockM, T.blockK,
-                      [&](Value *, Value *r, Value *k) { a(r, k); });
-    ASlots = out.size();
-    if (BAlongK)
-      forTileElements(B, Tid, T.threads(), T.blockN, T.blockK,
-                      [&](Value *, Value *c, Value *k) { b(k, c); });
-    else
-      forTileElements(B, Tid, T.threads(), T.blockK, T.blockN,
-                      [&](Value *, Value *k, Value *c) { b(k, c); });
+    });
     return out;
+  }
+
+  // This thread's elements (i, k) of an operand's `width` x blockK tile, consecutive threads
+  // along i where `alongWidth`, else along k.
+  void forOperandTile(unsigned width, bool alongWidth, function_ref<void(Value *, Value *)> f) {
+    if (alongWidth)
+      forTileElements(B, Tid, T.threads(), T.blockK, width,
+                      [&](Value *, Value *k, Value *i) { f(i, k); });
+    else
+      forTileElements(B, Tid, T.threads(), width, T.blockK,
+                      [&](Value *, Value *i, Value *k) { f(i, k); });
   }
 
   // Both tiles are stored k-major, a row of `width` (blockM, blockN) elements padded by
