@@ -31,12 +31,12 @@ constexpr unsigned WarpSize = 32;
 /// How many of a lane's key or value loads the decode kernel issues before their FMAs.
 constexpr unsigned DecodeLoadsInFlight = 16;
 
-/// The tiled kernel's: the block's queries, a tile of keys, of values, of probabilities. The
-/// decode kernel's: the query row (q), each warp's running maximum then sum (p), and each warp's
-/// accumulators (v).
 /// One query row a batch element (a decode step over a cache): the decode kernel's calls.
 bool isDecodeStep(const kir::AttentionCall &a) { return a.l.constant() == 1; }
 
+/// The tiled kernel's: the block's queries, a tile of keys, of values, of probabilities. The
+/// decode kernel's: the query row (q), each warp's running maximum then sum (p), and each warp's
+/// accumulators (v).
 struct SharedTiles {
   GlobalVariable *q, *k, *v, *p;
 };

@@ -46,22 +46,24 @@ private:
   struct Staged {
     Value *slot, *value;
   };
+  struct StagedTiles {
+    SmallVector<Staged, 8> a, b;
+  };
 
   // Loads this thread's elements of k-tile kt of A and B into registers (zeros past the
   // matrices' edges and past k, so the tile after the last is all zeros). Consecutive threads
   // take consecutive elements along each operand's contiguous dim (k for a row-major A, n for
   // a row-major B or a convolution's window): coalesced reads whatever the layout.
-  SmallVector<Staged, 8> loadTiles(Value *kt) {
+  StagedTiles loadTiles(Value *kt) {
     Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
-    SmallVector<Staged, 8> out;
+    StagedTiles out;
     forOperandTile(T.blockM, AAlongM, [&](Value *r, Value *k) {
       Value *v = Ops.load(Ops.aData(), Ops.a(B.CreateAdd(M0, r), B.CreateAdd(k0, k)));
-      out.push_back({kSlot(k, r, T.blockM), v});
+      out.a.push_back({kSlot(k, r, T.blockM), v});
     });
-    ASlots = out.size();
     forOperandTile(T.blockN, !BAlongK, [&](Value *c, Value *k) {
       Value *v = Ops.load(Ops.bData(), Ops.b(B.CreateAdd(k0, k), B.CreateAdd(N0, c)));
-      out.push_back({kSlot(k, c, T.blockN), v});
+      out.b.push_back({kSlot(k, c, T.blockN), v});
     });
     return out;
   }
@@ -85,14 +87,15 @@ private:
     return B.CreateAdd(row, i);
   }
 
-  void storeTiles(Value *stage, ArrayRef<Staged> staged) {
+  void storeTiles(Value *stage, const StagedTiles &staged) {
     Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
     Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
-    for (auto [i, s] : enumerate(staged)) {
-      bool isA = i < ASlots;
-      Value *slot = B.CreateAdd(isA ? aBase : bBase, s.slot);
-      B.CreateStore(s.value, sharedElement(B, isA ? ATile : BTile, slot));
-    }
+    auto store = [&](GlobalVariable *tile, Value *base, ArrayRef<Staged> elements) {
+      for (const Staged &s : elements)
+        B.CreateStore(s.value, sharedElement(B, tile, B.CreateAdd(base, s.slot)));
+    };
+    store(ATile, aBase, staged.a);
+    store(BTile, bBase, staged.b);
   }
 
   // The register tile is made of groups of Vector consecutive rows (columns), the groups
@@ -132,7 +135,7 @@ private:
     Type *f32 = B.getFloatTy();
     auto step = [&](Value *kt, ArrayRef<Value *> accs) {
       Value *next = B.CreateAdd(kt, B.getInt64(1));
-      SmallVector<Staged, 8> staged = loadTiles(next);
+      StagedTiles staged = loadTiles(next);
       Value *stage = B.CreateAnd(kt, B.getInt64(1), "stage");
       Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
       Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
@@ -175,7 +178,6 @@ private:
   GemmOperands Ops;
   GlobalVariable *ATile, *BTile;
   const bool AAlongM, BAlongK;
-  size_t ASlots = 0; // loadTiles' elements of A, before those of B
   Value *Tid = nullptr, *Tx = nullptr, *Ty = nullptr, *M0 = nullptr, *N0 = nullptr;
   SmallVector<Value *, 64> Acc;
 };

@@ -537,10 +537,9 @@ const MmaGemmTiles &halfGemmTiles(const kir::GemmCall &g) {
 /// enough blocks to fill the GPU), tf32, bf16 and fp16 ones on the tensor cores (which every arch
 /// of CudaTarget.h has; bf16 and fp16 on the tiles of halfGemmTiles). Each kernel serves where its
 /// gate, the minimum of some terms, is positive: a kernel whose gate is not positive for any size
-/// in the dims' declared ranges is not emitted; a gate that is a constant decides at export; a
-/// symbolic one becomes the y extent of the
-/// kernel's grid, 1 where the kernel serves and at most 0 (no launch) elsewhere, so that a run
-/// launches one kernel of the step.
+/// in the dims' declared ranges (a constant one included) is not emitted; any other symbolic gate
+/// becomes the y extent of the kernel's grid, 1 where the kernel serves and at most 0 (no launch)
+/// elsewhere, so that a run launches one kernel of the step.
 Error emitGemmKernels(Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry,
                       const kir::Step &step, const StringMap<unsigned> &symIndex,
                       std::vector<CudaKernel> &out) {
@@ -549,9 +548,9 @@ Error emitGemmKernels(Module &m, codegen::MathLibrary &math, const kir::EntryKer
     SmallVector<SymExpr, 4> all = {SymExpr(1)};
     all.append(terms.begin(), terms.end());
     SymExpr gate = SymExpr::minOf(all);
-    std::optional<int64_t> fixed = gate.constant();
-    if ((fixed && *fixed <= 0) || rangeOf(gate, entry.facts).hi <= 0)
+    if (rangeOf(gate, entry.facts).hi <= 0)
       return Error::success();
+    std::optional<int64_t> fixed = gate.constant();
     Expected<CudaKernel> k = emit();
     if (!k)
       return k.takeError();
