@@ -2,7 +2,7 @@
 # The Triton backend against a real server: installs NVIDIA's tritonserver (the nvidia-pytriton
 # wheel) and tritonclient into a venv under the build tree, exports the models, and runs
 # triton_test.py. Exits 77 (ctest: skipped) with the reason when the wheels cannot be had (no
-# network, not x86-64 Linux). Usage: run.sh BUILD_DIR
+# network, not x86-64 Linux). Usage: run.sh BUILD_DIR EMULATED_CUDA_DEVICE_LIBRARY
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="$(cd "$1" && pwd)"
@@ -42,4 +42,4 @@ server="$site/pytriton/tritonserver/bin/tritonserver"
 
 exec "$venv/bin/python" "$here/triton_test.py" --server "$server" \
   --backends "$build/tools/triton/backends" --aotc "$build/tools/aotc/aotc" \
-  --source-root "$here/../.." --work "$build/tests/triton/work"
+  --source-root "$here/../.." --work "$build/tests/triton/work" --emulated-cuda-device "$2"

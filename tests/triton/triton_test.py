@@ -3,7 +3,8 @@
 
 One server on 127.0.0.1 (free ports, explicit model control) holds examples/mlp, a tiny ResNet
 (examples/resnet/tiny_basic.cpp, both entries), an embedding (i64 ids) and a buffer-updating
-counter under several configs. Over HTTP and gRPC: health, metadata and configs as the backend
+counter under several configs, and GPU-only exports of the MLP and the embedding served on aotc's
+emulated CUDA device (the device path of KIND_GPU instances: device buffers, copies, graphs). Over HTTP and gRPC: health, metadata and configs as the backend
 auto-completes them, answers equal to `aotc run` on the same inputs, bad requests (Triton's own
 checks, and aotc's range checks with the runtime's message), 32 concurrent clients whose requests
 the dynamic batcher joins (every answer right, the server's batch statistics showing batches of
@@ -32,6 +33,10 @@ from tritonclient.utils import InferenceServerException
 ARGS = None
 SERVER = None
 ARTIFACTS = {}
+
+# The parameter that puts every instance of a model on the emulated CUDA device ({emu}: the
+# library's path, given to the test).
+EMULATED = 'parameters { key: "emulated_cuda_device" value: { string_value: "{emu}" } }\n'
 
 # Models loaded at start: name -> (artifact, config.pbtxt). Each config shows one feature.
 GOOD = {
@@ -62,6 +67,15 @@ dynamic_batching { max_queue_delay_microseconds: 100000 }
     "resnet_any": ("resnet", """backend: "aotc"
 parameters { key: "entry" value: { string_value: "forward_any_size" } }
 """),
+    # A GPU-only artifact on the emulated device: two instances sharing one model handle, each
+    # with its device buffers, batched, replaying CUDA graphs for the sizes it has seen.
+    "mlp_cuda": ("mlp_cuda", 'backend: "aotc"\n' + EMULATED + """dynamic_batching { max_queue_delay_microseconds: 100000 }
+instance_group [ { count: 2 kind: KIND_CPU } ]
+parameters { key: "cuda_graphs" value: { string_value: "8" } }
+"""),
+    # Index checks on the device.
+    "embedding_cuda": ("embedding_cuda", 'backend: "aotc"\n' + EMULATED + """dynamic_batching { max_queue_delay_microseconds: 100000 }
+"""),
 }
 
 # Models the backend must refuse: name -> (artifact or None, config.pbtxt, text of the error).
@@ -90,10 +104,14 @@ parameters { key: "entry" value: { string_value: "decode" } }
     "bad_parameter": ("mlp", """backend: "aotc"
 parameters { key: "entree" value: { string_value: "forward" } }
 """, 'config.pbtxt parameter "entree" is unknown to the aotc backend'),
-    # Without GPUs the server refuses KIND_GPU itself, before the backend's own check (which the
-    # unit tests cover) can: either way the model does not load.
-    "bad_gpu": ("mlp", 'backend: "aotc"\ninstance_group [ { kind: KIND_GPU } ]\n', "KIND_GPU"),
+    # KIND_GPU where there is no GPU: the server refuses it before the backend sees the model
+    # (the emulated-device models above run the backend's device path instead).
+    "bad_gpu": ("mlp", 'backend: "aotc"\ninstance_group [ { kind: KIND_GPU } ]\n',
+                "has kind KIND_GPU but no GPUs are available"),
     "bad_missing": (None, 'backend: "aotc"\n', "does not exist"),
+    "bad_cuda_only_on_cpu": ("mlp_cuda", 'backend: "aotc"\n', "the artifact has no CPU code"),
+    "bad_emulated_device": ("mlp", 'backend: "aotc"\n' + EMULATED.replace("{emu}", "/no/libemu.so"),
+                            'config.pbtxt parameter "emulated_cuda_device": /no/libemu.so'),
     "bad_not_artifact": ("config.pbtxt", 'backend: "aotc"\n', "not an ELF file"),
 }
 
@@ -111,19 +129,19 @@ def run(*cmd):
     return done
 
 
-def aotc_run(artifact, entry, x, input="x", output="logits"):
+def aotc_run(artifact, entry, x, input="x", output="logits", device="cpu"):
     """The artifact's answer for input x through `aotc run` (the reference the server must match)."""
     with tempfile.TemporaryDirectory() as tmp:
         np.save(os.path.join(tmp, "x.npy"), x)
         run(ARGS.aotc, "run", artifact, "--entry", entry, "--input", f"{input}={tmp}/x.npy",
-            "--output", tmp)
+            "--output", tmp, "--device", device)
         return np.load(os.path.join(tmp, f"{output}.npy"))
 
 
 def write_model(repo, name, artifact, config):
     os.makedirs(os.path.join(repo, name, "1"))
     with open(os.path.join(repo, name, "config.pbtxt"), "w") as f:
-        f.write(config)
+        f.write(config.replace("{emu}", ARGS.emulated_cuda_device))
     if artifact == "config.pbtxt":
         os.symlink(os.path.join(repo, name, "config.pbtxt"), os.path.join(repo, name, "1", "model.so"))
     elif artifact:
@@ -189,6 +207,13 @@ def setUpModule():
     run(ARGS.aotc, "export", f"{src}/tests/triton/embedding.cpp", "-o", ARTIFACTS["embedding"])
     ARTIFACTS["counter"] = os.path.join(ARGS.work, "counter.so")
     run(ARGS.aotc, "export", f"{src}/tests/triton/counter.cpp", "-o", ARTIFACTS["counter"])
+    gpu_only = ("--target", "cuda", "--cuda-arch", "sm_80")
+    ARTIFACTS["mlp_cuda"] = os.path.join(ARGS.work, "mlp_cuda.so")
+    run(ARGS.aotc, "export", f"{src}/examples/mlp/mlp.cpp", "--seed", "3", *gpu_only,
+        "-o", ARTIFACTS["mlp_cuda"])
+    ARTIFACTS["embedding_cuda"] = os.path.join(ARGS.work, "embedding_cuda.so")
+    run(ARGS.aotc, "export", f"{src}/tests/triton/embedding.cpp", *gpu_only,
+        "-o", ARTIFACTS["embedding_cuda"])
     repo = os.path.join(ARGS.work, "repository")
     shutil.rmtree(repo, ignore_errors=True)
     for name, (artifact, config) in GOOD.items():
@@ -229,6 +254,7 @@ class TritonTest(unittest.TestCase):
             "mlp": ([-1, 784], [-1, 10]),
             "mlp_batched": ([-1, 784], [-1, 10]),
             "mlp_nobatch": ([-1, 784], [-1, 10]),
+            "mlp_cuda": ([-1, 784], [-1, 10]),
             "resnet": ([-1, 3, 32, 32], [-1, 10]),
             "resnet_any": ([-1, 3, -1, -1], [-1, 10]),
         }
@@ -257,10 +283,12 @@ class TritonTest(unittest.TestCase):
         self.assertEqual(c.get_model_config("mlp_nobatch")["max_batch_size"], 0)
         with open(SERVER.log) as f:
             log = f.read()
-        self.assertRegex(log, r"aotc: model 'mlp_batched' serves entry .* instances share one "
-                              r"model handle")
+        self.assertRegex(log, r"aotc: model 'mlp_batched' serves entry .* instances on one device "
+                              r"share one model handle")
         self.assertRegex(log, r"aotc: model 'counter' serves entry .* one model handle per "
                               r"instance \(the entry updates buffers\)")
+        self.assertRegex(log, r"aotc: instance mlp_cuda_0_1 runs on cuda:0 \(aotc emulated")
+        self.assertRegex(log, r"aotc: instance mlp_batched_0_1 runs on cpu \(cpu\)")
 
     def test_inference_equals_aotc_run(self):
         rng = np.random.default_rng(1)
@@ -277,6 +305,15 @@ class TritonTest(unittest.TestCase):
                     got = infer(module, c, model, x)
                     self.assertEqual(got.shape, want.shape)
                     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+        # On the device: sizes seen before run into the instance's buffers (and graphs), a larger
+        # one grows them.
+        for rows in (5, 5, 3, 7, 5):
+            x = rng.standard_normal((rows, 784), dtype=np.float32)
+            want = aotc_run(ARTIFACTS["mlp_cuda"], "forward", x, device="cuda-emu")
+            for proto, module, c in clients():
+                with self.subTest(model="mlp_cuda", rows=rows, proto=proto):
+                    np.testing.assert_allclose(infer(module, c, "mlp_cuda", x), want, rtol=1e-6,
+                                               atol=1e-7)
         x = rng.standard_normal((3, 4), dtype=np.float32)
         for proto, module, c in clients():
             with self.subTest(model="counter", proto=proto):
@@ -316,10 +353,16 @@ class TritonTest(unittest.TestCase):
                          (1, 10))
 
     def test_concurrent_clients_are_batched(self):
+        for model, artifact, device in (("mlp_batched", "mlp", "cpu"),
+                                        ("mlp_cuda", "mlp_cuda", "cuda-emu")):
+            with self.subTest(model):
+                self.concurrent_clients(model, artifact, device)
+
+    def concurrent_clients(self, model, artifact, device):
         rng = np.random.default_rng(3)
         n, rounds = 32, 3
         xs = [rng.standard_normal((1 + i % 2, 784), dtype=np.float32) for i in range(n)]
-        whole = aotc_run(ARTIFACTS["mlp"], "forward", np.concatenate(xs))
+        whole = aotc_run(ARTIFACTS[artifact], "forward", np.concatenate(xs), device=device)
         starts = np.cumsum([0] + [len(x) for x in xs])
         barrier = threading.Barrier(n)
 
@@ -329,7 +372,7 @@ class TritonTest(unittest.TestCase):
             else:
                 module, c = httpclient, httpclient.InferenceServerClient(f"127.0.0.1:{SERVER.http}")
             barrier.wait()
-            return [infer(module, c, "mlp_batched", xs[i]) for _ in range(rounds)]
+            return [infer(module, c, model, xs[i]) for _ in range(rounds)]
 
         with concurrent.futures.ThreadPoolExecutor(n) as pool:
             answers = list(pool.map(client, range(n)))
@@ -339,17 +382,22 @@ class TritonTest(unittest.TestCase):
                                            atol=1e-6, err_msg=f"client {i} round {r}")
 
         stats = httpclient.InferenceServerClient(f"127.0.0.1:{SERVER.http}") \
-            .get_inference_statistics("mlp_batched")["model_stats"][0]
+            .get_inference_statistics(model)["model_stats"][0]
         sizes = {int(b["batch_size"]): int(b["compute_infer"]["count"]) for b in stats["batch_stats"]}
         rows = rounds * sum(len(x) for x in xs)
         self.assertEqual(int(stats["inference_count"]), rows)
         self.assertEqual(sum(size * count for size, count in sizes.items()), rows)
         self.assertTrue(any(size > 2 for size in sizes), f"no batch joined requests: {sizes}")
         self.assertLess(int(stats["execution_count"]), rounds * n)
-        print(f"\nmlp_batched: executions by batch size {dict(sorted(sizes.items()))} for "
+        print(f"\n{model}: executions by batch size {dict(sorted(sizes.items()))} for "
               f"{rounds * n} requests", file=sys.stderr)
 
     def test_bad_request_in_a_batch_fails_alone(self):
+        for model, device in (("embedding", "cpu"), ("embedding_cuda", "cuda-emu")):
+            with self.subTest(model):
+                self.bad_request_in_a_batch(model, device)
+
+    def bad_request_in_a_batch(self, model, device):
         # One client's ids are out of range: the run its request joined fails, and the backend
         # runs each request of that run again alone, so only that client gets the error.
         rng = np.random.default_rng(4)
@@ -357,15 +405,15 @@ class TritonTest(unittest.TestCase):
         ids = [rng.integers(0, 10, (1, 4), dtype=np.int64) for _ in range(n)]
         ids[bad][0, 2] = 99
         good = [i for i in range(n) if i != bad]
-        whole = aotc_run(ARTIFACTS["embedding"], "forward", np.concatenate([ids[i] for i in good]),
-                         input="ids", output="vectors")
+        whole = aotc_run(ARTIFACTS[model], "forward", np.concatenate([ids[i] for i in good]),
+                         input="ids", output="vectors", device=device)
         barrier = threading.Barrier(n)
 
         def client(i):
             c = grpcclient.InferenceServerClient(f"127.0.0.1:{SERVER.grpc}")
             barrier.wait()
             try:
-                return infer(grpcclient, c, "embedding", ids[i], "INT64", "vectors", "ids")
+                return infer(grpcclient, c, model, ids[i], "INT64", "vectors", "ids")
             except InferenceServerException as e:
                 return str(e)
 
@@ -376,7 +424,7 @@ class TritonTest(unittest.TestCase):
             self.assertIsInstance(answers[i], np.ndarray, f"client {i}: {answers[i]}")
             np.testing.assert_array_equal(answers[i], whole[row:row + 1], err_msg=f"client {i}")
         stats = httpclient.InferenceServerClient(f"127.0.0.1:{SERVER.http}") \
-            .get_inference_statistics("embedding")["model_stats"][0]
+            .get_inference_statistics(model)["model_stats"][0]
         self.assertEqual(int(stats["inference_stats"]["fail"]["count"]), 1)
         with open(SERVER.log) as f:
             self.assertRegex(f.read(), r"aotc: a run of \d+ requests joined along the batch dim "
@@ -409,8 +457,10 @@ def main():
     parser.add_argument("--aotc", required=True)
     parser.add_argument("--source-root", required=True)
     parser.add_argument("--work", required=True, help="scratch directory (artifacts, repository, log)")
+    parser.add_argument("--emulated-cuda-device", required=True,
+                        help="libaotc_cuda_emu.so, the emulated CUDA device the backend loads")
     ARGS, rest = parser.parse_known_args()
-    for path in ("server", "backends", "aotc", "source_root", "work"):
+    for path in ("server", "backends", "aotc", "source_root", "work", "emulated_cuda_device"):
         setattr(ARGS, path, os.path.abspath(getattr(ARGS, path)))
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 

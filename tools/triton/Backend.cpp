@@ -1,7 +1,8 @@
 // libtriton_aotc.so: Triton Inference Server's TRITONBACKEND_* entry points over aotc artifacts.
-// A model directory's <version>/model.so is dlopened once per Triton model; its instances share
-// one model handle unless the entry updates mutable buffers; an execution concatenates its
-// requests along the batch dim (Batch.h), runs the entry once per group and splits the outputs.
+// A model directory's <version>/model.so is dlopened once per Triton model; KIND_CPU instances run
+// it on the CPU, KIND_GPU instances on their CUDA device; instances on one device share one model
+// handle unless the entry updates mutable buffers; an execution concatenates its requests along
+// the batch dim (Batch.h), runs the entry once per group and splits the outputs.
 #include "Batch.h"
 #include "Error.h"
 #include "ModelConfig.h"
@@ -13,11 +14,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <dlfcn.h>
 #include <sys/stat.h>
 
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -119,22 +123,61 @@ std::string stringOr(const json &object, const char *key, const std::string &oth
              : otherwise;
 }
 
+/// The driver table of the emulated CUDA device in the library `path` (config.pbtxt's
+/// emulated_cuda_device, for tests). The library stays loaded for the life of the process: the
+/// device it emulates is the process's one.
+const void *loadEmulatedCudaDevice(const std::string &path) {
+  void *library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    throw error(TRITONSERVER_ERROR_NOT_FOUND, "config.pbtxt parameter \"emulated_cuda_device\": {}",
+                ::dlerror());
+  using DriverFn = const void *(*)();
+  auto driver = reinterpret_cast<DriverFn>(::dlsym(library, "aotc_emulated_cuda_driver"));
+  if (!driver)
+    throw error(TRITONSERVER_ERROR_INVALID_ARG,
+                "config.pbtxt parameter \"emulated_cuda_device\": {} has no "
+                "aotc_emulated_cuda_driver",
+                path);
+  return driver();
+}
+
 /// One Triton model: a loaded artifact and the entry it serves.
 struct ModelState {
   std::string name;
   std::string artifact;
   std::unique_ptr<rt::Library> library;
   BackendParams params;
+  const void *cudaDriver = nullptr; // the emulated device's driver table; null: libcuda
   EntrySig sig;
   int64_t maxBatch = 0;
-  // The handle instances share; null when each instance needs its own (mutable buffers).
-  std::shared_ptr<rt::Model> shared;
+  // Whether instances on one device may share a model handle: not when the entry updates
+  // mutable buffers, which each handle holds.
+  bool shareable = false;
+  std::mutex lock; // guards `shared`: instances may be created concurrently
+  std::map<Placement, std::shared_ptr<rt::Model>> shared;
 
-  std::shared_ptr<rt::Model> createModel() const {
+  std::shared_ptr<rt::Model> createModel(Placement at) const {
     aotc_model_options options;
     library->api().model_options_init(&options);
     options.num_threads = params.numThreads;
+    options.device_type = at.deviceType;
+    options.device_index = at.deviceIndex;
+    if (at.deviceType == AOTC_DEVICE_CUDA) {
+      options.cuda_graphs = params.cudaGraphs;
+      options.cuda_driver = cudaDriver;
+    }
     return std::make_shared<rt::Model>(*library, &options);
+  }
+
+  /// The handle an instance at `at` runs on: the device's shared one when sharing is safe.
+  std::shared_ptr<rt::Model> handleFor(Placement at) {
+    if (!shareable)
+      return createModel(at);
+    std::lock_guard<std::mutex> hold(lock);
+    std::shared_ptr<rt::Model> &handle = shared[at];
+    if (!handle)
+      handle = createModel(at);
+    return handle;
   }
 };
 
@@ -163,7 +206,7 @@ std::unique_ptr<ModelState> initializeModel(TRITONBACKEND_Model *model) {
 
   json config = readConfig(model);
   state->params = readParameters(config);
-  checkInstanceGroups(config);
+  const Placement first = checkInstanceGroups(config, state->params);
 
   const std::string file = stringOr(config, "default_model_filename", "model.so");
   state->artifact = fmt::format("{}/{}/{}", location, version, file);
@@ -174,9 +217,12 @@ std::unique_ptr<ModelState> initializeModel(TRITONBACKEND_Model *model) {
                 "named {} (or config.pbtxt's default_model_filename)",
                 state->artifact, file);
   state->library = std::make_unique<rt::Library>(state->artifact);
+  if (!state->params.emulatedCudaDevice.empty())
+    state->cudaDriver = loadEmulatedCudaDevice(state->params.emulatedCudaDevice);
 
-  // One handle to read the entry from; it becomes the shared one when sharing is safe.
-  std::shared_ptr<rt::Model> handle = state->createModel();
+  // One handle to read the entry from, where the first instance runs; it becomes that device's
+  // shared one when sharing is safe.
+  std::shared_ptr<rt::Model> handle = state->createModel(first);
   int32_t entry = 0;
   if (!state->params.entry.empty()) {
     try {
@@ -210,27 +256,104 @@ std::unique_ptr<ModelState> initializeModel(TRITONBACKEND_Model *model) {
 
   // Only this entry runs on this Triton model's handles (another entry is another Triton model,
   // with handles of its own), so only its own buffer updates could race.
-  if (updates && entryUpdates.empty())
-    state->shared = std::move(handle);
+  state->shareable = updates && entryUpdates.empty();
+  if (state->shareable)
+    state->shared[first] = std::move(handle);
 
   log(TRITONSERVER_LOG_INFO, __LINE__,
       fmt::format("aotc: model '{}' serves entry \"{}\" of {}: inputs {}; outputs {}; "
                   "max_batch_size {}; {}",
                   state->name, state->sig.entry, state->artifact, describe(state->sig.inputs),
                   describe(state->sig.outputs), state->maxBatch,
-                  state->shared ? "instances share one model handle"
-                  : updates     ? "one model handle per instance (the entry updates buffers)"
-                                : "one model handle per instance (no embedded program says "
-                                  "whether the entry updates buffers)"));
+                  state->shareable ? "instances on one device share one model handle"
+                  : updates        ? "one model handle per instance (the entry updates buffers)"
+                                   : "one model handle per instance (no embedded program says "
+                                     "whether the entry updates buffers)"));
   return state;
 }
 
-/// One model instance: the handle its executions run on.
+/// Device memory that one instance's runs reuse (Triton runs an instance's executions one at a
+/// time), so that a run of sizes seen before has the same addresses: what a CUDA graph replays.
+class DeviceBuffers {
+public:
+  explicit DeviceBuffers(std::shared_ptr<rt::Model> handle) : handle_(std::move(handle)) {
+    const rt::Api &api = handle_->api();
+    if (!api.model_device_alloc || !api.model_device_free || !api.model_copy)
+      throw error(TRITONSERVER_ERROR_UNSUPPORTED,
+                  "the artifact's runtime has no device memory functions; export it again with "
+                  "this aotc");
+  }
+  ~DeviceBuffers() {
+    for (std::vector<Buffer> *list : {&inputs_, &outputs_})
+      for (Buffer &b : *list)
+        handle_->api().model_device_free(handle_->get(), b.data);
+  }
+  DeviceBuffers(const DeviceBuffers &) = delete;
+  DeviceBuffers &operator=(const DeviceBuffers &) = delete;
+
+  /// Input or output i's buffer, at least `bytes` large.
+  void *input(size_t i, uint64_t bytes) { return reserve(inputs_, i, bytes); }
+  void *output(size_t i, uint64_t bytes) { return reserve(outputs_, i, bytes); }
+
+  void copy(void *dst, const void *src, uint64_t bytes, int32_t direction) {
+    if (bytes)
+      handle_->api().check(handle_->api().model_copy(handle_->get(), dst, src, bytes, direction));
+  }
+
+  /// The byte sizes of the outputs of the runs seen, by their input shapes.
+  std::map<InputShapes, std::vector<uint64_t>> outputBytes;
+
+private:
+  struct Buffer {
+    void *data = nullptr;
+    uint64_t capacity = 0;
+  };
+  /// Grows by doubling at least, so that the addresses settle after a few sizes.
+  void *reserve(std::vector<Buffer> &list, size_t i, uint64_t bytes) {
+    if (list.size() <= i)
+      list.resize(i + 1);
+    Buffer &b = list[i];
+    if (b.capacity < bytes) {
+      const rt::Api &api = handle_->api();
+      const uint64_t capacity = std::max(bytes, 2 * b.capacity);
+      api.check(api.model_device_free(handle_->get(), b.data));
+      b = Buffer{};
+      api.check(api.model_device_alloc(handle_->get(), capacity, &b.data));
+      b.capacity = capacity;
+    }
+    return b.data;
+  }
+
+  std::shared_ptr<rt::Model> handle_;
+  std::vector<Buffer> inputs_, outputs_;
+};
+
+/// One model instance: the handle its executions run on, and where.
 struct InstanceState {
   ModelState *model = nullptr;
   TRITONBACKEND_ModelInstance *instance = nullptr;
+  Placement placement;
   std::shared_ptr<rt::Model> handle;
+  std::unique_ptr<DeviceBuffers> device; // CUDA instances: inputs and outputs on the device
 };
+
+/// Where an instance runs: its GPU for KIND_GPU, the CPU for KIND_CPU; every instance on the
+/// emulated CUDA device when config.pbtxt names one.
+Placement placementOf(const ModelState &m, TRITONBACKEND_ModelInstance *instance) {
+  if (m.cudaDriver)
+    return Placement{AOTC_DEVICE_CUDA, 0};
+  TRITONSERVER_InstanceGroupKind kind;
+  check(TRITONBACKEND_ModelInstanceKind(instance, &kind), "reading the instance kind");
+  if (kind == TRITONSERVER_INSTANCEGROUPKIND_CPU)
+    return Placement{};
+  if (kind != TRITONSERVER_INSTANCEGROUPKIND_GPU)
+    throw error(TRITONSERVER_ERROR_UNSUPPORTED,
+                "the aotc backend runs instances of kind KIND_CPU or KIND_GPU; set one in "
+                "config.pbtxt's instance_group");
+  int32_t device = 0;
+  check(TRITONBACKEND_ModelInstanceDeviceId(instance, &device), "reading the instance's GPU");
+  return Placement{AOTC_DEVICE_CUDA, device};
+}
 
 /// One request of an execution, its inputs read and checked.
 struct Pending {
@@ -289,7 +412,9 @@ void readInputs(const ModelState &m, Pending &p) {
             "reading an input buffer");
       if (memory == TRITONSERVER_MEMORY_GPU)
         throw error(TRITONSERVER_ERROR_UNSUPPORTED,
-                    "input \"{}\" is in GPU memory; the aotc backend runs on CPU", t.name);
+                    "input \"{}\" is in GPU memory (CUDA shared memory), which the aotc backend "
+                    "does not read yet; send it in the request or in system shared memory",
+                    t.name);
       pieces.emplace_back(data, size);
     }
     // Rows are what requests are joined by: every input must agree on them.
@@ -320,9 +445,16 @@ void sendError(Pending &p, TRITONSERVER_Error *e) {
   p.ok = false;
 }
 
+/// A run's outputs: where they are (host or device memory) and the runtime's buffers to free.
+struct Results {
+  std::vector<aotc_tensor> tensors;
+  std::vector<rt::OwnedTensor> owned;
+  DeviceBuffers *device = nullptr; // set: the tensors are device memory, copied out through it
+};
+
 /// Copies rows [row, row + p.rows) of each requested output into p's response and sends it.
-void sendOutputs(const ModelState &m, Pending &p, std::vector<rt::OwnedTensor> &outputs,
-                 int64_t row, int64_t totalRows) {
+void sendOutputs(const ModelState &m, Pending &p, const Results &outputs, int64_t row,
+                 int64_t totalRows) {
   uint32_t count = 0;
   check(TRITONBACKEND_RequestOutputCount(p.request, &count), "reading the requested outputs");
   for (uint32_t i = 0; i < count; ++i) {
@@ -334,9 +466,11 @@ void sendOutputs(const ModelState &m, Pending &p, std::vector<rt::OwnedTensor> &
     if (k == m.sig.outputs.size())
       throw error(TRITONSERVER_ERROR_INVALID_ARG, "entry \"{}\" has no output \"{}\"", m.sig.entry,
                   name);
-    const rt::OwnedTensor &t = outputs[static_cast<size_t>(m.sig.outputs[k].index)];
-    std::vector<int64_t> shape = t.shape();
-    const uint64_t bytes = static_cast<uint64_t>(t.numel()) * elementSize(t.dtype());
+    const aotc_tensor &t = outputs.tensors[static_cast<size_t>(m.sig.outputs[k].index)];
+    std::vector<int64_t> shape(t.shape, t.shape + t.rank);
+    uint64_t bytes = elementSize(t.dtype);
+    for (int64_t d : shape)
+      bytes *= static_cast<uint64_t>(d);
     uint64_t offset = 0, size = bytes;
     if (m.maxBatch > 0) {
       if (shape.empty() || shape[0] != totalRows)
@@ -349,8 +483,8 @@ void sendOutputs(const ModelState &m, Pending &p, std::vector<rt::OwnedTensor> &
       size = rowBytes * static_cast<uint64_t>(p.rows);
     }
     TRITONBACKEND_Output *output = nullptr;
-    check(TRITONBACKEND_ResponseOutput(p.response, &output, name, tritonType(t.dtype()),
-                                       shape.data(), static_cast<uint32_t>(shape.size())),
+    check(TRITONBACKEND_ResponseOutput(p.response, &output, name, tritonType(t.dtype), shape.data(),
+                                       static_cast<uint32_t>(shape.size())),
           "creating an output");
     void *buffer = nullptr;
     TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
@@ -359,9 +493,14 @@ void sendOutputs(const ModelState &m, Pending &p, std::vector<rt::OwnedTensor> &
           "allocating an output");
     if (memory == TRITONSERVER_MEMORY_GPU)
       throw error(TRITONSERVER_ERROR_UNSUPPORTED,
-                  "the server gave output \"{}\" GPU memory; the aotc backend runs on CPU", name);
-    if (size)
-      std::memcpy(buffer, static_cast<const char *>(t.raw().data) + offset, size);
+                  "the server gave output \"{}\" GPU memory, which the aotc backend does not "
+                  "write yet",
+                  name);
+    const char *from = static_cast<const char *>(t.data) + offset;
+    if (outputs.device)
+      outputs.device->copy(buffer, from, size, AOTC_COPY_DEVICE_TO_HOST);
+    else if (size)
+      std::memcpy(buffer, from, size);
   }
   check(TRITONBACKEND_ResponseSend(p.response, AOTC_TRITONSERVER_RESPONSE_COMPLETE_FINAL, nullptr),
         "sending a response");
@@ -382,8 +521,10 @@ void runGroup(InstanceState &is, std::vector<Pending> &pending, const std::vecto
   for (size_t r : group)
     totalRows += pending[r].rows;
 
+  DeviceBuffers *device = is.device.get();
   std::vector<std::vector<char>> scratch;
   std::vector<aotc_tensor> inputs;
+  InputShapes shapes;
   for (size_t i = 0; i < m.sig.inputs.size(); ++i) {
     std::vector<int64_t> shape = first.shapes[i];
     if (m.maxBatch > 0)
@@ -393,7 +534,15 @@ void runGroup(InstanceState &is, std::vector<Pending> &pending, const std::vecto
     for (size_t r : group)
       for (const auto &piece : pending[r].buffers[i])
         bytes += piece.second;
-    if (group.size() == 1 && first.buffers[i].size() == 1) {
+    if (device) { // each piece straight to its place in the device buffer
+      char *at = static_cast<char *>(device->input(i, bytes));
+      data = at;
+      for (size_t r : group)
+        for (const auto &piece : pending[r].buffers[i]) {
+          device->copy(at, piece.first, piece.second, AOTC_COPY_HOST_TO_DEVICE);
+          at += piece.second;
+        }
+    } else if (group.size() == 1 && first.buffers[i].size() == 1) {
       data = first.buffers[i][0].first; // one contiguous buffer: no copy
     } else {
       std::vector<char> &joined = scratch.emplace_back(bytes);
@@ -407,13 +556,44 @@ void runGroup(InstanceState &is, std::vector<Pending> &pending, const std::vecto
     }
     aotc_tensor t = rt::tensor(data, m.sig.inputs[i].dtype, shape);
     t.size_bytes = bytes;
+    t.device_type = is.placement.deviceType;
+    t.device_index = is.placement.deviceIndex;
     inputs.push_back(t);
+    shapes.push_back(std::move(shape));
   }
 
   const uint64_t computeStart = nowNs();
-  std::vector<rt::OwnedTensor> outputs;
+  Results outputs;
+  outputs.device = device;
   try {
-    outputs = is.handle->run(m.sig.index, inputs);
+    const std::vector<uint64_t> *known = nullptr;
+    if (device)
+      if (auto it = device->outputBytes.find(shapes); it != device->outputBytes.end())
+        known = &it->second;
+    if (known) {
+      // Sizes seen before: into the instance's own buffers, at the addresses of last time.
+      outputs.tensors.resize(known->size());
+      for (size_t o = 0; o < known->size(); ++o) {
+        aotc_tensor &t = outputs.tensors[o];
+        std::memset(&t, 0, sizeof t);
+        t.data = device->output(o, (*known)[o]);
+        t.size_bytes = (*known)[o];
+        t.device_type = is.placement.deviceType;
+        t.device_index = is.placement.deviceIndex;
+      }
+      is.handle->run_into(m.sig.index, inputs, outputs.tensors);
+    } else {
+      outputs.owned = is.handle->run(m.sig.index, inputs);
+      std::vector<uint64_t> sizes;
+      for (const rt::OwnedTensor &t : outputs.owned) {
+        outputs.tensors.push_back(t.raw());
+        sizes.push_back(static_cast<uint64_t>(t.numel()) * elementSize(t.dtype()));
+      }
+      // An empty output would have no buffer, which asks the runtime for one: such runs keep
+      // runtime-allocated outputs.
+      if (device && std::find(sizes.begin(), sizes.end(), 0) == sizes.end())
+        device->outputBytes.emplace(shapes, std::move(sizes));
+    }
   } catch (const rt::Error &e) {
     if (group.size() > 1) {
       log(TRITONSERVER_LOG_VERBOSE, __LINE__,
@@ -556,16 +736,6 @@ TRITONSERVER_Error *TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model *model) {
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance *instance) {
   return guard([&] {
-    TRITONSERVER_InstanceGroupKind kind;
-    check(TRITONBACKEND_ModelInstanceKind(instance, &kind), "reading the instance kind");
-    const char *name = nullptr;
-    check(TRITONBACKEND_ModelInstanceName(instance, &name), "reading the instance name");
-    // KIND_AUTO resolves to KIND_GPU on a machine with GPUs: the config check cannot see that.
-    if (kind != TRITONSERVER_INSTANCEGROUPKIND_CPU)
-      throw error(TRITONSERVER_ERROR_UNSUPPORTED,
-                  "instance {}: the aotc backend runs artifacts on CPU only for now; set "
-                  "instance_group {{ kind: KIND_CPU }} in config.pbtxt",
-                  name);
     TRITONBACKEND_Model *model = nullptr;
     check(TRITONBACKEND_ModelInstanceModel(instance, &model), "reading the instance's model");
     void *modelState = nullptr;
@@ -573,7 +743,18 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
     auto state = std::make_unique<InstanceState>();
     state->model = static_cast<ModelState *>(modelState);
     state->instance = instance;
-    state->handle = state->model->shared ? state->model->shared : state->model->createModel();
+    state->placement = placementOf(*state->model, instance);
+    state->handle = state->model->handleFor(state->placement);
+    if (state->placement.deviceType == AOTC_DEVICE_CUDA)
+      state->device = std::make_unique<DeviceBuffers>(state->handle);
+    const char *name = nullptr, *device = "";
+    check(TRITONBACKEND_ModelInstanceName(instance, &name), "reading the instance name");
+    const aotc::rt::Api &api = state->handle->api();
+    if (api.model_device_name)
+      api.check(api.model_device_name(state->handle->get(), &device));
+    log(TRITONSERVER_LOG_INFO, __LINE__,
+        fmt::format("aotc: instance {} runs on {} ({})", name, placementLabel(state->placement),
+                    device));
     check(TRITONBACKEND_ModelInstanceSetState(instance, state.get()), "setting the instance state");
     state.release();
   });

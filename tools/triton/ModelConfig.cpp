@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <optional>
 
 namespace aotc::triton {
 
@@ -45,7 +46,8 @@ const TypeRow *typeRow(int32_t aotcDtype) {
   return nullptr;
 }
 
-constexpr const char *Parameters[] = {"entry", "num_threads"};
+constexpr const char *Parameters[] = {"entry", "num_threads", "cuda_graphs",
+                                      "emulated_cuda_device"};
 
 TensorSig tensorSig(const aotc_tensor_info &info, int32_t index) {
   TensorSig t;
@@ -264,6 +266,24 @@ std::optional<BatchDim> findBatchDim(const std::vector<TensorSig> &inputs,
   return BatchDim{first.symbol, first.hi};
 }
 
+namespace {
+
+/// A parameter's decimal value in [0, hi], or the error naming it and `expected`.
+int64_t countParameter(const char *key, const std::string &text, int64_t hi, const char *expected) {
+  size_t used = 0;
+  int64_t n = -1;
+  try {
+    n = std::stoll(text, &used);
+  } catch (const std::exception &) {
+  }
+  if (used != text.size() || text.empty() || n < 0 || n > hi)
+    throw error(TRITONSERVER_ERROR_INVALID_ARG,
+                "config.pbtxt parameter \"{}\" is \"{}\"; expected {}", key, text, expected);
+  return n;
+}
+
+} // namespace
+
 BackendParams readParameters(const json &config) {
   BackendParams params;
   auto it = config.find("parameters");
@@ -277,18 +297,17 @@ BackendParams readParameters(const json &config) {
                     "config.pbtxt parameter \"entry\" needs a string_value naming an entry");
       params.entry = text;
     } else if (key == "num_threads") {
-      size_t used = 0;
-      int64_t n = -1;
-      try {
-        n = std::stoll(text, &used);
-      } catch (const std::exception &) {
-      }
-      if (used != text.size() || text.empty() || n < 0 || n > 1024)
+      params.numThreads = static_cast<int32_t>(
+          countParameter("num_threads", text, 1024, "0 (one per CPU) to 1024"));
+    } else if (key == "cuda_graphs") {
+      params.cudaGraphs = static_cast<uint32_t>(countParameter(
+          "cuda_graphs", text, 4096, "0 (none) to 4096 CUDA graphs per concurrent run"));
+    } else if (key == "emulated_cuda_device") {
+      if (text.empty())
         throw error(TRITONSERVER_ERROR_INVALID_ARG,
-                    "config.pbtxt parameter \"num_threads\" is \"{}\"; expected 0 (one per CPU) "
-                    "to 1024",
-                    text);
-      params.numThreads = static_cast<int32_t>(n);
+                    "config.pbtxt parameter \"emulated_cuda_device\" needs a string_value naming "
+                    "a library");
+      params.emulatedCudaDevice = text;
     } else {
       throw error(TRITONSERVER_ERROR_INVALID_ARG,
                   "config.pbtxt parameter \"{}\" is unknown to the aotc backend (it reads: {})",
@@ -298,18 +317,35 @@ BackendParams readParameters(const json &config) {
   return params;
 }
 
-void checkInstanceGroups(const json &config) {
+std::string placementLabel(Placement placement) {
+  return placement.deviceType == AOTC_DEVICE_CPU ? std::string("cpu")
+                                                 : fmt::format("cuda:{}", placement.deviceIndex);
+}
+
+Placement checkInstanceGroups(const json &config, const BackendParams &params) {
+  std::optional<Placement> first;
   auto it = config.find("instance_group");
-  if (it == config.end() || !it->is_array())
-    return;
-  for (const json &group : *it) {
-    const std::string kind = stringOf(group, "kind");
-    if (kind == "KIND_GPU" || kind == "KIND_MODEL")
-      throw error(TRITONSERVER_ERROR_UNSUPPORTED,
-                  "config.pbtxt instance_group {}: the aotc backend runs artifacts on CPU only "
-                  "for now; use kind: KIND_CPU",
-                  kind);
-  }
+  if (it != config.end() && it->is_array())
+    for (const json &group : *it) {
+      const std::string kind = stringOf(group, "kind");
+      if (kind == "KIND_MODEL")
+        throw error(TRITONSERVER_ERROR_UNSUPPORTED,
+                    "config.pbtxt instance_group KIND_MODEL: the aotc backend places its models "
+                    "itself; use kind: KIND_CPU or KIND_GPU");
+      if (first)
+        continue;
+      first = Placement{};
+      if (kind == "KIND_GPU") {
+        first->deviceType = AOTC_DEVICE_CUDA;
+        auto gpus = group.find("gpus");
+        if (gpus != group.end() && gpus->is_array() && !gpus->empty() &&
+            gpus->front().is_number_integer())
+          first->deviceIndex = gpus->front().get<int32_t>();
+      }
+    }
+  if (!params.emulatedCudaDevice.empty())
+    return Placement{AOTC_DEVICE_CUDA, 0};
+  return first.value_or(Placement{});
 }
 
 bool completeConfig(json &config, const EntrySig &sig) {

@@ -58,11 +58,25 @@ std::optional<BatchDim> findBatchDim(const std::vector<TensorSig> &inputs,
 struct BackendParams {
   std::string entry;      // "" = the artifact's first entry
   int32_t numThreads = 0; // aotc_model_options.num_threads of each model handle
+  uint32_t cudaGraphs = 0; // aotc_model_options.cuda_graphs of each GPU model handle
+  // For tests: a library exporting aotc_emulated_cuda_driver(); every instance then runs on
+  // that emulated CUDA device, whatever its kind.
+  std::string emulatedCudaDevice;
 };
 BackendParams readParameters(const nlohmann::json &config);
 
-/// KIND_GPU and KIND_MODEL instance groups are refused: aotc's backend runs on CPU for now.
-void checkInstanceGroups(const nlohmann::json &config);
+/// Where a model handle runs: the CPU, or a CUDA device.
+struct Placement {
+  int32_t deviceType = AOTC_DEVICE_CPU;
+  int32_t deviceIndex = 0;
+  auto operator<=>(const Placement &) const = default;
+};
+std::string placementLabel(Placement placement); // "cpu", "cuda:1"
+
+/// KIND_MODEL instance groups are refused (aotc places its models itself); KIND_CPU and
+/// KIND_GPU are served. Returns where the first group's first instance runs, which is where the
+/// backend reads the entry (an artifact exported for CUDA only has no CPU code to read it on).
+Placement checkInstanceGroups(const nlohmann::json &config, const BackendParams &params);
 
 /// Fills in what config.pbtxt leaves out: every input and output (name, data_type, dims with -1
 /// for dynamic dims), and for a config that names no tensor and no max_batch_size, batching up

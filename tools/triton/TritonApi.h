@@ -129,6 +129,9 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceKind(TRITONBACKEND_ModelInstance 
                                                     TRITONSERVER_InstanceGroupKind *kind);
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceModel(TRITONBACKEND_ModelInstance *instance,
                                                      TRITONBACKEND_Model **model);
+// The GPU of a KIND_GPU instance (CUDA device ordinal).
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceDeviceId(TRITONBACKEND_ModelInstance *instance,
+                                                        int32_t *device_id);
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceSetState(TRITONBACKEND_ModelInstance *instance,
                                                         void *state);
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceState(TRITONBACKEND_ModelInstance *instance,

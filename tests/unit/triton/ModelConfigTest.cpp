@@ -202,39 +202,65 @@ TEST(Check, OutputsMayBeASubset) {
 
 TEST(Parameters, EntryAndThreads) {
   BackendParams p = readParameters(json::parse(R"({"parameters": {
-    "entry": {"string_value": "decode"}, "num_threads": {"string_value": "4"}}})"));
+    "entry": {"string_value": "decode"}, "num_threads": {"string_value": "4"},
+    "cuda_graphs": {"string_value": "16"},
+    "emulated_cuda_device": {"string_value": "/x/libaotc_cuda_emu.so"}}})"));
   EXPECT_EQ(p.entry, "decode");
   EXPECT_EQ(p.numThreads, 4);
+  EXPECT_EQ(p.cudaGraphs, 16u);
+  EXPECT_EQ(p.emulatedCudaDevice, "/x/libaotc_cuda_emu.so");
   p = readParameters(json::object());
   EXPECT_EQ(p.entry, "");
   EXPECT_EQ(p.numThreads, 0);
+  EXPECT_EQ(p.cudaGraphs, 0u);
+  EXPECT_EQ(p.emulatedCudaDevice, "");
 }
 
 TEST(Parameters, BadOnesAreRefused) {
   auto error = [](const char *text) { return errorOf([&] { readParameters(json::parse(text)); }); };
   EXPECT_EQ(error(R"({"parameters": {"entree": {"string_value": "decode"}}})"),
             "config.pbtxt parameter \"entree\" is unknown to the aotc backend (it reads: entry, "
-            "num_threads)");
+            "num_threads, cuda_graphs, emulated_cuda_device)");
   EXPECT_EQ(error(R"({"parameters": {"entry": {"string_value": ""}}})"),
             "config.pbtxt parameter \"entry\" needs a string_value naming an entry");
   EXPECT_EQ(error(R"({"parameters": {"num_threads": {"string_value": "four"}}})"),
             "config.pbtxt parameter \"num_threads\" is \"four\"; expected 0 (one per CPU) to 1024");
   EXPECT_EQ(error(R"({"parameters": {"num_threads": {"string_value": "-2"}}})"),
             "config.pbtxt parameter \"num_threads\" is \"-2\"; expected 0 (one per CPU) to 1024");
+  EXPECT_EQ(error(R"({"parameters": {"cuda_graphs": {"string_value": "5000"}}})"),
+            "config.pbtxt parameter \"cuda_graphs\" is \"5000\"; expected 0 (none) to 4096 CUDA "
+            "graphs per concurrent run");
+  EXPECT_EQ(error(R"({"parameters": {"cuda_graphs": {"string_value": "8 "}}})"),
+            "config.pbtxt parameter \"cuda_graphs\" is \"8 \"; expected 0 (none) to 4096 CUDA "
+            "graphs per concurrent run");
+  EXPECT_EQ(error(R"({"parameters": {"emulated_cuda_device": {"string_value": ""}}})"),
+            "config.pbtxt parameter \"emulated_cuda_device\" needs a string_value naming a "
+            "library");
 }
 
-TEST(InstanceGroups, GpuIsRefusedForNow) {
+TEST(InstanceGroups, KindModelIsRefused) {
   EXPECT_EQ(errorOf([] {
-              checkInstanceGroups(json::parse(
-                  R"({"instance_group": [{"kind": "KIND_CPU"}, {"kind": "KIND_GPU"}]})"));
+              checkInstanceGroups(json::parse(R"({"instance_group": [{"kind": "KIND_CPU"},
+                                                  {"kind": "KIND_MODEL"}]})"),
+                                  BackendParams{});
             }),
-            "config.pbtxt instance_group KIND_GPU: the aotc backend runs artifacts on CPU only "
-            "for now; use kind: KIND_CPU");
-  EXPECT_EQ(errorOf([] {
-              checkInstanceGroups(
-                  json::parse(R"({"instance_group": [{"kind": "KIND_CPU", "count": 4}]})"));
-            }),
-            "<no error>");
+            "config.pbtxt instance_group KIND_MODEL: the aotc backend places its models itself; "
+            "use kind: KIND_CPU or KIND_GPU");
+}
+
+TEST(InstanceGroups, TheEntryIsReadWhereTheFirstInstanceRuns) {
+  auto first = [](const char *text, BackendParams params = {}) {
+    return placementLabel(checkInstanceGroups(json::parse(text), params));
+  };
+  EXPECT_EQ(first(R"({})"), "cpu");
+  EXPECT_EQ(first(R"({"instance_group": [{"kind": "KIND_CPU", "count": 4}]})"), "cpu");
+  EXPECT_EQ(first(R"({"instance_group": [{"kind": "KIND_GPU"}, {"kind": "KIND_CPU"}]})"), "cuda:0");
+  EXPECT_EQ(first(R"({"instance_group": [{"kind": "KIND_GPU", "gpus": [2, 3]}]})"), "cuda:2");
+  EXPECT_EQ(first(R"({"instance_group": [{"kind": "KIND_CPU"}, {"kind": "KIND_GPU"}]})"), "cpu");
+  // The emulated device is cuda:0, whatever the kinds.
+  BackendParams emulated;
+  emulated.emulatedCudaDevice = "libaotc_cuda_emu.so";
+  EXPECT_EQ(first(R"({"instance_group": [{"kind": "KIND_CPU"}]})", emulated), "cuda:0");
 }
 
 TEST(Types, EveryAotcDtypeHasATritonType) {
