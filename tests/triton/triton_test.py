@@ -165,8 +165,13 @@ class Server:
                "--log-verbose", "1"]
         for name in GOOD:
             cmd += ["--load-model", name]
+        # The emulated device counts its CUDA graph launches here (tests/triton/cuda_emu.cpp).
+        self.graph_launches = os.path.join(os.path.dirname(log), "graph-launches")
+        if os.path.exists(self.graph_launches):
+            os.remove(self.graph_launches)
+        env = dict(os.environ, AOTC_EMU_GRAPH_LAUNCHES_FILE=self.graph_launches)
         with open(log, "w") as out:
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
         client = httpclient.InferenceServerClient(f"127.0.0.1:{self.http}")
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -232,6 +237,15 @@ def clients():
     """One client per protocol: (name, module, client)."""
     return [("http", httpclient, httpclient.InferenceServerClient(f"127.0.0.1:{SERVER.http}")),
             ("grpc", grpcclient, grpcclient.InferenceServerClient(f"127.0.0.1:{SERVER.grpc}"))]
+
+
+def graph_launches():
+    """How many CUDA graphs the emulated device has launched in the server so far."""
+    try:
+        with open(SERVER.graph_launches) as f:
+            return int(f.read())
+    except FileNotFoundError:
+        return 0
 
 
 def infer(module, client, model, x, datatype="FP32", output="logits", input="x"):
@@ -314,6 +328,17 @@ class TritonTest(unittest.TestCase):
                 with self.subTest(model="mlp_cuda", rows=rows, proto=proto):
                     np.testing.assert_allclose(infer(module, c, "mlp_cuda", x), want, rtol=1e-6,
                                                atol=1e-7)
+        # A size run again and again: from its third run on an instance (the first writes into
+        # runtime-allocated outputs, the second into the instance's buffers) the run context has
+        # seen its addresses, and it replays a CUDA graph with the same answers.
+        x = rng.standard_normal((6, 784), dtype=np.float32)
+        want = aotc_run(ARTIFACTS["mlp_cuda"], "forward", x, device="cuda-emu")
+        before = graph_launches()
+        _, module, c = clients()[0]
+        for i in range(8):
+            np.testing.assert_allclose(infer(module, c, "mlp_cuda", x), want, rtol=1e-6,
+                                       atol=1e-7, err_msg=f"run {i}")
+        self.assertGreater(graph_launches(), before, "no run replayed a CUDA graph")
         x = rng.standard_normal((3, 4), dtype=np.float32)
         for proto, module, c in clients():
             with self.subTest(model="counter", proto=proto):
