@@ -19,33 +19,41 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
     return b.CreateInBoundsGEP(
         f32, bp, b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), nr), j));
   };
-  emitLoop(
-      b, b.getInt64(0), panels,
-      [&](Value *jp) {
-        Value *col0 = b.CreateAdd(n0, b.CreateMul(jp, nr));
-        Value *jn = smin(b, nr, b.CreateSub(n1, col0));
-        // Contiguous reads either way: along n when B's columns are adjacent (masked vector
-        // loads, the padding zeroed by the mask), else along k.
-        emitIf(
-            b, b.CreateICmpEQ(v.bCs, b.getInt64(1)),
-            [&] {
-              SmallVector<Value *, 4> masks;
-              for (unsigned q = 0; q < T.nrVecs; ++q)
-                masks.push_back(lanesBelow(b, vw, b.CreateSub(jn, b.getInt64(q * vw))));
+  // Contiguous reads either way: along n when B's columns are adjacent, else along k.
+  emitIf(
+      b, b.CreateICmpEQ(v.bCs, b.getInt64(1)),
+      [&] {
+        // Row by row, each row's n0 .. n1 read front to back (a weight streamed from memory
+        // reads at the prefetchers' pace, not a panel's 128 bytes every row stride) and dealt
+        // out to the panels; masked vector loads, the last panel's padding zeroed by the mask.
+        emitLoop(
+            b, b.getInt64(0), kc,
+            [&](Value *p) {
+              Value *src = ptrB(b, v, bi, b.CreateAdd(k0, p), n0);
               emitLoop(
-                  b, b.getInt64(0), kc,
-                  [&](Value *p) {
-                    Value *src = ptrB(b, v, bi, b.CreateAdd(k0, p), col0);
+                  b, b.getInt64(0), panels,
+                  [&](Value *jp) {
+                    Value *jn = smin(b, nr, b.CreateSub(b.CreateSub(n1, n0), b.CreateMul(jp, nr)));
+                    Value *from = b.CreateInBoundsGEP(f32, src, b.CreateMul(jp, nr));
                     Value *row = dst(jp, p, b.getInt64(0));
                     for (unsigned q = 0; q < T.nrVecs; ++q)
                       b.CreateAlignedStore(
-                          b.CreateMaskedLoad(fv, b.CreateConstInBoundsGEP1_32(f32, src, q * vw),
-                                             Align(4), masks[q], ConstantAggregateZero::get(fv)),
+                          b.CreateMaskedLoad(fv, b.CreateConstInBoundsGEP1_32(f32, from, q * vw),
+                                             Align(4),
+                                             lanesBelow(b, vw, b.CreateSub(jn, b.getInt64(q * vw))),
+                                             ConstantAggregateZero::get(fv)),
                           b.CreateConstInBoundsGEP1_32(f32, row, q * vw), Align(4 * vw));
                   },
-                  "pbp");
+                  "pbj");
             },
-            [&] {
+            "pbp");
+      },
+      [&] {
+        emitLoop(
+            b, b.getInt64(0), panels,
+            [&](Value *jp) {
+              Value *col0 = b.CreateAdd(n0, b.CreateMul(jp, nr));
+              Value *jn = smin(b, nr, b.CreateSub(n1, col0));
               emitLoop(
                   b, b.getInt64(0), jn,
                   [&](Value *j) {
@@ -68,9 +76,9 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
                         "pzp");
                   },
                   "pzj");
-            });
-      },
-      "pb");
+            },
+            "pb");
+      });
 }
 
 // packB for folded images (B's columns adjacent, one n-block): the columns of images bi0 ..
