@@ -77,6 +77,10 @@ static aotc_status read_weights(aotc_model *model, int fd, const char *path) {
                      (unsigned long long)desc->weights_size, path);
   model->weights_map = mem;
   model->weights_map_size = size;
+  /* Huge pages where the system gives them (a hint, as for the arena): a GEMV streams every
+   * weight once per call, and 4 KiB pages cost it a page walk every 4 KiB (GPT-2's decode step
+   * at batch 1 took 32.8 ms on read weights, 29.0 with this). */
+  madvise(mem, size, MADV_HUGEPAGE);
   /* Chunks small enough to hash while still in cache. */
   enum { Chunk = 4 << 20 };
   aotc_hash_state hash;
