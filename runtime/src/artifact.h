@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 #define AOTC_ARTIFACT_MAGIC 0x43544f41u /* "AOTC" little-endian */
-#define AOTC_ARTIFACT_FORMAT 5u
+#define AOTC_ARTIFACT_FORMAT 6u
 /* CPU code variants carried by every artifact; run[] below is indexed by these. */
 #define AOTC_VARIANT_X86_64_V3 0 /* AVX2 + FMA: the portable baseline */
 #define AOTC_VARIANT_X86_64_V4 1 /* AVX-512 F/BW/DQ/VL */
@@ -183,7 +183,8 @@ typedef struct aotc_artifact_desc {
    * against it, aotc_model_check_weights (so `aotc verify`) checks any weights. */
   uint64_t weights_hash;
   uint32_t weights_hash_kind;
-  uint32_t reserved;
+  /* AOTC_PRECISION_* (runtime.h) the CPU code's GEMMs round operands to (0, fp32, before). */
+  uint32_t cpu_precision;
   /* The CUDA kernels, or null for a CPU-only artifact. An artifact exported for CUDA only has
    * null run[] functions. */
   const aotc_cuda_desc *cuda;

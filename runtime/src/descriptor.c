@@ -188,9 +188,12 @@ static int descriptor_ok(checker *c, const aotc_artifact_desc *desc) {
   if (desc->program && segment_of(&c->img, desc->program, desc->program_size) < 0)
     return fail_at(c, "the embedded program (%llu bytes) lies outside the library",
                    (unsigned long long)desc->program_size);
-  if (desc->weights_hash_kind != AOTC_HASH_XXH64 || desc->reserved != 0)
+  if (desc->weights_hash_kind != AOTC_HASH_XXH64)
     return fail_at(c, "the weights hash is of kind %u, this runtime knows %u",
                    (unsigned)desc->weights_hash_kind, AOTC_HASH_XXH64);
+  if (desc->cpu_precision != AOTC_PRECISION_FP32 && desc->cpu_precision != AOTC_PRECISION_BF16)
+    return fail_at(c, "the CPU code's precision is %u, not fp32 (0) or bf16 (2)",
+                   (unsigned)desc->cpu_precision);
   if (desc->state_offset > desc->weights_size ||
       desc->state_size > desc->weights_size - desc->state_offset)
     return fail_at(c, "the mutable state lies outside the weights");

@@ -702,6 +702,18 @@ AOTC_API aotc_status aotc_artifact_cuda_images(int32_t *out_num_images, int32_t 
   return AOTC_OK;
 }
 
+AOTC_API aotc_status aotc_artifact_cpu_precision(int32_t *out_precision) {
+  if (!out_precision)
+    return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                     "aotc_artifact_cpu_precision: out_precision is null");
+  const aotc_artifact_desc *desc = &aotc_artifact;
+  aotc_status status = check_descriptor(desc);
+  if (status != AOTC_OK)
+    return status;
+  *out_precision = (int32_t)desc->cpu_precision;
+  return AOTC_OK;
+}
+
 AOTC_API aotc_status aotc_artifact_cuda_image(int32_t index, aotc_cuda_image_info *out_info) {
   if (!out_info)
     return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT, "aotc_artifact_cuda_image: out_info is null");

@@ -16,6 +16,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -376,6 +377,30 @@ template <typename Fn> void forEachStep(const std::vector<Step> &steps, Fn &&fn)
       forEachStep(c->elseSteps, fn);
     }
   }
+}
+
+/// Calls `fn(entry, gemm)` (returning llvm::Error) on every GEMM of `program`, cond branches
+/// included, in order; stops at the first error.
+template <typename Fn> llvm::Error forEachGemm(Program &program, Fn &&fn) {
+  std::function<llvm::Error(EntryKernels &, std::vector<Step> &)> walk =
+      [&](EntryKernels &entry, std::vector<Step> &steps) -> llvm::Error {
+    for (Step &s : steps) {
+      if (auto *c = std::get_if<CondStep>(&s)) {
+        if (llvm::Error err = walk(entry, c->thenSteps))
+          return err;
+        if (llvm::Error err = walk(entry, c->elseSteps))
+          return err;
+      } else if (auto *g = std::get_if<GemmCall>(&s)) {
+        if (llvm::Error err = fn(entry, *g))
+          return err;
+      }
+    }
+    return llvm::Error::success();
+  };
+  for (EntryKernels &entry : program.entries)
+    if (llvm::Error err = walk(entry, entry.steps))
+      return err;
+  return llvm::Error::success();
 }
 
 /// Leaves out of `blob` every weight that another one holds (Weight::heldBy) and that no kernel

@@ -1,6 +1,7 @@
 // Emits the artifact descriptor in the layouts of runtime/src/artifact.h, which both the runtime
 // and this file include: each struct's fields are checked against the header's offsets.
 #include "package/Descriptor.h"
+#include "aotc/runtime.h"
 #include "codegen/CStructLayout.h"
 #include "package/Package.h"
 #include "runtime/src/artifact.h"
@@ -83,7 +84,7 @@ public:
                                 AOTC_CFIELD(aotc_artifact_desc, program_size, I64),
                                 AOTC_CFIELD(aotc_artifact_desc, weights_hash, I64),
                                 AOTC_CFIELD(aotc_artifact_desc, weights_hash_kind, I32),
-                                AOTC_CFIELD(aotc_artifact_desc, reserved, I32),
+                                AOTC_CFIELD(aotc_artifact_desc, cpu_precision, I32),
                                 AOTC_CFIELD(aotc_artifact_desc, cuda, Ptr)},
                                sizeof(aotc_artifact_desc));
     ImageTy = mirrorCStruct(
@@ -140,7 +141,8 @@ public:
          array(EntryTy, entries, "aotc_entries"), array(WeightTy, weights, "aotc_weight_descs"),
          blob, i64(p.weightBytes), c.weightsFile.empty() ? null() : str(c.weightsFile),
          i64(p.stateOffset), i64(p.stateBytes), program, i64(c.programBlob.size()),
-         i64(static_cast<int64_t>(c.weightsHash)), i32(AOTC_HASH_XXH64), i32(0),
+         i64(static_cast<int64_t>(c.weightsHash)), i32(AOTC_HASH_XXH64),
+         i32(c.variants[0] || c.variants[1] ? cpuPrecision(p) : 0),
          c.cuda ? emitCuda(*c.cuda) : null()});
     llvm::GlobalVariable *g = global(artifact, "aotc_artifact");
     g->setLinkage(llvm::GlobalValue::ExternalLinkage);
@@ -245,6 +247,18 @@ private:
                                                      i32(int32_t(code.precision)),
                                                      i64(code.deviceWeightBytes)}),
                   "aotc_cuda");
+  }
+
+  // What the CPU code's GEMMs round operands to: bf16 where bf16-weights stored any in bf16.
+  static int32_t cpuPrecision(const kir::Program &p) {
+    int32_t precision = AOTC_PRECISION_FP32;
+    for (const kir::EntryKernels &e : p.entries)
+      kir::forEachStep(e.steps, [&](const kir::Step &s) {
+        if (const auto *g = std::get_if<kir::GemmCall>(&s))
+          if (e.buffers[g->b.buffer].dtype == DType::BF16)
+            precision = AOTC_PRECISION_BF16;
+      });
+    return precision;
   }
 
   static int32_t countKernels(const std::vector<kir::Step> &steps) {

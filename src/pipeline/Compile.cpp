@@ -4,6 +4,7 @@
 #include "pipeline/Compile.h"
 #include "aotc/ir/Printer.h"
 #include "aotc/serialize/Archive.h"
+#include "codegen/cpu/Bf16Weights.h"
 #include "codegen/cpu/CpuTarget.h"
 #include "codegen/cpu/PackWeights.h"
 #include "codegen/cuda/CudaCodegen.h"
@@ -27,12 +28,14 @@ namespace {
 constexpr llvm::StringLiteral DecomposePass = "decompose";
 constexpr llvm::StringLiteral FoldWeightsStep = "fold-weights", LowerStep = "lower",
                               PlanMemoryStep = "plan-memory", PackWeightsStep = "pack-weights",
-                              LowerCudaStep = "lower-cuda", LayoutWeightsStep = "layout-weights",
-                              CodegenStep = "codegen-cpu", CodegenCudaStep = "codegen-cuda",
-                              PackageStep = "package", LinkStep = "link";
-constexpr llvm::StringLiteral Steps[] = {
-    FoldWeightsStep,   LowerStep,   PlanMemoryStep,  PackWeightsStep, LowerCudaStep,
-    LayoutWeightsStep, CodegenStep, CodegenCudaStep, PackageStep,     LinkStep};
+                              Bf16WeightsStep = "bf16-weights", LowerCudaStep = "lower-cuda",
+                              LayoutWeightsStep = "layout-weights", CodegenStep = "codegen-cpu",
+                              CodegenCudaStep = "codegen-cuda", PackageStep = "package",
+                              LinkStep = "link";
+constexpr llvm::StringLiteral Steps[] = {FoldWeightsStep,   LowerStep,       PlanMemoryStep,
+                                         PackWeightsStep,   Bf16WeightsStep, LowerCudaStep,
+                                         LayoutWeightsStep, CodegenStep,     CodegenCudaStep,
+                                         PackageStep,       LinkStep};
 
 llvm::Error error(std::string message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -178,13 +181,15 @@ llvm::Expected<Lowered> runSteps(ExportedProgram &exported, const CompileOptions
   const SymbolFactsMap &facts = exported.graph->shapeEnv().facts();
   if (options.targetCpu) {
     // The kernel IR: fusion decides, node by node, what lowering realizes in buffers. The CPU
-    // has no tf32 arithmetic: its GEMMs compute in f32 at --precision tf32 (as PyTorch's).
-    if (options.precision == kir::Precision::BF16 || options.precision == kir::Precision::FP16)
+    // has no tf32 arithmetic: its GEMMs compute in f32 at --precision tf32 (as PyTorch's); at
+    // bf16 they read their constant B operands in bf16 (bf16-weights).
+    if (options.precision == kir::Precision::FP16)
       return llvm::createStringError(
-          fmt::format("--precision {}: the cpu target computes fp32 GEMMs only (tf32 runs as "
-                      "fp32 there); export with --target cuda",
-                      kir::toString(options.precision).str()));
-    auto program = lowerFor(cpu::loweringTarget(), exported, options);
+          "--precision fp16: the cpu target computes fp32, tf32 (as fp32) and bf16 GEMMs; "
+          "export fp16 with --target cuda");
+    auto program = lowerFor(cpu::loweringTarget(), exported, options,
+                            options.precision == kir::Precision::BF16 ? kir::Precision::BF16
+                                                                      : kir::Precision::FP32);
     if (!program)
       return program.takeError();
     printer.after(LowerStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
@@ -194,6 +199,9 @@ llvm::Expected<Lowered> runSteps(ExportedProgram &exported, const CompileOptions
     if (llvm::Error e = cpu::packGemmWeights(*program, exported, options.weightData))
       return e;
     printer.after(PackWeightsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
+    if (llvm::Error e = cpu::storeBf16Weights(*program, exported, options.weightData))
+      return e;
+    printer.after(Bf16WeightsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
     out.cpu = std::move(*program);
   }
   if (options.targetCuda) {

@@ -128,6 +128,13 @@ int main(void) {
   CHECK_OK(aotc_model_output_info(single, 0, 0, &info));
   CHECK(strcmp(info.name, "logits") == 0 && info.dims[1].value == Out);
 
+  /* Exported at fp32: its CPU GEMMs round nothing. */
+  int32_t precision = -1;
+  CHECK_OK(aotc_artifact_cpu_precision(&precision));
+  CHECK(precision == AOTC_PRECISION_FP32);
+  CHECK_ERROR(aotc_artifact_cpu_precision(NULL), AOTC_ERROR_INVALID_ARGUMENT,
+              "aotc_artifact_cpu_precision: out_precision is null");
+
   /* The MLP's weights are the GEMMs' B operands, each stored as itself. */
   int32_t weights = 0;
   uint64_t weight_bytes = 0;

@@ -156,10 +156,15 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::open(llvm::StringRef path, i
     if (api.artifact_cuda_images)
       api.check(api.artifact_cuda_images(&images, &kernels));
     a->Info.cudaKernels = kernels;
+    static const char *precisions[] = {"fp32", "tf32", "bf16", "fp16"};
+    int32_t cpuPrecision = AOTC_PRECISION_FP32;
+    if (api.artifact_cpu_precision)
+      api.check(api.artifact_cpu_precision(&cpuPrecision));
+    if (cpuPrecision >= AOTC_PRECISION_FP32 && cpuPrecision <= AOTC_PRECISION_FP16)
+      a->Info.cpuPrecision = precisions[cpuPrecision];
     for (int32_t i = 0; i < images; ++i) {
       aotc_cuda_image_info im;
       api.check(api.artifact_cuda_image(i, &im));
-      static const char *precisions[] = {"fp32", "tf32", "bf16", "fp16"};
       if (im.precision >= AOTC_PRECISION_FP32 && im.precision <= AOTC_PRECISION_FP16)
         a->Info.cudaPrecision = precisions[im.precision];
       const char *kind = im.kind == AOTC_CUDA_IMAGE_KIND_CUBIN ? "cubin"

@@ -41,6 +41,7 @@ struct ArtifactInfo {
   };
   std::vector<CudaImage> cudaImages;  // empty: no CUDA code
   std::string cudaPrecision = "fp32"; // what its CUDA GEMMs round to (export --precision)
+  std::string cpuPrecision = "fp32";  // what its CPU GEMMs round to: fp32 or bf16
   int cudaKernels = 0;
 };
 

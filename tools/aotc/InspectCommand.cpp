@@ -98,6 +98,7 @@ llvm::Error inspectArtifact(const InspectOptions &o) {
     exported.graph = std::move(*copy);
     CompileOptions options;
     options.weightData = false;
+    options.precision = cantFail(kir::parsePrecision((*artifact)->info().cpuPrecision));
     auto program = lowerGraph(exported, options);
     if (!program)
       return program.takeError();
@@ -107,7 +108,8 @@ llvm::Error inspectArtifact(const InspectOptions &o) {
   const ArtifactInfo &info = (*artifact)->info();
   std::vector<std::string> targets;
   if (!info.variants.empty())
-    targets.push_back(llvm::join(info.variants, ", "));
+    targets.push_back(llvm::join(info.variants, ", ") +
+                      (info.cpuPrecision == "fp32" ? "" : " (GEMMs at " + info.cpuPrecision + ")"));
   std::set<std::string> archs;
   for (const ArtifactInfo::CudaImage &im : info.cudaImages)
     if (im.kind == "cubin")

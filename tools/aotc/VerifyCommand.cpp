@@ -28,7 +28,7 @@ struct VerifyArgs {
   std::string model;
   int samples = 3;
   double tolerance = 0;  // 0: the precision's default
-  std::string precision; // empty: the artifact's on a CUDA device, fp32 on the CPU
+  std::string precision; // empty: that of the artifact's code for the device
   uint64_t seed = 0;
   int threads = 0;
   std::string device = "cpu";
@@ -188,8 +188,8 @@ llvm::Error verify(const VerifyArgs &a, bool &allPassed, bool &nonFiniteReferenc
     return artifact.takeError();
   // The CPU computes every GEMM in f32 (tf32 ones too); a CUDA device rounds as exported.
   if (!precision)
-    precision = device->cuda ? cantFail(kir::parsePrecision((*artifact)->info().cudaPrecision))
-                             : kir::Precision::FP32;
+    precision = cantFail(kir::parsePrecision(device->cuda ? (*artifact)->info().cudaPrecision
+                                                          : (*artifact)->info().cpuPrecision));
   double tolerance = a.tolerance > 0 ? a.tolerance : defaultTolerance(*precision);
   // Creating the model checked a weights file; embedded weights are checked here only, since
   // create leaves them unread until used.
@@ -334,7 +334,7 @@ Subcommand addVerifyCommand(CLI::App &parent) {
       ->check(CLI::PositiveNumber);
   app->add_option("--precision", args->precision,
                   "The precision whose tolerance applies: fp32, tf32, bf16 or fp16 (default: the "
-                  "artifact's --precision on a CUDA device, fp32 on the CPU)");
+                  "artifact's --precision for the device: bf16 or fp32 on the CPU)");
   app->add_option("--seed", args->seed, "Seed of the random inputs (default 0)");
   app->add_option("--threads", args->threads, "Threads of the artifact (default: one per CPU)")
       ->check(CLI::NonNegativeNumber);

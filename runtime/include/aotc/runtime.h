@@ -238,8 +238,8 @@ AOTC_API aotc_status aotc_model_cpu_variants(const aotc_model *model, uint32_t *
 #define AOTC_CUDA_IMAGE_KIND_CUBIN 1
 #define AOTC_CUDA_IMAGE_KIND_PTX 2
 #define AOTC_CUDA_IMAGE_KIND_LLVM_BITCODE 3 /* for the emulated CUDA device */
-/* What the CUDA code's GEMMs and convolutions round their f32 operands to (aotc export
- * --precision), accumulating in f32. */
+/* What the CUDA (and CPU: aotc_artifact_cpu_precision) code's GEMMs and convolutions round their
+ * f32 operands to (aotc export --precision), accumulating in f32. */
 #define AOTC_PRECISION_FP32 0
 #define AOTC_PRECISION_TF32 1
 #define AOTC_PRECISION_BF16 2
@@ -254,6 +254,10 @@ typedef struct aotc_cuda_image_info {
 AOTC_STATIC_ASSERT(sizeof(aotc_cuda_image_info) == 24, "aotc_cuda_image_info layout");
 AOTC_API aotc_status aotc_artifact_cuda_images(int32_t *out_num_images, int32_t *out_num_kernels);
 AOTC_API aotc_status aotc_artifact_cuda_image(int32_t index, aotc_cuda_image_info *out_info);
+/* For tools: AOTC_PRECISION_* the artifact's CPU code's GEMMs round operands to (export
+ * --precision: bf16 where they read weights stored in bf16, else fp32; fp32 for an artifact
+ * without CPU code). */
+AOTC_API aotc_status aotc_artifact_cpu_precision(int32_t *out_precision);
 
 /* For tools: how many kernels and library calls one run of `entry` makes. */
 AOTC_API aotc_status aotc_model_entry_kernels(const aotc_model *model, int32_t entry,

@@ -72,6 +72,7 @@ struct Api {
   void (*run_options_init)(aotc_run_options *) = nullptr;
   aotc_status (*artifact_cuda_images)(int32_t *, int32_t *) = nullptr;
   aotc_status (*artifact_cuda_image)(int32_t, aotc_cuda_image_info *) = nullptr;
+  aotc_status (*artifact_cpu_precision)(int32_t *) = nullptr;
   aotc_status (*model_run_v2)(aotc_model *, int32_t, const aotc_tensor *, size_t, aotc_tensor *,
                               size_t, const aotc_run_options *) = nullptr;
   aotc_status (*model_weight_layout)(const aotc_model *, int32_t, aotc_weight_layout *) = nullptr;
@@ -110,6 +111,7 @@ struct Api {
     api.run_options_init = aotc_run_options_init;
     api.artifact_cuda_images = aotc_artifact_cuda_images;
     api.artifact_cuda_image = aotc_artifact_cuda_image;
+    api.artifact_cpu_precision = aotc_artifact_cpu_precision;
     api.model_run_v2 = aotc_model_run_v2;
     api.model_weight_layout = aotc_model_weight_layout;
     return api;
@@ -218,6 +220,7 @@ public:
     bindOptional(api_.run_options_init, "aotc_run_options_init");
     bindOptional(api_.artifact_cuda_images, "aotc_artifact_cuda_images");
     bindOptional(api_.artifact_cuda_image, "aotc_artifact_cuda_image");
+    bindOptional(api_.artifact_cpu_precision, "aotc_artifact_cpu_precision");
     bindOptional(api_.model_run_v2, "aotc_model_run_v2");
     bindOptional(api_.model_weight_layout, "aotc_model_weight_layout");
     if (api_.abi_version() != AOTC_ABI_VERSION)

@@ -38,8 +38,9 @@ uint64_t gemmStackBytes(Variant v) {
 
 namespace gemm {
 
-GemmValues gemmValues(Builder &b, const kir::GemmCall &g, const StringMap<unsigned> &symIndex,
-                      ArrayRef<Value *> syms, ArrayRef<Value *> buffers) {
+GemmValues gemmValues(Builder &b, const kir::EntryKernels &entry, const kir::GemmCall &g,
+                      const StringMap<unsigned> &symIndex, ArrayRef<Value *> syms,
+                      ArrayRef<Value *> buffers) {
   auto s = [&](const SymExpr &e) { return emitSym(b, e, symIndex, syms); };
   GemmValues v = {s(g.batch),
                   s(g.m),
@@ -57,7 +58,9 @@ GemmValues gemmValues(Builder &b, const kir::GemmCall &g, const StringMap<unsign
                   buffers[g.b.buffer],
                   buffers[g.out],
                   std::nullopt,
-                  g.a.panelRows};
+                  g.a.panelRows,
+                  entry.buffers[g.b.buffer].dtype == DType::BF16};
+  assert((!v.bBf16 || !g.b.conv) && "a conv view reads an f32 activation");
   if (const kir::ConvWindow *w = g.b.conv ? &*g.b.conv : nullptr)
     v.win = WindowValues{s(w->channelStride), s(w->heightStride), s(w->widthStride), s(w->height),
                          s(w->width),         s(w->kernelH),      s(w->kernelW),     s(w->strideH),
@@ -79,14 +82,33 @@ Value *ptrA(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) 
   }
   return b.CreateInBoundsGEP(b.getFloatTy(), v.a, off);
 }
+Type *bElementType(Builder &b, const GemmValues &v) {
+  return v.bBf16 ? b.getInt16Ty() : b.getFloatTy();
+}
 Value *ptrB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) {
   Value *off = b.CreateAdd(v.bOff, b.CreateMul(bi, v.bBs));
   off = b.CreateAdd(off, b.CreateAdd(b.CreateMul(row, v.bRs), b.CreateMul(col, v.bCs)));
-  return b.CreateInBoundsGEP(b.getFloatTy(), v.b, off);
+  return b.CreateInBoundsGEP(bElementType(b, v), v.b, off);
+}
+// A bf16's bits are the high half of the f32 of the same value.
+static Value *widenBf16(Builder &b, Value *bits, Type *f32Type) {
+  Type *i32Type = bits->getType()->getWithNewBitWidth(32);
+  Value *wide = b.CreateShl(b.CreateZExt(bits, i32Type), ConstantInt::get(i32Type, 16));
+  return b.CreateBitCast(wide, f32Type);
+}
+Value *loadBVector(Builder &b, const GemmValues &v, Value *at, unsigned lanes, Value *mask) {
+  auto *vt = FixedVectorType::get(bElementType(b, v), lanes);
+  Align align(v.bBf16 ? 2 : 4);
+  Value *x = mask ? static_cast<Value *>(
+                        b.CreateMaskedLoad(vt, at, align, mask, ConstantAggregateZero::get(vt)))
+                  : b.CreateAlignedLoad(vt, at, align);
+  return v.bBf16 ? widenBf16(b, x, FixedVectorType::get(b.getFloatTy(), lanes)) : x;
 }
 // B[bi, row, col], through the window of a conv view (0 outside the input).
 Value *loadB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) {
   Type *f32 = b.getFloatTy();
+  if (v.bBf16)
+    return widenBf16(b, b.CreateLoad(b.getInt16Ty(), ptrB(b, v, bi, row, col)), f32);
   if (!v.win)
     return b.CreateLoad(f32, ptrB(b, v, bi, row, col));
   const WindowValues &w = *v.win;
@@ -526,7 +548,7 @@ Function *GemmEmitter::blockedTask() {
   Builder b(c);
   TaskSetup ts;
   Function *fn = startTask(".blocked", b, ts);
-  GemmValues v = gemmValues(b, G, SymIndex, ts.syms, ts.buffers);
+  GemmValues v = gemmValues(b, Entry, G, SymIndex, ts.syms, ts.buffers);
   StructType *gct = gemmClosureType(c, Slots.size());
   Value *mChunk = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 1));
   Value *mChunks = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 2));
@@ -548,7 +570,10 @@ Function *GemmEmitter::blockedTask() {
   }
   ExprEmitter ex(ME.math(), b, Entry, SymIndex, ts.syms, ts.buffers);
   Value *group = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 5));
-  Value *fold = b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 6)),
+  // bf16-weights rounds only B operands of GEMMs of batch 1, which never fold.
+  Value *fold =
+      v.bBf16 ? b.getFalse()
+              : b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 6)),
                                b.getInt64(0));
   Value *nr = b.getInt64(T.nr()), *mr = b.getInt64(T.mr), *kcMax = b.getInt64(T.kc);
   std::optional<TileEpilogue> tileEpilogue = matchTileEpilogue(Entry, G);
@@ -751,7 +776,7 @@ Function *GemmEmitter::smallTask() {
   Builder b(c);
   TaskSetup ts;
   Function *fn = startTask(".small", b, ts);
-  GemmValues v = gemmValues(b, G, SymIndex, ts.syms, ts.buffers);
+  GemmValues v = gemmValues(b, Entry, G, SymIndex, ts.syms, ts.buffers);
   Type *f32 = b.getFloatTy();
   AllocaInst *accBuf = entryAlloca(b, ArrayType::get(f32, SmallM * SmallNChunk), "acc");
   accBuf->setAlignment(Align(64));
@@ -858,7 +883,7 @@ Function *GemmEmitter::dotTask() {
   Builder b(c);
   TaskSetup ts;
   Function *fn = startTask(".dot", b, ts);
-  GemmValues v = gemmValues(b, G, SymIndex, ts.syms, ts.buffers);
+  GemmValues v = gemmValues(b, Entry, G, SymIndex, ts.syms, ts.buffers);
   Type *f32 = b.getFloatTy();
   unsigned vw = T.vecWidth;
   auto *vt = FixedVectorType::get(f32, vw);
@@ -896,7 +921,9 @@ Function *GemmEmitter::dotTask() {
               // next tile does not start with a burst of misses (GPT-2's vocabulary projection,
               // its B 154 MB: 44 -> 35 ms with the wider tile).
               Value *nextJ0 = b.CreateAdd(j0, b.getInt64(dt.cols));
-              Value *rowLines = emitCeilDiv(b, v.k, b.getInt64(FloatsPerLine));
+              Type *bElem = bElementType(b, v);
+              unsigned bPerLine = v.bBf16 ? 2 * FloatsPerLine : FloatsPerLine;
+              Value *rowLines = emitCeilDiv(b, v.k, b.getInt64(bPerLine));
               Value *lines = b.CreateMul(rowLines, b.getInt64(dt.cols));
               Value *share = emitCeilDiv(b, lines, rowTiles);
               emitLoop(
@@ -910,9 +937,9 @@ Function *GemmEmitter::dotTask() {
                           Value *col =
                               smin(b, b.CreateAdd(nextJ0, b.CreateUDiv(line, rowLines)), nLast);
                           Value *at =
-                              b.CreateMul(b.CreateURem(line, rowLines), b.getInt64(FloatsPerLine));
-                          emitPrefetch(b, b.CreateGEP(f32, ptrB(b, v, bi, b.getInt64(0), col), at),
-                                       2);
+                              b.CreateMul(b.CreateURem(line, rowLines), b.getInt64(bPerLine));
+                          emitPrefetch(
+                              b, b.CreateGEP(bElem, ptrB(b, v, bi, b.getInt64(0), col), at), 2);
                         },
                         "dpf");
                     SmallVector<Value *, 4> rows, aPtr;
@@ -932,7 +959,8 @@ Function *GemmEmitter::dotTask() {
                       for (Value *p : aPtr)
                         av.push_back(load(p));
                       for (Value *p : bPtr)
-                        bv.push_back(load(p));
+                        bv.push_back(
+                            loadBVector(b, v, b.CreateInBoundsGEP(bElem, p, off), vw, mask));
                       SmallVector<Value *, 16> out;
                       for (unsigned r = 0; r < dt.rows; ++r)
                         for (unsigned q = 0; q < dt.cols; ++q)
@@ -1011,7 +1039,7 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
   GemmTiling t = gemmTiling(me.variant());
 
   Builder &b = run;
-  GemmValues v = gemmValues(b, g, symIndex, syms, buffers);
+  GemmValues v = gemmValues(b, entry, g, symIndex, syms, buffers);
   StructType *gct = gemmClosureType(c, key.slots().size());
   Value *gclosure = entryAlloca(b, gct, "gemm.closure");
   b.CreateStore(closure, b.CreateStructGEP(gct, gclosure, 0));

@@ -32,11 +32,19 @@ struct GemmValues {
   Value *a, *b, *out;
   std::optional<WindowValues> win;
   unsigned aPanelRows = 0; // A is stored as panels of this many rows (kir::MatrixOperand)
+  bool bBf16 = false;      // B is a bf16 buffer (bf16-weights): read widened to f32
 };
 
 /// The GEMM's values at the builder's position.
-GemmValues gemmValues(Builder &b, const kir::GemmCall &g, const StringMap<unsigned> &symIndex,
-                      ArrayRef<Value *> syms, ArrayRef<Value *> buffers);
+GemmValues gemmValues(Builder &b, const kir::EntryKernels &entry, const kir::GemmCall &g,
+                      const StringMap<unsigned> &symIndex, ArrayRef<Value *> syms,
+                      ArrayRef<Value *> buffers);
+/// B's element type in memory: float, or i16 holding a bf16.
+Type *bElementType(Builder &b, const GemmValues &v);
+/// `lanes` consecutive B elements at `at` as an f32 vector (lanes off in `mask`, when there is
+/// one, read 0).
+Value *loadBVector(Builder &b, const GemmValues &v, Value *at, unsigned lanes,
+                   Value *mask = nullptr);
 /// Addresses of A[bi, row, col] and B[bi, row, col] (B not through a conv window).
 Value *ptrA(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col);
 Value *ptrB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col);

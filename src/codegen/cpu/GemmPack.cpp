@@ -14,7 +14,6 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
   Value *panels = emitCeilDiv(b, b.CreateSub(n1, n0), nr);
   Type *f32 = b.getFloatTy();
   unsigned vw = T.vecWidth;
-  auto *fv = FixedVectorType::get(f32, vw);
   auto dst = [&](Value *jp, Value *p, Value *j) {
     return b.CreateInBoundsGEP(
         f32, bp, b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), nr), j));
@@ -34,14 +33,13 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
                   b, b.getInt64(0), panels,
                   [&](Value *jp) {
                     Value *jn = smin(b, nr, b.CreateSub(b.CreateSub(n1, n0), b.CreateMul(jp, nr)));
-                    Value *from = b.CreateInBoundsGEP(f32, src, b.CreateMul(jp, nr));
+                    Type *bElem = bElementType(b, v);
+                    Value *from = b.CreateInBoundsGEP(bElem, src, b.CreateMul(jp, nr));
                     Value *row = dst(jp, p, b.getInt64(0));
                     for (unsigned q = 0; q < T.nrVecs; ++q)
                       b.CreateAlignedStore(
-                          b.CreateMaskedLoad(fv, b.CreateConstInBoundsGEP1_32(f32, from, q * vw),
-                                             Align(4),
-                                             lanesBelow(b, vw, b.CreateSub(jn, b.getInt64(q * vw))),
-                                             ConstantAggregateZero::get(fv)),
+                          loadBVector(b, v, b.CreateConstInBoundsGEP1_32(bElem, from, q * vw), vw,
+                                      lanesBelow(b, vw, b.CreateSub(jn, b.getInt64(q * vw)))),
                           b.CreateConstInBoundsGEP1_32(f32, row, q * vw), Align(4 * vw));
                   },
                   "pbj");
@@ -60,8 +58,7 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
                     emitLoop(
                         b, b.getInt64(0), kc,
                         [&](Value *p) {
-                          Value *x = b.CreateLoad(
-                              f32, ptrB(b, v, bi, b.CreateAdd(k0, p), b.CreateAdd(col0, j)));
+                          Value *x = loadB(b, v, bi, b.CreateAdd(k0, p), b.CreateAdd(col0, j));
                           b.CreateStore(x, dst(jp, p, j));
                         },
                         "pbp");

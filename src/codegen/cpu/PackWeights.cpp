@@ -49,28 +49,11 @@ public:
       : P(p), Exported(e), WithData(withData) {}
 
   llvm::Error run() {
-    for (kir::EntryKernels &entry : P.entries)
-      if (llvm::Error err = steps(entry, entry.steps))
-        return err;
-    return llvm::Error::success();
+    return kir::forEachGemm(
+        P, [&](kir::EntryKernels &entry, kir::GemmCall &g) { return gemm(entry, g); });
   }
 
 private:
-  llvm::Error steps(kir::EntryKernels &entry, std::vector<kir::Step> &list) {
-    for (kir::Step &s : list) {
-      if (auto *c = std::get_if<kir::CondStep>(&s)) {
-        if (llvm::Error err = steps(entry, c->thenSteps))
-          return err;
-        if (llvm::Error err = steps(entry, c->elseSteps))
-          return err;
-      } else if (auto *g = std::get_if<kir::GemmCall>(&s)) {
-        if (llvm::Error err = gemm(entry, *g))
-          return err;
-      }
-    }
-    return llvm::Error::success();
-  }
-
   // The constant addressing of A; null (or an error for a Winograd filter, which has to be
   // computed here) when A is not an immutable f32 weight read at constant offsets.
   llvm::Expected<std::optional<Addressing>> packable(const kir::EntryKernels &entry,

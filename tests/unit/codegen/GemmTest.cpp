@@ -3,6 +3,7 @@
 // reference. Tolerance per element:
 // |got - want| <= 1e-5 * max(1, sum_k |a_ik * b_kj|) (the usual GEMM error bound, scaled).
 #include "CodegenTestUtil.h"
+#include "aotc/tensor/HostTensor.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -36,6 +37,14 @@ protected:
       GTEST_SKIP() << "the host CPU cannot run " << variantName(std::get<0>(GetParam())).str();
   }
 };
+
+// The epilogue relu(acc + bias[n]), the bias f32 buffer `bias`.
+kir::ExprId biasRelu(kir::EntryKernels &e, uint32_t bias) {
+  ExprBuilder eb{e};
+  kir::ExprId sum =
+      eb.binary(kir::BinaryOp::Add, eb.acc(), eb.load(bias, eb.loopVar(2), DType::F32), DType::F32);
+  return eb.binary(kir::BinaryOp::Max, sum, eb.cf(0), DType::F32);
+}
 
 // out = A @ B (+ bias[n], relu) with m a dynamic symbol "m"; the bias is a weight.
 kir::Program gemmProgram(const GemmCase &g, bool epilogue) {
@@ -74,12 +83,8 @@ kir::Program gemmProgram(const GemmCase &g, bool epilogue) {
   c.b.rowStride = g.transposedB ? 1 : g.n;
   c.b.colStride = g.transposedB ? g.k : 1;
   c.out = 2;
-  if (epilogue) {
-    ExprBuilder eb{e};
-    kir::ExprId sum =
-        eb.binary(kir::BinaryOp::Add, eb.acc(), eb.load(3, eb.loopVar(2), DType::F32), DType::F32);
-    c.epilogue = eb.binary(kir::BinaryOp::Max, sum, eb.cf(0), DType::F32);
-  }
+  if (epilogue)
+    c.epilogue = biasRelu(e, 3);
   e.steps.push_back(c);
   p.entries.push_back(e);
   return p;
@@ -400,6 +405,140 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto &info) {
       return std::string(std::get<0>(info.param) == Variant::X86_64_V4 ? "v4_" : "v3_") +
              name(std::get<1>(info.param)) + (std::get<2>(info.param) ? "_epilogue" : "");
+    });
+
+// B a bf16 weight (bf16-weights at --precision bf16): [k, n] (Conv1D) or [n, k] (nn.Linear),
+// read widened to f32 on every path (small for m <= 8, dot products for a [n, k] B up to m 128,
+// blocked packing past them or for a [k, n] B), the sums and the epilogue in f32. Against a
+// double reference over the same bf16 values, at the f32 bound.
+struct Bf16Case {
+  int64_t m, n, k;
+  bool transposedB;
+};
+
+std::string name(const Bf16Case &g) {
+  return fmt::format("{}x{}x{}{}", g.m, g.n, g.k, g.transposedB ? "_bT" : "");
+}
+
+class Bf16WeightGemmTest : public ::testing::TestWithParam<std::tuple<Variant, Bf16Case>> {
+protected:
+  void SetUp() override {
+    if (!hostSupports(std::get<0>(GetParam())))
+      GTEST_SKIP() << "the host CPU cannot run " << variantName(std::get<0>(GetParam())).str();
+  }
+};
+
+TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
+  auto [variant, g] = GetParam();
+  const int64_t wOffset = 64, biasOffset = wOffset + (g.k * g.n * 2 + 63) / 64 * 64;
+  kir::Program p;
+  p.name = "gemm";
+  kir::Weight w;
+  w.name = "w.bf16";
+  w.dtype = DType::BF16;
+  w.shape = {g.transposedB ? g.n : g.k, g.transposedB ? g.k : g.n};
+  w.offset = wOffset;
+  w.nbytes = g.k * g.n * 2;
+  kir::Weight bias;
+  bias.name = "bias";
+  bias.shape = {g.n};
+  bias.offset = biasOffset;
+  bias.nbytes = g.n * 4;
+  p.weights = {w, bias};
+  p.weightBytes = biasOffset + g.n * 4;
+  kir::EntryKernels e;
+  e.name = "f";
+  e.symbols = {"m"};
+  SymExpr m = SymExpr::symbol("m");
+  e.inputs.push_back({"a", DType::F32, {m, g.k}});
+  e.outputs.push_back({"y", DType::F32, {m, g.n}});
+  e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, m * g.k),
+               makeBuffer(kir::Buffer::Kind::Weight, 0, g.k * g.n, DType::BF16),
+               makeBuffer(kir::Buffer::Kind::Output, 0, m * g.n),
+               makeBuffer(kir::Buffer::Kind::Weight, 1, g.n)};
+  kir::GemmCall c;
+  c.name = "gemm_" + name(g);
+  c.precision = kir::Precision::BF16;
+  c.m = m;
+  c.n = g.n;
+  c.k = g.k;
+  c.a.buffer = 0;
+  c.a.batchStride = 0;
+  c.a.rowStride = g.k;
+  c.a.colStride = 1;
+  c.b.buffer = 1;
+  c.b.batchStride = 0;
+  c.b.rowStride = g.transposedB ? 1 : g.n;
+  c.b.colStride = g.transposedB ? g.k : 1;
+  c.out = 2;
+  c.epilogue = biasRelu(e, 3);
+  e.steps.push_back(c);
+  p.entries.push_back(e);
+  auto compiled = Compiled::create(p, variant);
+  ASSERT_TRUE(!!compiled) << llvm::toString(compiled.takeError());
+
+  std::mt19937 rng(unsigned(g.m * 31 + g.n * 7 + g.k));
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> a(g.m * g.k), biasData(g.n);
+  std::vector<uint16_t> b(g.k * g.n);
+  for (float &x : a)
+    x = d(rng);
+  for (uint16_t &x : b)
+    x = floatToBFloat16(d(rng));
+  for (float &x : biasData)
+    x = d(rng);
+  std::vector<uint8_t> blob(p.weightBytes);
+  std::memcpy(blob.data() + wOffset, b.data(), b.size() * 2);
+  std::memcpy(blob.data() + biasOffset, biasData.data(), g.n * 4);
+  auto B = [&](int64_t kk, int64_t j) {
+    return bfloat16ToFloat(g.transposedB ? b[j * g.k + kk] : b[kk * g.n + j]);
+  };
+  for (int threads : {1, 2}) {
+    std::vector<float> y(g.m * g.n, NAN);
+    TestExec ex(threads, &blob);
+    const void *in[] = {a.data()};
+    void *out[] = {y.data()};
+    int64_t syms[] = {g.m};
+    ASSERT_EQ((*compiled)->run(0)(&ex.exec, in, out, syms), 0);
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        double s = 0, mag = 0;
+        for (int64_t kk = 0; kk < g.k; ++kk) {
+          double t = double(a[i * g.k + kk]) * B(kk, j);
+          s += t;
+          mag += std::fabs(t);
+        }
+        s = std::max(0.0, s + biasData[j]);
+        float got = y[i * g.n + j];
+        ASSERT_FALSE(std::isnan(got)) << i << "," << j;
+        ASSERT_LE(std::fabs(got - s), 1e-5 * std::max(1.0, mag))
+            << "threads " << threads << " at " << i << "," << j << ": got " << got << " want " << s;
+      }
+  }
+}
+
+const Bf16Case Bf16Cases[] = {
+    // The small path: one row (a decode step) and 8, odd n and k.
+    {1, 1024, 784, true},
+    {1, 1000, 300, false},
+    {8, 37, 29, false},
+    {5, 33, 17, true},
+    // The dot path: m up to 128, k tails.
+    {32, 1024, 784, true},
+    {128, 37, 70, true},
+    // Blocked: B packed from bf16, partial panels, several k and n blocks.
+    {129, 65, 300, true},
+    {40, 515, 600, false},
+    {200, 33, 129, false},
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    Cpu, Bf16WeightGemmTest,
+    ::testing::Combine(::testing::Values(Variant::X86_64_V3, Variant::X86_64_V4),
+                       ::testing::ValuesIn(Bf16Cases)),
+    [](const auto &info) {
+      return std::string(std::get<0>(info.param) == Variant::X86_64_V4 ? "v4_" : "v3_") +
+             name(std::get<1>(info.param));
     });
 
 } // namespace

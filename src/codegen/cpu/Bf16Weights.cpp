@@ -1,0 +1,108 @@
+// bf16-weights: constant GEMM B operands stored in bf16 at --precision bf16 (see Bf16Weights.h).
+#include "codegen/cpu/Bf16Weights.h"
+#include "aotc/tensor/HostTensor.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+
+namespace aotc::cpu {
+
+namespace {
+
+class Rounder {
+public:
+  Rounder(kir::Program &p, ExportedProgram &e, bool withData)
+      : P(p), Exported(e), WithData(withData) {}
+
+  llvm::Error run() {
+    return kir::forEachGemm(
+        P, [&](kir::EntryKernels &entry, kir::GemmCall &g) { return gemm(entry, g); });
+  }
+
+private:
+  llvm::Error gemm(kir::EntryKernels &entry, kir::GemmCall &g) {
+    const kir::Buffer &src = entry.buffers[g.b.buffer];
+    // Batched GEMMs fold several images' columns into one packed block, which reads f32 only.
+    if (g.dtype != DType::F32 || g.precision != kir::Precision::BF16 ||
+        src.kind != kir::Buffer::Kind::Weight || src.dtype != DType::F32 || g.b.conv ||
+        g.b.panelRows || g.batch.constant() != 1)
+      return llvm::Error::success();
+    auto weight = rounded(src.index);
+    if (!weight)
+      return weight.takeError();
+    // One buffer per entry and weight.
+    auto &buffers = Buffers[&entry];
+    auto [it, fresh] = buffers.try_emplace(*weight, 0);
+    if (fresh) {
+      kir::Buffer buf;
+      buf.kind = kir::Buffer::Kind::Weight;
+      buf.dtype = DType::BF16;
+      buf.index = *weight;
+      buf.numel = static_cast<int64_t>(P.weights[*weight].numel());
+      buf.name = P.weights[*weight].name;
+      entry.buffers.push_back(buf);
+      it->second = entry.buffers.size() - 1;
+    }
+    g.b.buffer = it->second;
+    return llvm::Error::success();
+  }
+
+  // The index of weight `source`'s bf16 copy, made on first use.
+  llvm::Expected<uint32_t> rounded(uint32_t source) {
+    if (auto it = Made.find(source); it != Made.end())
+      return it->second;
+    const kir::Weight &src = P.weights[source];
+    std::string name = src.name + ".bf16";
+    auto taken = [&](const std::string &n) {
+      return Exported.findWeight(n) ||
+             llvm::any_of(P.weights, [&](const kir::Weight &w) { return w.name == n; });
+    };
+    for (int n = 2; taken(name); ++n)
+      name = fmt::format("{}.bf16.{}", src.name, n);
+    kir::Weight w;
+    w.name = name;
+    w.dtype = DType::BF16;
+    w.shape = src.shape;
+    if (WithData) {
+      const Weight *data = Exported.findWeight(src.name);
+      if (!data || data->dtype() != DType::F32 || data->bytes().size() != 4 * src.numel())
+        return llvm::createStringError(fmt::format(
+            "bf16-weights: the program has no f32 data of {} elements for weight \"{}\"",
+            src.numel(), src.name));
+      auto out = std::make_shared<std::vector<uint16_t>>(src.numel());
+      const uint8_t *bytes = data->bytes().data();
+      for (size_t i = 0; i < out->size(); ++i) {
+        float x;
+        std::memcpy(&x, bytes + 4 * i, 4);
+        (*out)[i] = floatToBFloat16(x);
+      }
+      llvm::ArrayRef<uint8_t> view(reinterpret_cast<const uint8_t *>(out->data()),
+                                   out->size() * sizeof(uint16_t));
+      Exported.weights.emplace_back(
+          name, DType::BF16, std::vector<int64_t>(w.shape.begin(), w.shape.end()), view, out);
+    }
+    P.weights.push_back(w);
+    uint32_t index = P.weights.size() - 1;
+    Made[source] = index;
+    return index;
+  }
+
+  kir::Program &P;
+  ExportedProgram &Exported;
+  bool WithData;
+  std::map<uint32_t, uint32_t> Made;
+  std::map<const kir::EntryKernels *, std::map<uint32_t, uint32_t>> Buffers;
+};
+
+} // namespace
+
+llvm::Error storeBf16Weights(kir::Program &program, ExportedProgram &exported, bool withData) {
+  return Rounder(program, exported, withData).run();
+}
+
+} // namespace aotc::cpu

@@ -1,0 +1,26 @@
+// bf16-weights: the CPU backend's kernel-IR layout pass that stores the constant B operands of
+// GEMMs exported at --precision bf16 (nn.Linear's and Conv1D's weights) in bf16, so that the
+// GEMMs stream half the bytes of them and widen each element to f32 as they read it.
+#ifndef AOTC_CODEGEN_CPU_BF16WEIGHTS_H
+#define AOTC_CODEGEN_CPU_BF16WEIGHTS_H
+
+#include "aotc/ir/Program.h"
+#include "kernel/Kernel.h"
+
+#include "llvm/Support/Error.h"
+
+namespace aotc::cpu {
+
+/// For every f32 GEMM of precision bf16 (in every entry, cond branches included) whose B is an
+/// immutable f32 weight read in place (no conv window, no panels) and whose batch is 1, adds a
+/// weight "<name>.bf16" (one per weight: every element rounded to nearest even, NaN kept; its
+/// data appended to `exported`) and points B at it with the same addressing. The f32 original
+/// stays: the embedded graph and other kernels (an embedding tied to the LM head) read it. Run
+/// after pack-weights and before kir::layoutWeights. Without `withData` the bf16 weights are
+/// only declared.
+llvm::Error storeBf16Weights(kir::Program &program, ExportedProgram &exported,
+                             bool withData = true);
+
+} // namespace aotc::cpu
+
+#endif
