@@ -439,7 +439,8 @@ void print(const Program &program, llvm::raw_ostream &os) {
     os << " only in weight " << h.holder;
     if (h.winogradTile)
       os << fmt::format(" as winograd F({0}x{0}, 3x3)", h.winogradTile);
-    os << (h.panelRows ? fmt::format(" in panels of {} rows", h.panelRows) : " dense") << "\n";
+    os << (h.panelRows ? fmt::format(" in panels of {} rows", h.panelRows) : " dense")
+       << (program.weights[h.holder].dtype == DType::BF16 ? ", rounded to bf16" : "") << "\n";
   }
   for (const EntryKernels &e : program.entries) {
     os << "\n";

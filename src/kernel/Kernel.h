@@ -310,7 +310,8 @@ struct EntryKernels {
 /// reads it (pack-weights records it): the weight as a [m, k * taps] row-major matrix, taps 9
 /// for a Winograd filter (its (t+2)^2 transformed components in the holder, each `k * m`
 /// elements or panels apart) else 1, stored in the holder as panels of panelRows rows
-/// (panelOffset) or dense [m, k].
+/// (panelOffset) or dense [m, k]. A bf16 holder (bf16-weights: dense, no transform) holds the
+/// elements rounded to bf16.
 struct HeldWeight {
   uint32_t holder = 0;
   int64_t m = 0, k = 0;

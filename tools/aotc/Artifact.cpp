@@ -197,13 +197,22 @@ llvm::Error Artifact::unpackHeld(llvm::ArrayRef<std::string> names, const std::v
   const HostTensor &holder = Weights.find(names[layout.held_by])->second;
   kir::HeldWeight h{static_cast<uint32_t>(layout.held_by), layout.rows, layout.cols,
                     static_cast<unsigned>(layout.panel_rows), layout.winograd_tile};
-  if (out.dtype() != DType::F32 || holder.dtype() != DType::F32 || held[layout.held_by])
+  // A bf16 holder is a dense copy, rounded (bf16-weights): recovered widened.
+  bool bf16 = holder.dtype() == DType::BF16;
+  if (out.dtype() != DType::F32 || (holder.dtype() != DType::F32 && !bf16) || held[layout.held_by])
     return bad("not an f32 weight stored as itself");
+  if (bf16 && (h.winogradTile || h.panelRows))
+    return bad("a bf16 holder is dense");
   if ((h.winogradTile != 0 && h.winogradTile != 2 && h.winogradTile != 4) || h.m < 1 || h.k < 1 ||
       layout.panel_rows < 0 || layout.panel_rows > 64 || h.m * h.k * h.taps() != out.numel() ||
       layout.component_stride != h.componentStride() ||
       h.components() * h.componentStride() > holder.numel())
     return bad("sizes");
+  if (bf16) {
+    for (int64_t i = 0; i < out.numel(); ++i)
+      out.setDouble(i, holder.getDouble(i));
+    return llvm::Error::success();
+  }
   kir::unpackHeldWeight(h, reinterpret_cast<const float *>(holder.data()),
                         reinterpret_cast<float *>(out.mutableData()));
   return llvm::Error::success();

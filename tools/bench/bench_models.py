@@ -14,7 +14,8 @@ beside this file; its GPT-2 has the math of examples/gpt2 (Hugging Face's GPT2LM
 scaled_dot_product_attention) and its cache as one tensor, so that every exporter takes the
 decode step.
 
-Engines: aotc (the artifact of build/tools/aotc/aotc, run by build/examples/run_model), PyTorch
+Engines: aotc (the artifact of build/tools/aotc/aotc, run by build/examples/run_model), aotc
+bf16 (the same exported with --precision bf16: weights read by GEMMs in bf16), PyTorch
 eager, torch.compile (inductor), torch.export + AOTInductor (aoti_compile_and_package, loaded
 with aoti_load_package), ONNX Runtime (ORT_ENABLE_ALL) and OpenVINO at f32 and, where the CPU
 has bf16, bf16 (INFERENCE_PRECISION_HINT), both on the .onnx of torch.onnx.export. aotc, the
@@ -24,7 +25,8 @@ specializes on each case's shapes. Every engine runs --threads threads.
 Every sample is a fresh process that loads the model, warms up, times --iters calls and reports
 their median; rounds are interleaved (one fresh process of every engine in turn, --repeats
 times), so the shared machine's slow spells fall on every engine alike, and each cell is the
-median [min-max] over the rounds, with aotc's median over the best fp32 peer's. Also measured:
+median [min-max] over the rounds, with aotc's median over the best fp32 peer's and aotc bf16's
+over OpenVINO bf16's. Also measured:
 the start-up (fresh process to first result; aotc's is a whole `run_model --iters 0` process per
 round, random inputs included), the peak RSS of the timed process, the size on disk of what each
 engine loads, and the export (compile) time of each.
@@ -48,11 +50,13 @@ PACKAGES = ("torch", "torchvision", "transformers", "onnxruntime", "openvino", "
             "onnxscript")
 
 # The columns, in order; fp32 says which count as the best fp32 peer of the ratios.
-ENGINES = {"aotc": "aotc", "eager": "PyTorch eager", "compile": "torch.compile",
+ENGINES = {"aotc": "aotc", "aotc-bf16": "aotc bf16", "eager": "PyTorch eager", "compile": "torch.compile",
            "aoti": "AOTInductor", "ort": "ONNX Runtime", "ov-f32": "OpenVINO f32",
            "ov-bf16": "OpenVINO bf16"}
 FP32_PEERS = ("eager", "compile", "aoti", "ort", "ov-f32")
 TORCH_ENGINES = ("eager", "compile", "aoti")
+# aotc's engines: the export flags each adds to the model's.
+AOTC_ENGINES = {"aotc": (), "aotc-bf16": ("--precision", "bf16")}
 
 # name: (label, aotc source and export flags or None, batches, warm-up calls, {batch: iters}).
 # The iterations keep one timed process near a second on two cores of a recent x86 part; the
@@ -177,25 +181,30 @@ def cell(values, digits):
     return f"{med:.{digits}f} [{min(values):.{digits}f}-{max(values):.{digits}f}]"
 
 
-def ratio(row):
-    """aotc's median over the best fp32 peer's median."""
-    aotc = row.get("aotc")
-    peers = [statistics.median(row[e]) for e in FP32_PEERS
-             if isinstance(row.get(e), list) and row[e]]
-    if not isinstance(aotc, list) or not aotc or not peers:
+def ratio(row, engine, peers):
+    """`engine`'s median over the best median of `peers`."""
+    mine = row.get(engine)
+    theirs = [statistics.median(row[e]) for e in peers
+              if isinstance(row.get(e), list) and row[e]]
+    if not isinstance(mine, list) or not mine or not theirs:
         return "n/a"
-    return f"{statistics.median(aotc) / min(peers):.2f}"
+    return f"{statistics.median(mine) / min(theirs):.2f}"
+
+
+# The ratio columns: (heading, engine, the peers it is held against).
+RATIOS = (("aotc / best fp32 peer", "aotc", FP32_PEERS),
+          ("aotc bf16 / OpenVINO bf16", "aotc-bf16", ("ov-bf16",)))
 
 
 def markdown(title, engines, rows, digits, with_ratio=True):
     """One markdown table: a row per case, a column per engine (median [min-max])."""
-    head = ["model"] + [ENGINES[e] for e in engines] + (["aotc / best fp32 peer"] if with_ratio
-                                                        else [])
+    ratios = [r for r in RATIOS if r[1] in engines] if with_ratio else []
+    head = ["model"] + [ENGINES[e] for e in engines] + [r[0] for r in ratios]
     lines = [f"### {title}", "", "| " + " | ".join(head) + " |",
              "|" + "|".join("---" for _ in head) + "|"]
     for label, row in rows:
         cells = [label] + [cell(row.get(e, "n/a"), digits) for e in engines]
-        lines.append("| " + " | ".join(cells + ([ratio(row)] if with_ratio else [])) + " |")
+        lines.append("| " + " | ".join(cells + [ratio(row, r[1], r[2]) for r in ratios]) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -245,18 +254,22 @@ def main():
             size_row, export_row, dead = {}, {}, {}
             if "ov-bf16" in engines and not info["bf16"]:
                 dead["ov-bf16"] = "n/a (no bf16 on this CPU)"
-            so = os.path.join(tmp, model + ".so")
-            if "aotc" in engines and source:
-                cmd = [aotc, "export", os.path.join(ROOT, source[0]), *source[1:], "-o", so]
-                print(f"[{model}] aotc export", flush=True)
+            sos = {e: os.path.join(tmp, f"{model}.{e}.so") for e in AOTC_ENGINES}
+            for e, flags in AOTC_ENGINES.items():
+                if e not in engines:
+                    continue
+                if not source:
+                    dead[e] = "n/a"
+                    continue
+                cmd = [aotc, "export", os.path.join(ROOT, source[0]), *source[1:], *flags, "-o",
+                       sos[e]]
+                print(f"[{model}] {ENGINES[e]} export", flush=True)
                 code, _, err, wall, _ = process(cmd)
                 if code:
-                    dead["aotc"] = f"n/a (export failed: {reason(err)})"
+                    dead[e] = f"n/a (export failed: {reason(err)})"
                 else:
-                    export_row["aotc"], size_row["aotc"] = [wall], [sizes_mib([so])]
-            elif "aotc" in engines:
-                dead["aotc"] = "n/a"
-            peers = [e for e in engines if e != "aotc"]
+                    export_row[e], size_row[e] = [wall], [sizes_mib([sos[e]])]
+            peers = [e for e in engines if e not in AOTC_ENGINES]
             if peers:
                 print(f"[{model}] peers' exports ({', '.join(peers)})", flush=True)
                 made = work("prepare", model=model, engines=peers)
@@ -291,8 +304,8 @@ def main():
                         export_row.setdefault("compile", []).append(got["first_call_s"])
                 for r in range(a.repeats):
                     for e in list(alive):
-                        if e == "aotc":
-                            got = aotc_sample(run_model, so, model, batch, a.threads)
+                        if e in AOTC_ENGINES:
+                            got = aotc_sample(run_model, sos[e], model, batch, a.threads)
                         else:
                             got = work("sample", model=model, batch=batch, engine=e,
                                        iters=MODELS[model][4][batch])
@@ -329,7 +342,7 @@ def main():
                     exports, 1, False),
            f"load average {os.getloadavg()[0]:.1f} at the end (the machine is shared), "
            f"{(time.monotonic() - began) / 60:.0f} minutes in all; "
-           "aotc / best fp32 peer below 1: aotc is faster\n"]
+           "a ratio below 1: aotc is faster\n"]
     print()
     print("\n".join(out))
     if a.markdown:

@@ -219,8 +219,9 @@ AOTC_API aotc_status aotc_model_weight_info(const aotc_model *model, int32_t ind
  * Winograd filter, else 1), is, for each component b of the holder (0 .. (t+2)^2 - 1 for a
  * Winograd filter F(t x t, 3x3), else just 0), at b * component_stride + p(r, c) in the holder
  * (p = r * cols + c, or with panel_rows P: r / P * P * cols + c * P + r % P); a Winograd
- * filter's components are those of G g G^T, from which g is recovered. held_by is -1 for a
- * weight stored as itself. Weights of f32 only. */
+ * filter's components are those of G g G^T, from which g is recovered. A bf16 holder (a weight
+ * that GEMMs exported at --precision bf16 read only in bf16) is a dense copy, each element
+ * rounded to bf16. held_by is -1 for a weight stored as itself. Weights of f32 only. */
 typedef struct aotc_weight_layout {
   int32_t held_by;
   int32_t winograd_tile; /* 0, 2 or 4 */

@@ -89,6 +89,15 @@ private:
     P.weights.push_back(w);
     uint32_t index = P.weights.size() - 1;
     Made[source] = index;
+    // The copy holds the original, rounded: where no kernel reads the f32 any more, the
+    // artifact stores the bf16 only (an exact holder, panels, is kept where there is one).
+    kir::Weight &original = P.weights[source];
+    if (!original.heldBy && original.numel() > 0) {
+      int64_t rows = original.shape.empty() ? 1 : original.shape[0];
+      if (rows > 0)
+        original.heldBy =
+            kir::HeldWeight{index, rows, static_cast<int64_t>(original.numel()) / rows, 0, 0};
+    }
     return index;
   }
 

@@ -14,10 +14,11 @@ namespace aotc::cpu {
 /// For every f32 GEMM of precision bf16 (in every entry, cond branches included) whose B is an
 /// immutable f32 weight read in place (no conv window, no panels) and whose batch is 1, adds a
 /// weight "<name>.bf16" (one per weight: every element rounded to nearest even, NaN kept; its
-/// data appended to `exported`) and points B at it with the same addressing. The f32 original
-/// stays: the embedded graph and other kernels (an embedding tied to the LM head) read it. Run
-/// after pack-weights and before kir::layoutWeights. Without `withData` the bf16 weights are
-/// only declared.
+/// data appended to `exported`) and points B at it with the same addressing. The copy holds the
+/// original (kir::HeldWeight, dense, rounded), so the blob leaves the f32 out unless another
+/// kernel reads it (an embedding tied to the LM head, CUDA's GEMMs); tools recover it widened
+/// from the bf16. Run after pack-weights and before kir::layoutWeights. Without `withData` the bf16
+/// weights are only declared.
 llvm::Error storeBf16Weights(kir::Program &program, ExportedProgram &exported,
                              bool withData = true);
 
