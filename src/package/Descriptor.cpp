@@ -141,8 +141,7 @@ public:
          array(EntryTy, entries, "aotc_entries"), array(WeightTy, weights, "aotc_weight_descs"),
          blob, i64(p.weightBytes), c.weightsFile.empty() ? null() : str(c.weightsFile),
          i64(p.stateOffset), i64(p.stateBytes), program, i64(c.programBlob.size()),
-         i64(static_cast<int64_t>(c.weightsHash)), i32(AOTC_HASH_XXH64),
-         i32(c.variants[0] || c.variants[1] ? cpuPrecision(p) : 0),
+         i64(static_cast<int64_t>(c.weightsHash)), i32(AOTC_HASH_XXH64), i32(cpuPrecision(p)),
          c.cuda ? emitCuda(*c.cuda) : null()});
     llvm::GlobalVariable *g = global(artifact, "aotc_artifact");
     g->setLinkage(llvm::GlobalValue::ExternalLinkage);
@@ -249,7 +248,8 @@ private:
                   "aotc_cuda");
   }
 
-  // What the CPU code's GEMMs round operands to: bf16 where bf16-weights stored any in bf16.
+  // What the CPU code's GEMMs round operands to: bf16 where bf16-weights stored any in bf16 (a
+  // CUDA-only program's buffers are never bf16 weights: fp32).
   static int32_t cpuPrecision(const kir::Program &p) {
     int32_t precision = AOTC_PRECISION_FP32;
     for (const kir::EntryKernels &e : p.entries)

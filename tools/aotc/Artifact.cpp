@@ -156,17 +156,19 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::open(llvm::StringRef path, i
     if (api.artifact_cuda_images)
       api.check(api.artifact_cuda_images(&images, &kernels));
     a->Info.cudaKernels = kernels;
-    static const char *precisions[] = {"fp32", "tf32", "bf16", "fp16"};
+    auto precisionName = [](int32_t p) {
+      return kir::toString(static_cast<kir::Precision>(p)).str();
+    };
     int32_t cpuPrecision = AOTC_PRECISION_FP32;
     if (api.artifact_cpu_precision)
       api.check(api.artifact_cpu_precision(&cpuPrecision));
     if (cpuPrecision >= AOTC_PRECISION_FP32 && cpuPrecision <= AOTC_PRECISION_FP16)
-      a->Info.cpuPrecision = precisions[cpuPrecision];
+      a->Info.cpuPrecision = precisionName(cpuPrecision);
     for (int32_t i = 0; i < images; ++i) {
       aotc_cuda_image_info im;
       api.check(api.artifact_cuda_image(i, &im));
       if (im.precision >= AOTC_PRECISION_FP32 && im.precision <= AOTC_PRECISION_FP16)
-        a->Info.cudaPrecision = precisions[im.precision];
+        a->Info.cudaPrecision = precisionName(im.precision);
       const char *kind = im.kind == AOTC_CUDA_IMAGE_KIND_CUBIN ? "cubin"
                          : im.kind == AOTC_CUDA_IMAGE_KIND_PTX ? "ptx"
                                                                : "llvm-bitcode";

@@ -186,7 +186,8 @@ llvm::Error verify(const VerifyArgs &a, bool &allPassed, bool &nonFiniteReferenc
   auto artifact = Artifact::open(a.model, a.threads, *device);
   if (!artifact)
     return artifact.takeError();
-  // The CPU computes every GEMM in f32 (tf32 ones too); a CUDA device rounds as exported.
+  // Each device's code rounds as it was exported: the CPU's fp32 or bf16 (tf32 computes in f32
+  // there), a CUDA device's the export's --precision.
   if (!precision)
     precision = cantFail(kir::parsePrecision(device->cuda ? (*artifact)->info().cudaPrecision
                                                           : (*artifact)->info().cpuPrecision));

@@ -1,6 +1,7 @@
 // bf16-weights: constant GEMM B operands stored in bf16 at --precision bf16 (see Bf16Weights.h).
 #include "codegen/cpu/Bf16Weights.h"
 #include "aotc/tensor/HostTensor.h"
+#include "codegen/cpu/DerivedWeights.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -36,19 +37,11 @@ private:
     if (!weight)
       return weight.takeError();
     // One buffer per entry and weight.
-    auto &buffers = Buffers[&entry];
-    auto [it, fresh] = buffers.try_emplace(*weight, 0);
-    if (fresh) {
-      kir::Buffer buf;
-      buf.kind = kir::Buffer::Kind::Weight;
-      buf.dtype = DType::BF16;
-      buf.index = *weight;
-      buf.numel = static_cast<int64_t>(P.weights[*weight].numel());
-      buf.name = P.weights[*weight].name;
-      entry.buffers.push_back(buf);
-      it->second = entry.buffers.size() - 1;
-    }
-    g.b.buffer = it->second;
+    auto it = llvm::find_if(entry.buffers, [&](const kir::Buffer &b) {
+      return b.kind == kir::Buffer::Kind::Weight && b.index == *weight;
+    });
+    g.b.buffer =
+        it != entry.buffers.end() ? it - entry.buffers.begin() : addWeightBuffer(entry, P, *weight);
     return llvm::Error::success();
   }
 
@@ -57,13 +50,7 @@ private:
     if (auto it = Made.find(source); it != Made.end())
       return it->second;
     const kir::Weight &src = P.weights[source];
-    std::string name = src.name + ".bf16";
-    auto taken = [&](const std::string &n) {
-      return Exported.findWeight(n) ||
-             llvm::any_of(P.weights, [&](const kir::Weight &w) { return w.name == n; });
-    };
-    for (int n = 2; taken(name); ++n)
-      name = fmt::format("{}.bf16.{}", src.name, n);
+    std::string name = freshWeightName(P, Exported, src.name + ".bf16");
     kir::Weight w;
     w.name = name;
     w.dtype = DType::BF16;
@@ -105,7 +92,6 @@ private:
   ExportedProgram &Exported;
   bool WithData;
   std::map<uint32_t, uint32_t> Made;
-  std::map<const kir::EntryKernels *, std::map<uint32_t, uint32_t>> Buffers;
 };
 
 } // namespace

@@ -2,6 +2,7 @@
 // compile time (see PackWeights.h).
 #include "codegen/cpu/PackWeights.h"
 #include "codegen/cpu/CpuTarget.h"
+#include "codegen/cpu/DerivedWeights.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -86,15 +87,8 @@ private:
     auto weight = packed(**at);
     if (!weight)
       return weight.takeError();
-    kir::Buffer buf;
-    buf.kind = kir::Buffer::Kind::Weight;
-    buf.dtype = DType::F32;
-    buf.index = *weight;
-    buf.numel = static_cast<int64_t>(P.weights[*weight].numel());
-    buf.name = P.weights[*weight].name;
-    entry.buffers.push_back(buf);
     kir::MatrixOperand a;
-    a.buffer = entry.buffers.size() - 1;
+    a.buffer = addWeightBuffer(entry, P, *weight);
     a.offset = 0;
     a.batchStride = (*at)->winograd ? (*at)->stride() : 0;
     a.rowStride = (*at)->panels ? 0 : (*at)->k;
@@ -110,13 +104,7 @@ private:
       return it->second;
     const kir::Weight &src = P.weights[at.weight];
     std::string suffix = at.winograd ? ".winograd" : ".panels";
-    std::string name = src.name + suffix;
-    auto taken = [&](const std::string &n) {
-      return Exported.findWeight(n) ||
-             llvm::any_of(P.weights, [&](const kir::Weight &w) { return w.name == n; });
-    };
-    for (int n = 2; taken(name); ++n)
-      name = fmt::format("{}{}.{}", src.name, suffix, n);
+    std::string name = freshWeightName(P, Exported, src.name + suffix);
     kir::Weight w;
     w.name = name;
     w.dtype = DType::F32;
