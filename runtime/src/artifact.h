@@ -34,8 +34,11 @@ typedef struct aotc_exec {
                        void *closure);
   void *pool; /* the runtime's, opaque to generated code */
   int32_t num_threads;
-  int32_t reserved;
+  uint32_t cpu_features; /* AOTC_CPU_FEATURE_* the CPU has beyond the variant's */
 } aotc_exec;
+
+/* aotc_exec.cpu_features: instructions outside x86-64-v4 that its code may branch to. */
+#define AOTC_CPU_FEATURE_BF16_DOT 1u /* AVX512_BF16, and vdpbf16ps outruns f32 FMAs (cpu.c) */
 
 /* A root dim of an entry: bound from the first input dim that is `scale * symbol + offset`. */
 typedef struct aotc_sym_desc {

@@ -36,6 +36,26 @@ static int32_t best_variant(void) {
   return AOTC_VARIANT_X86_64_V3;
 }
 
+uint32_t aotc_cpu_features(int32_t variant) {
+  unsigned a, b, c, d;
+  /* The extensions below need the AVX-512 state x86-64-v4 checked. */
+  if (variant != AOTC_VARIANT_X86_64_V4 || !__get_cpuid_count(7, 0, &a, &b, &c, &d))
+    return 0;
+  const int amx_bf16 = (d >> 22) & 1;
+  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d))
+    return 0;
+  const int avx512_bf16 = (a >> 5) & 1;
+  if (!avx512_bf16)
+    return 0;
+  /* Cores with AMX run vdpbf16ps at half the flops of an f32 FMA (Sapphire Rapids: one per two
+   * cycles against two FMAs a cycle); AMD's Zen 4 runs it at the FMA's rate, twice the flops.
+   * AOTC_CPU_BF16_DOT=1 or 0 overrides the choice (where the CPU has the instructions). */
+  const char *env = getenv("AOTC_CPU_BF16_DOT");
+  const int dot =
+      env && (strcmp(env, "1") == 0 || strcmp(env, "0") == 0) ? env[0] == '1' : !amx_bf16;
+  return dot ? AOTC_CPU_FEATURE_BF16_DOT : 0;
+}
+
 const char *aotc_cpu_variant_name(int32_t variant) {
   return variant == AOTC_VARIANT_X86_64_V4 ? "x86-64-v4" : "x86-64-v3";
 }

@@ -34,6 +34,7 @@ struct aotc_model {
   int32_t device_type;   /* AOTC_DEVICE_* */
   aotc_cuda_model *cuda; /* the CUDA device's state, null on the cpu */
   int32_t variant;
+  uint32_t cpu_features; /* aotc_exec.cpu_features for the variant */
   int32_t num_threads;
   const uint8_t *weights;
   /* An external weights file: read into private anonymous memory (or, with
@@ -60,6 +61,8 @@ aotc_status aotc_check_descriptor(const aotc_artifact_desc *desc);
  * for AUTO; sets the last error on failure. */
 aotc_status aotc_cpu_choose_variant(int32_t requested, int32_t *out_variant);
 const char *aotc_cpu_variant_name(int32_t variant);
+/* AOTC_CPU_FEATURE_* this CPU and OS give code of `variant` (none for x86-64-v3). */
+uint32_t aotc_cpu_features(int32_t variant);
 
 /* A pool of num_threads - 1 workers; the thread calling parallel_for is the last one. */
 aotc_status aotc_pool_create(int32_t num_threads, aotc_pool **out_pool);

@@ -303,6 +303,7 @@ AOTC_API aotc_status aotc_model_create(const aotc_model_options *options, aotc_m
     return aotc_fail(AOTC_ERROR_RESOURCE, "aotc_model_create: out of memory");
   model->desc = desc;
   model->variant = variant;
+  model->cpu_features = cuda ? 0 : aotc_cpu_features(variant);
   model->device_type = options->device_type;
   pthread_mutex_init(&model->arena_lock, NULL);
   /* A CUDA model's host work is enqueuing kernels: the calling thread's. */

@@ -441,6 +441,7 @@ static aotc_status run_checked(aotc_model *model, const aotc_entry_desc *e,
         .parallel_for = aotc_parallel_for,
         .pool = model->pool,
         .num_threads = model->num_threads,
+        .cpu_features = model->cpu_features,
     };
     rc = e->run[model->variant](&exec, s->in_ptrs, s->out_ptrs, s->syms);
     if (arena)

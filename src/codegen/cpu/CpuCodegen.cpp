@@ -43,7 +43,7 @@ StructType *ModuleEmitter::execType() {
                          {AOTC_CFIELD(aotc_exec, weights, p), AOTC_CFIELD(aotc_exec, state, p),
                           AOTC_CFIELD(aotc_exec, arena, p), AOTC_CFIELD(aotc_exec, parallel_for, p),
                           AOTC_CFIELD(aotc_exec, pool, p), AOTC_CFIELD(aotc_exec, num_threads, i32),
-                          AOTC_CFIELD(aotc_exec, reserved, i32)},
+                          AOTC_CFIELD(aotc_exec, cpu_features, i32)},
                          sizeof(aotc_exec));
   }
   return Exec;
@@ -64,6 +64,12 @@ FunctionCallee ModuleEmitter::libm(StringRef name, Type *type, unsigned arity) {
     fn->setMemoryEffects(MemoryEffects::none());
   }
   return f;
+}
+
+void addTargetFeature(Function *f, StringRef feature) {
+  std::string features = f->getFnAttribute("target-features").getValueAsString().str();
+  f->addFnAttr("target-features",
+               features.empty() ? feature.str() : features + "," + feature.str());
 }
 
 void emitIf(Builder &b, Value *cond, function_ref<void()> then, function_ref<void()> otherwise) {

@@ -69,7 +69,8 @@ public:
     ExecArena,
     ExecParallelFor,
     ExecPool,
-    ExecNumThreads
+    ExecNumThreads,
+    ExecCpuFeatures
   };
   /// The task signature `void (ptr closure, i64 begin, i64 end)`.
   llvm::FunctionType *taskType();
@@ -78,7 +79,7 @@ public:
   codegen::MathLibrary &math() { return Math; }
   /// Task functions already emitted, by TaskKey: a step whose key is here reuses them. They keep
   /// the first such step's name, so a profile counts every step of the key under it.
-  llvm::StringMap<llvm::SmallVector<llvm::Function *, 3>> &sharedTasks() { return Shared; }
+  llvm::StringMap<llvm::SmallVector<llvm::Function *, 4>> &sharedTasks() { return Shared; }
 
 private:
   llvm::Module &M;
@@ -86,7 +87,7 @@ private:
   llvm::TargetMachine &TM;
   llvm::StructType *Exec = nullptr;
   CpuMath Math{*this};
-  llvm::StringMap<llvm::SmallVector<llvm::Function *, 3>> Shared;
+  llvm::StringMap<llvm::SmallVector<llvm::Function *, 4>> Shared;
 };
 
 /// What a step's task computes, as text with the entry's buffers renamed by first use (slots):
@@ -125,6 +126,8 @@ void emitParallelLoop(Builder &b, llvm::Value *begin, llvm::Value *end,
 /// if (cond) then() else otherwise(); the builder ends after both.
 void emitIf(Builder &b, llvm::Value *cond, llvm::function_ref<void()> then,
             llvm::function_ref<void()> otherwise);
+/// Adds `feature` ("+avx512bf16") to the function's target features.
+void addTargetFeature(llvm::Function *f, llvm::StringRef feature);
 /// Signed minimum of two integers.
 llvm::Value *smin(Builder &b, llvm::Value *x, llvm::Value *y);
 /// ceil(x / y) for integers x >= 0, y > 0.

@@ -7,8 +7,10 @@
 // full k sum. Pack buffers live on the task's stack (gemmStackBytes), so no allocation happens
 // per call; blocked tasks are (batch, m-chunk, n-block) triples run by parallel_for.
 #include "codegen/cpu/GemmEmitter.h"
+#include "runtime/src/artifact.h"
 
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsX86.h"
 
 #include <limits>
 #include <optional>
@@ -204,11 +206,11 @@ Function *GemmEmitter::kernelFunction(const std::string &name, ArrayRef<Type *> 
 // columns (folded images: the next image's first columns) go to the block at `c2`. Edge tiles
 // read and write C with masked vector accesses, so they need no scratch tile and nothing outside
 // the blocks is touched.
-void GemmEmitter::microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, Value *ap,
-                              unsigned aStride, Value *bp, Value *kc, Value *c, Value *ldc,
-                              Value *rows, Value *cols, Value *c2, Value *cols2, Value *loadC,
-                              const TileEpilogueArgs &epi) {
-  b.CreateCall(microKernelFunction(tileRows, tileVecs, aStride),
+void GemmEmitter::microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, bool bf16Dot,
+                              Value *ap, unsigned aStride, Value *bp, Value *kc, Value *c,
+                              Value *ldc, Value *rows, Value *cols, Value *c2, Value *cols2,
+                              Value *loadC, const TileEpilogueArgs &epi) {
+  b.CreateCall(microKernelFunction(tileRows, tileVecs, aStride, bf16Dot),
                {ap, bp, kc, c, ldc, rows, cols, c2, cols2, loadC, epi.bias, epi.residual, epi.ldr,
                 epi.residual2, epi.flags});
 }
@@ -217,9 +219,20 @@ void GemmEmitter::microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, 
 // copies made most of the module's code (ResNet-50's ~60 GEMMs, two tile heights each), and the
 // call costs nothing beside the tile's kc x tileRows x tileVecs vector multiply-adds. The builder
 // is inside the new function while its body is emitted.
-Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs, unsigned aStride) {
-  std::string name = ME.prefix() + "ukernel_" + std::to_string(tileRows) + "x" +
-                     std::to_string(tileVecs * T.vecWidth) + "_a" + std::to_string(aStride);
+Value *GemmEmitter::multiplyAdd(Builder &b, bool bf16Dot, Value *a, Value *bv, Value *acc) {
+  if (!bf16Dot)
+    return b.CreateIntrinsic(Intrinsic::fma, {acc->getType()}, {a, bv, acc});
+  assert(T.vecWidth == 16 && "vdpbf16ps is AVX-512's");
+  auto *pairs = FixedVectorType::get(b.getBFloatTy(), 2 * T.vecWidth);
+  return b.CreateIntrinsic(Intrinsic::x86_avx512bf16_dpbf16ps_512, {},
+                           {acc, b.CreateBitCast(a, pairs), b.CreateBitCast(bv, pairs)});
+}
+
+Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs, unsigned aStride,
+                                           bool bf16Dot) {
+  std::string name = ME.prefix() + (bf16Dot ? "ukernel_bf16dot_" : "ukernel_") +
+                     std::to_string(tileRows) + "x" + std::to_string(tileVecs * T.vecWidth) + "_a" +
+                     std::to_string(aStride);
   if (Function *existing = ME.module().getFunction(name))
     return existing;
   LLVMContext &ctx = ME.ctx();
@@ -229,6 +242,8 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs,
                                {ptr, ptr, i64, ptr, i64, i64, i64, ptr, i64, b.getInt1Ty(), ptr,
                                 ptr, i64, ptr, b.getInt32Ty()},
                                b);
+  if (bf16Dot)
+    addTargetFeature(f, "+avx512bf16");
   Value *ap = f->getArg(0), *bp = f->getArg(1), *kc = f->getArg(2), *c = f->getArg(3),
         *ldc = f->getArg(4), *rows = f->getArg(5), *cols = f->getArg(6), *c2 = f->getArg(7),
         *cols2 = f->getArg(8), *loadC = f->getArg(9), *bias = f->getArg(10), *res = f->getArg(11),
@@ -344,7 +359,7 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs,
     Value *splat = b.CreateVectorSplat(vw, a);
     for (unsigned j = 0; j < tileVecs; ++j) {
       unsigned idx = i * tileVecs + j;
-      next[idx] = b.CreateIntrinsic(Intrinsic::fma, {vt}, {splat, bv[j], accs[idx]});
+      next[idx] = multiplyAdd(b, bf16Dot, splat, bv[j], accs[idx]);
     }
   }
   Value *pn = b.CreateAdd(p, b.getInt64(1), "p.next", true, true);
@@ -440,15 +455,17 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs,
   return f;
 }
 
-Function *GemmEmitter::columnKernelFunction(unsigned aStride) {
-  std::string name = ME.prefix() + "ukernel_columns_" + std::to_string(TailColumns) + "_a" +
-                     std::to_string(aStride);
+Function *GemmEmitter::columnKernelFunction(unsigned aStride, bool bf16Dot) {
+  std::string name = ME.prefix() + (bf16Dot ? "ukernel_bf16dot_columns_" : "ukernel_columns_") +
+                     std::to_string(TailColumns) + "_a" + std::to_string(aStride);
   if (Function *existing = ME.module().getFunction(name))
     return existing;
   LLVMContext &ctx = ME.ctx();
   Builder b(ctx);
   Type *ptr = b.getPtrTy(), *i64 = b.getInt64Ty(), *f32 = b.getFloatTy();
   Function *f = kernelFunction(name, {ptr, ptr, i64, ptr, i64, i64, i64, b.getInt1Ty()}, b);
+  if (bf16Dot)
+    addTargetFeature(f, "+avx512bf16");
   Value *ap = f->getArg(0), *bp = f->getArg(1), *kc = f->getArg(2), *c = f->getArg(3),
         *ldc = f->getArg(4), *rows = f->getArg(5), *cols = f->getArg(6), *loadC = f->getArg(7);
   unsigned vw = T.vecWidth;
@@ -492,7 +509,7 @@ Function *GemmEmitter::columnKernelFunction(unsigned aStride) {
     // Columns past `cols` hold whatever the panel has there; their sums are not stored.
     Value *x =
         b.CreateVectorSplat(vw, b.CreateLoad(f32, b.CreateConstInBoundsGEP1_32(f32, brow, j)));
-    next.push_back(b.CreateIntrinsic(Intrinsic::fma, {vt}, {a, x, accs[j]}));
+    next.push_back(multiplyAdd(b, bf16Dot, a, x, accs[j]));
     accs[j]->addIncoming(next[j], loop);
   }
   Value *pn = b.CreateAdd(p, b.getInt64(1), "p.next", true, true);
@@ -543,12 +560,15 @@ TileEpilogueArgs tileEpilogueArgs(Builder &b, ExprEmitter &ex,
 }
 } // namespace
 
-Function *GemmEmitter::blockedTask() {
+Function *GemmEmitter::blockedTask(bool bf16Dot) {
   LLVMContext &c = ME.ctx();
   Builder b(c);
   TaskSetup ts;
-  Function *fn = startTask(".blocked", b, ts);
+  Function *fn = startTask(bf16Dot ? ".blocked.bf16dot" : ".blocked", b, ts);
+  if (bf16Dot)
+    addTargetFeature(fn, "+avx512bf16");
   GemmValues v = gemmValues(b, Entry, G, SymIndex, ts.syms, ts.buffers);
+  assert((!bf16Dot || (v.bBf16 && !v.aPanelRows)) && "bf16-dot packs A, and B from bf16");
   StructType *gct = gemmClosureType(c, Slots.size());
   Value *mChunk = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 1));
   Value *mChunks = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 2));
@@ -595,6 +615,9 @@ Function *GemmEmitter::blockedTask() {
         // k blocks of equal depth (k = 576: 192 x 3, not 256 + 256 + 64), so that no short block
         // pays a whole pass over C for little work.
         Value *kcEven = emitCeilDiv(b, v.k, kBlocks);
+        // k-pairs do not straddle blocks: every block but the last even.
+        if (bf16Dot)
+          kcEven = b.CreateMul(emitCeilDiv(b, kcEven, b.getInt64(2)), b.getInt64(2));
         Value *imagePanels = emitCeilDiv(b, b.CreateSub(n1, n0), nr);
         // Folded, the images' columns follow one another without padding (the n-block is all of
         // n, at least NR wide): panel jp holds columns jp*NR .. of the concatenation, a tile
@@ -611,7 +634,11 @@ Function *GemmEmitter::blockedTask() {
               Value *kc = smin(b, kcEven, b.CreateSub(v.k, k0));
               Value *first = b.CreateICmpEQ(kb, b.getInt64(0));
               Value *last = b.CreateICmpEQ(b.CreateAdd(kb, b.getInt64(1)), kBlocks);
-              if (v.win) {
+              // The depth the kernels step through: k rows, or k-pairs.
+              Value *kSteps = bf16Dot ? emitCeilDiv(b, kc, b.getInt64(2)) : kc;
+              if (bf16Dot) {
+                packBPairs(b, v, k0, kc, n0, n1, bp);
+              } else if (v.win) {
                 // The column tables hold every image's columns (folded) or the block's.
                 emitIf(
                     b, folded, [&] { packBConv(b, v, bi0, k0, kc, panels, bp, cols); },
@@ -652,6 +679,8 @@ Function *GemmEmitter::blockedTask() {
                     Value *aPanel = ap;
                     if (v.aPanelRows)
                       aPanel = ptrA(b, v, bi0, i0, k0);
+                    else if (bf16Dot)
+                      packAPairs(b, v, bi0, i0, mrEff, k0, kc, ap);
                     else
                       packA(b, v, bi0, i0, mrEff, k0, kc, ap);
                     emitLoop(
@@ -675,8 +704,8 @@ Function *GemmEmitter::blockedTask() {
                           Value *nrEff2 = b.CreateSelect(folded, rest, b.getInt64(0));
                           Value *bi2 = smin(b, b.CreateAdd(bi, b.getInt64(1)),
                                             b.CreateSub(v.batch, b.getInt64(1)));
-                          Value *panel =
-                              b.CreateInBoundsGEP(f32, bp, b.CreateMul(b.CreateMul(jp, kc), nr));
+                          Value *panel = b.CreateInBoundsGEP(
+                              f32, bp, b.CreateMul(b.CreateMul(jp, kSteps), nr));
                           // Every tile accumulates in C itself; the epilogue runs in place once
                           // the last k block is in.
                           Value *cBlock =
@@ -701,9 +730,9 @@ Function *GemmEmitter::blockedTask() {
                                                                   last, bi, bi2, i0, col0);
                           auto tile = [&](unsigned tileRows) {
                             auto call = [&](unsigned vecs, Value *cols) {
-                              microKernel(b, tileRows, vecs, aPanel, aStride, panel, kc, cBlock,
-                                          v.n, mrEff, cols, cBlock2, nrEff2, b.CreateNot(first),
-                                          epi);
+                              microKernel(b, tileRows, vecs, bf16Dot, aPanel, aStride, panel,
+                                          kSteps, cBlock, v.n, mrEff, cols, cBlock2, nrEff2,
+                                          b.CreateNot(first), epi);
                             };
                             emitIf(
                                 b, columns,
@@ -711,10 +740,10 @@ Function *GemmEmitter::blockedTask() {
                                   emitIf(
                                       b, b.CreateICmpSGT(vecCols, b.getInt64(0)),
                                       [&] { call(1, vecCols); }, [] {});
-                                  b.CreateCall(columnKernelFunction(aStride),
+                                  b.CreateCall(columnKernelFunction(aStride, bf16Dot),
                                                {aPanel, b.CreateInBoundsGEP(f32, panel, vecCols),
-                                                kc, b.CreateInBoundsGEP(f32, cBlock, vecCols), v.n,
-                                                mrEff, tailCols, b.CreateNot(first)});
+                                                kSteps, b.CreateInBoundsGEP(f32, cBlock, vecCols),
+                                                v.n, mrEff, tailCols, b.CreateNot(first)});
                                 },
                                 [&] {
                                   emitIf(
@@ -1033,9 +1062,14 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
   auto [shared, fresh] = me.sharedTasks().try_emplace(key.str());
   if (fresh) {
     GemmEmitter ge(me, entry, g, symIndex, key.slots());
-    shared->second = {ge.blockedTask(), ge.smallTask(), g.b.conv ? nullptr : ge.dotTask()};
+    // vdpbf16ps is outside x86-64-v4: the bf16-dot tasks run where the CPU has AVX512_BF16.
+    bool bf16Dot = me.variant() == Variant::X86_64_V4 &&
+                   entry.buffers[g.b.buffer].dtype == DType::BF16 && !g.a.panelRows;
+    shared->second = {ge.blockedTask(), ge.smallTask(), g.b.conv ? nullptr : ge.dotTask(),
+                      bf16Dot ? ge.blockedTask(true) : nullptr};
   }
   Function *blocked = shared->second[0], *small = shared->second[1], *dot = shared->second[2];
+  Function *blockedBf16Dot = shared->second[3];
   GemmTiling t = gemmTiling(me.variant());
 
   Builder &b = run;
@@ -1134,7 +1168,21 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
         b.CreateStore(b.CreateZExt(fold, b.getInt64Ty()), b.CreateStructGEP(gct, gclosure, 6));
         Value *total = b.CreateMul(have, mChunks);
         Value *per = b.CreateMul(b.CreateMul(b.CreateMul(mChunk, nBlock), v.k), group);
-        emitDispatch(me, b, exec, blocked, gclosure, total, per);
+        if (!blockedBf16Dot) {
+          emitDispatch(me, b, exec, blocked, gclosure, total, per);
+          return;
+        }
+        // packBPairs reads B along n or along k.
+        Value *features = b.CreateLoad(
+            b.getInt32Ty(), b.CreateStructGEP(me.execType(), exec, ModuleEmitter::ExecCpuFeatures));
+        Value *hasBf16 =
+            b.CreateICmpNE(b.CreateAnd(features, AOTC_CPU_FEATURE_BF16_DOT), b.getInt32(0));
+        Value *packable =
+            b.CreateOr(b.CreateICmpEQ(v.bCs, b.getInt64(1)), b.CreateICmpEQ(v.bRs, b.getInt64(1)));
+        emitIf(
+            b, b.CreateAnd(hasBf16, packable),
+            [&] { emitDispatch(me, b, exec, blockedBf16Dot, gclosure, total, per); },
+            [&] { emitDispatch(me, b, exec, blocked, gclosure, total, per); });
       });
   b.CreateBr(doneBB);
   b.SetInsertPoint(doneBB);

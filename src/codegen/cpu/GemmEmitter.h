@@ -92,6 +92,9 @@ inline constexpr unsigned GemmClosureSlots = 7;
 /// What a GEMM's tasks compute: GEMMs with equal keys share them.
 TaskKey gemmKey(const kir::EntryKernels &entry, const kir::GemmCall &g);
 
+/// Transposes the square block of `x` (x.size() vectors of x.size() lanes) in registers.
+void transposeSquare(Builder &b, MutableArrayRef<Value *> x);
+
 /// Emits the task functions of one GEMM call.
 class GemmEmitter {
 public:
@@ -101,7 +104,9 @@ public:
               const StringMap<unsigned> &symIndex, ArrayRef<uint32_t> slots)
       : ME(me), Entry(entry), G(g), SymIndex(symIndex), Slots(slots), T(gemmTiling(me.variant())) {}
 
-  Function *blockedTask();
+  /// The blocked path; with `bf16Dot` (a bf16 B, AVX512_BF16 at run time) A and B are packed
+  /// as bf16 k-pairs and the tiles computed with vdpbf16ps (see packBPairs).
+  Function *blockedTask(bool bf16Dot = false);
   Function *smallTask();
   Function *dotTask();
 
@@ -115,19 +120,37 @@ private:
                    Value *bp);
   void packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *panels,
                  Value *bp, Value *cols);
+  /// fn(p0, valid, x) for each vw columns k0 + p0 .. of A's rows i0 .. i0 + MR - 1 (A's rows
+  /// along k), `valid` of them in kc: x holds one vector per column, its lanes the rows (lanes
+  /// past mrEff and columns past `valid` zero).
+  void forAColumns(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
+                   Value *kc, function_ref<void(Value *, Value *, ArrayRef<Value *>)> fn);
   void packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
              Value *kc, Value *ap);
+  // The bf16 k-pair layouts of the bf16-dot blocked path: 32-bit words, word (p, j) holding
+  // the bf16s of k rows k0 + 2p and k0 + 2p + 1 (0 past kc), in place of packB's and packA's
+  // f32 elements; so panels, micro-panels and tiles address words as they address floats, with
+  // ceil(kc / 2) for kc. A is rounded to nearest even.
+  void packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *kc, Value *n0, Value *n1,
+                  Value *bp);
+  void packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
+                  Value *kc, Value *ap);
   /// A new no-inline kernel function `void name(params)` whose first two pointers are read-only
   /// inputs, the builder at its entry.
   Function *kernelFunction(const std::string &name, ArrayRef<Type *> params, Builder &b);
   /// A tileRows x (tileVecs vectors) register tile over B panels NR columns wide.
-  void microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, Value *ap, unsigned aStride,
-                   Value *bp, Value *kc, Value *c, Value *ldc, Value *rows, Value *cols, Value *c2,
-                   Value *cols2, Value *loadC, const TileEpilogueArgs &epi);
-  Function *microKernelFunction(unsigned tileRows, unsigned tileVecs, unsigned aStride);
+  /// With `bf16Dot` the panels hold bf16 k-pairs and kc counts pairs.
+  void microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, bool bf16Dot, Value *ap,
+                   unsigned aStride, Value *bp, Value *kc, Value *c, Value *ldc, Value *rows,
+                   Value *cols, Value *c2, Value *cols2, Value *loadC, const TileEpilogueArgs &epi);
+  Function *microKernelFunction(unsigned tileRows, unsigned tileVecs, unsigned aStride,
+                                bool bf16Dot);
   /// C[i, j] (+)= sum_p A[i, p] B[p, j] for i < rows, j < cols <= TailColumns of an A micro-panel
   /// and a B panel: rows in a vector's lanes, one accumulator per column.
-  Function *columnKernelFunction(unsigned aStride);
+  Function *columnKernelFunction(unsigned aStride, bool bf16Dot);
+  /// acc + a * b on f32 vectors, or with `bf16Dot` acc + the pairwise dot products of a and b
+  /// read as bf16 k-pairs (vdpbf16ps).
+  Value *multiplyAdd(Builder &b, bool bf16Dot, Value *a, Value *bv, Value *acc);
 
   ModuleEmitter &ME;
   const kir::EntryKernels &Entry;

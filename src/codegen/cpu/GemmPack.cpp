@@ -340,60 +340,242 @@ void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k
       "pcp");
 }
 
+void transposeSquare(Builder &b, MutableArrayRef<Value *> x) {
+  // Butterfly: stage d swaps bit d of the row with bit d of the lane.
+  unsigned n = x.size();
+  for (unsigned d = 1; d < n; d *= 2) {
+    SmallVector<int, 16> lo, hi;
+    for (unsigned l = 0; l < n; ++l) {
+      lo.push_back(l & d ? int(n + l - d) : int(l));
+      hi.push_back(l & d ? int(n + l) : int(l + d));
+    }
+    for (unsigned r = 0; r < n; ++r)
+      if (!(r & d)) {
+        Value *a = x[r], *c = x[r + d];
+        x[r] = b.CreateShuffleVector(a, c, lo);
+        x[r + d] = b.CreateShuffleVector(a, c, hi);
+      }
+  }
+}
+
+// The lanes of x and y alternating: x0 y0 x1 y1 ...
+static Value *interleave(Builder &b, Value *x, Value *y) {
+  unsigned n = cast<FixedVectorType>(x->getType())->getNumElements();
+  SmallVector<int, 32> at;
+  for (unsigned l = 0; l < n; ++l)
+    at.append({int(l), int(n + l)});
+  return b.CreateShuffleVector(x, y, at);
+}
+
+void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *kc, Value *n0,
+                             Value *n1, Value *bp) {
+  // Panel jp's word (p, j) at bp[(jp*kcp + p)*NR + j]: packB's layout in words, kcp = ceil(kc/2).
+  assert(v.bBf16 && !v.win && "bf16 k-pairs pack a bf16 weight");
+  Type *i16 = b.getInt16Ty(), *i32 = b.getInt32Ty();
+  unsigned vw = T.vecWidth;
+  Value *nr = b.getInt64(T.nr());
+  Value *kcp = emitCeilDiv(b, kc, b.getInt64(2));
+  Value *panels = emitCeilDiv(b, b.CreateSub(n1, n0), nr);
+  Value *bi = b.getInt64(0); // bf16-weights rounds B of GEMMs of batch 1 only
+  auto dst = [&](Value *jp, Value *p, Value *j) {
+    return b.CreateInBoundsGEP(
+        i32, bp, b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, kcp), p), nr), j));
+  };
+  auto *halfV = FixedVectorType::get(i16, vw), *pairV = FixedVectorType::get(i16, 2 * vw);
+  emitIf(
+      b, b.CreateICmpEQ(v.bCs, b.getInt64(1)),
+      [&] {
+        // Rows along n (Conv1D's [k, n]): two rows at a time, their vectors interleaved.
+        emitLoop(
+            b, b.getInt64(0), kcp,
+            [&](Value *p) {
+              Value *r0 = b.CreateAdd(k0, b.CreateMul(p, b.getInt64(2)));
+              Value *second = b.CreateICmpSLT(b.CreateAdd(r0, b.getInt64(1)), b.CreateAdd(k0, kc));
+              Value *src0 = ptrB(b, v, bi, r0, n0);
+              // Past kc the second row reads nothing (its address clamped to the first).
+              Value *src1 =
+                  ptrB(b, v, bi, b.CreateSelect(second, b.CreateAdd(r0, b.getInt64(1)), r0), n0);
+              emitLoop(
+                  b, b.getInt64(0), panels,
+                  [&](Value *jp) {
+                    Value *jn = smin(b, nr, b.CreateSub(b.CreateSub(n1, n0), b.CreateMul(jp, nr)));
+                    for (unsigned q = 0; q < T.nrVecs; ++q) {
+                      Value *at = b.CreateAdd(b.CreateMul(jp, nr), b.getInt64(q * vw));
+                      Value *m = lanesBelow(b, vw, b.CreateSub(jn, b.getInt64(q * vw)));
+                      Value *none = Constant::getNullValue(m->getType());
+                      Value *zero = ConstantAggregateZero::get(halfV);
+                      Value *x = b.CreateMaskedLoad(halfV, b.CreateInBoundsGEP(i16, src0, at),
+                                                    Align(2), m, zero);
+                      Value *y =
+                          b.CreateMaskedLoad(halfV, b.CreateInBoundsGEP(i16, src1, at), Align(2),
+                                             b.CreateSelect(second, m, none), zero);
+                      b.CreateAlignedStore(interleave(b, x, y), dst(jp, p, b.getInt64(q * vw)),
+                                           Align(4 * vw));
+                    }
+                  },
+                  "pbj");
+            },
+            "pbp");
+      },
+      [&] {
+        // Columns along k (nn.Linear's [n, k]): a column's pairs are adjacent words; vw columns
+        // x vw pairs are loaded a column per vector and transposed in registers.
+        Value *chunks = emitCeilDiv(b, kcp, b.getInt64(vw));
+        Value *nLast = b.CreateSub(v.n, b.getInt64(1));
+        emitLoop(
+            b, b.getInt64(0), panels,
+            [&](Value *jp) {
+              Value *col0 = b.CreateAdd(n0, b.CreateMul(jp, nr));
+              Value *jn = smin(b, nr, b.CreateSub(n1, col0));
+              emitLoop(
+                  b, b.getInt64(0), chunks,
+                  [&](Value *ch) {
+                    Value *p0 = b.CreateMul(ch, b.getInt64(vw));
+                    // The chunk's k rows: 2 * vw, fewer at the block's end.
+                    Value *kMask =
+                        lanesBelow(b, 2 * vw, b.CreateSub(kc, b.CreateMul(p0, b.getInt64(2))));
+                    Value *none = Constant::getNullValue(kMask->getType());
+                    Value *zero = ConstantAggregateZero::get(pairV);
+                    auto *wordV = FixedVectorType::get(i32, vw);
+                    Value *allWords = lanesBelow(b, vw, b.getInt64(vw));
+                    Value *noWords = Constant::getNullValue(allWords->getType());
+                    for (unsigned q = 0; q < T.nrVecs; ++q) {
+                      SmallVector<Value *, 16> x;
+                      for (unsigned j = 0; j < vw; ++j) {
+                        Value *jj = b.getInt64(q * vw + j);
+                        Value *exists = b.CreateICmpSLT(jj, jn);
+                        Value *col = smin(b, b.CreateAdd(col0, jj), nLast);
+                        Value *at =
+                            ptrB(b, v, bi, b.CreateAdd(k0, b.CreateMul(p0, b.getInt64(2))), col);
+                        Value *got = b.CreateMaskedLoad(pairV, at, Align(2),
+                                                        b.CreateSelect(exists, kMask, none), zero);
+                        x.push_back(b.CreateBitCast(got, wordV));
+                      }
+                      transposeSquare(b, x);
+                      for (unsigned t = 0; t < vw; ++t) {
+                        Value *p = b.CreateAdd(p0, b.getInt64(t));
+                        b.CreateMaskedStore(
+                            x[t], dst(jp, p, b.getInt64(q * vw)), Align(4 * vw),
+                            b.CreateSelect(b.CreateICmpSLT(p, kcp), allWords, noWords));
+                      }
+                    }
+                  },
+                  "pbk");
+            },
+            "pbj");
+      });
+}
+
+void GemmEmitter::packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff,
+                             Value *k0, Value *kc, Value *ap) {
+  // Word (i, p) at ap[p*MR + i], rows past mrEff zero: packA's layout in words.
+  Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty(), *bf16 = b.getBFloatTy();
+  Value *mr = b.getInt64(T.mr);
+  unsigned vw = T.vecWidth;
+  auto *wordV = FixedVectorType::get(i32, vw);
+  auto *halfV = FixedVectorType::get(bf16, vw);
+  Value *kcp = emitCeilDiv(b, kc, b.getInt64(2));
+  emitIf(
+      b, b.CreateICmpEQ(v.aCs, b.getInt64(1)),
+      [&] {
+        // Rows along k: vw x vw blocks transposed as packA does, then columns 2t and 2t + 1
+        // rounded and interleaved into word row t.
+        forAColumns(
+            b, v, bi, i0, mrEff, k0, kc, [&](Value *p0, Value *valid, ArrayRef<Value *> x) {
+              Value *firstMr = lanesBelow(b, vw, b.getInt64(T.mr));
+              Value *none = Constant::getNullValue(firstMr->getType());
+              for (unsigned t = 0; t < vw / 2; ++t) {
+                Value *pair = interleave(b, b.CreateFPTrunc(x[2 * t], halfV),
+                                         b.CreateFPTrunc(x[2 * t + 1], halfV));
+                Value *p = b.CreateAdd(b.CreateUDiv(p0, b.getInt64(2)), b.getInt64(t));
+                Value *store =
+                    b.CreateSelect(b.CreateICmpSLT(b.getInt64(2 * t), valid), firstMr, none);
+                b.CreateMaskedStore(b.CreateBitCast(pair, wordV),
+                                    b.CreateInBoundsGEP(i32, ap, b.CreateMul(p, mr)), Align(4),
+                                    store);
+              }
+            });
+      },
+      [&] {
+        Type *i16 = b.getInt16Ty();
+        auto bits = [&](Value *x) { return b.CreateBitCast(b.CreateFPTrunc(x, bf16), i16); };
+        emitLoop(
+            b, b.getInt64(0), mr,
+            [&](Value *i) {
+              Value *exists = b.CreateICmpSLT(i, mrEff);
+              Value *row = b.CreateAdd(i0, smin(b, i, b.CreateSub(mrEff, b.getInt64(1))));
+              emitLoop(
+                  b, b.getInt64(0), kcp,
+                  [&](Value *p) {
+                    Value *kk = b.CreateAdd(k0, b.CreateMul(p, b.getInt64(2)));
+                    Value *second =
+                        b.CreateICmpSLT(b.CreateAdd(kk, b.getInt64(1)), b.CreateAdd(k0, kc));
+                    Value *x = b.CreateLoad(f32, ptrA(b, v, bi, row, kk));
+                    Value *y = b.CreateLoad(
+                        f32, ptrA(b, v, bi, row,
+                                  b.CreateSelect(second, b.CreateAdd(kk, b.getInt64(1)), kk)));
+                    Value *lo = b.CreateZExt(bits(x), i32);
+                    Value *hi = b.CreateSelect(second, b.CreateZExt(bits(y), i32), b.getInt32(0));
+                    Value *word = b.CreateOr(lo, b.CreateShl(hi, 16));
+                    b.CreateStore(b.CreateSelect(exists, word, b.getInt32(0)),
+                                  b.CreateInBoundsGEP(i32, ap, b.CreateAdd(b.CreateMul(p, mr), i)));
+                  },
+                  "pap");
+            },
+            "pai");
+      });
+}
+
+void GemmEmitter::forAColumns(Builder &b, const GemmValues &v, Value *bi, Value *i0,
+                              Value *mrEff, Value *k0, Value *kc,
+                              function_ref<void(Value *, Value *, ArrayRef<Value *>)> fn) {
+  unsigned vw = T.vecWidth;
+  auto *fv = FixedVectorType::get(b.getFloatTy(), vw);
+  Value *zero = ConstantAggregateZero::get(fv);
+  emitLoop(
+      b, b.getInt64(0), emitCeilDiv(b, kc, b.getInt64(vw)),
+      [&](Value *ch) {
+        Value *p0 = b.CreateMul(ch, b.getInt64(vw));
+        Value *valid = smin(b, b.getInt64(vw), b.CreateSub(kc, p0));
+        Value *kMask = lanesBelow(b, vw, valid);
+        Value *none = Constant::getNullValue(kMask->getType());
+        SmallVector<Value *, 16> x(vw, zero);
+        for (unsigned r = 0; r < T.mr; ++r) {
+          Value *exists = b.CreateICmpSLT(b.getInt64(r), mrEff);
+          // Rows past mrEff read nothing (their address is clamped to a real row).
+          Value *row = smin(b, b.getInt64(r), b.CreateSub(mrEff, b.getInt64(1)));
+          Value *at = ptrA(b, v, bi, b.CreateAdd(i0, row), b.CreateAdd(k0, p0));
+          x[r] = b.CreateMaskedLoad(fv, at, Align(4), b.CreateSelect(exists, kMask, none), zero);
+        }
+        transposeSquare(b, x);
+        fn(p0, valid, x);
+      },
+      "pat");
+}
+
 void GemmEmitter::packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff,
                         Value *k0, Value *kc, Value *ap) {
   // Element (i, p) at ap[p*MR + i], rows past mrEff zero.
   Type *f32 = b.getFloatTy();
   Value *mr = b.getInt64(T.mr);
   unsigned vw = T.vecWidth;
-  auto *fv = FixedVectorType::get(f32, vw);
-  Value *zero = ConstantAggregateZero::get(fv);
   // A's rows run along k (activations, row-major): vw x vw blocks are loaded a row per vector
   // and transposed in registers, so each k step's MR values are stored together.
   Value *rowMajor = b.CreateICmpEQ(v.aCs, b.getInt64(1));
   emitIf(
       b, rowMajor,
       [&] {
-        Value *chunks = emitCeilDiv(b, kc, b.getInt64(vw));
-        emitLoop(
-            b, b.getInt64(0), chunks,
-            [&](Value *ch) {
-              Value *p0 = b.CreateMul(ch, b.getInt64(vw));
-              Value *valid = smin(b, b.getInt64(vw), b.CreateSub(kc, p0));
-              Value *kMask = lanesBelow(b, vw, valid);
-              Value *none = Constant::getNullValue(kMask->getType());
-              SmallVector<Value *, 16> x(vw, zero);
-              for (unsigned r = 0; r < T.mr; ++r) {
-                Value *exists = b.CreateICmpSLT(b.getInt64(r), mrEff);
-                // Rows past mrEff read nothing (their address is clamped to a real row).
-                Value *row = smin(b, b.getInt64(r), b.CreateSub(mrEff, b.getInt64(1)));
-                Value *at = ptrA(b, v, bi, b.CreateAdd(i0, row), b.CreateAdd(k0, p0));
-                x[r] =
-                    b.CreateMaskedLoad(fv, at, Align(4), b.CreateSelect(exists, kMask, none), zero);
-              }
-              // Butterfly transpose: stage d swaps bit d of the row with bit d of the lane.
-              for (unsigned d = 1; d < vw; d *= 2) {
-                SmallVector<int, 16> lo, hi;
-                for (unsigned l = 0; l < vw; ++l) {
-                  lo.push_back(l & d ? int(vw + l - d) : int(l));
-                  hi.push_back(l & d ? int(vw + l) : int(l + d));
-                }
-                for (unsigned r = 0; r < vw; ++r)
-                  if (!(r & d)) {
-                    Value *a = x[r], *c = x[r + d];
-                    x[r] = b.CreateShuffleVector(a, c, lo);
-                    x[r + d] = b.CreateShuffleVector(a, c, hi);
-                  }
-              }
+        forAColumns(
+            b, v, bi, i0, mrEff, k0, kc, [&](Value *p0, Value *valid, ArrayRef<Value *> x) {
               Value *firstMr = lanesBelow(b, vw, b.getInt64(T.mr));
+              Value *none = Constant::getNullValue(firstMr->getType());
               for (unsigned q = 0; q < vw; ++q) {
                 Value *p = b.CreateAdd(p0, b.getInt64(q));
                 Value *store = b.CreateSelect(b.CreateICmpSLT(b.getInt64(q), valid), firstMr, none);
                 b.CreateMaskedStore(x[q], b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, mr)),
                                     Align(4), store);
               }
-            },
-            "pat");
+            });
       },
       [&] {
         emitLoop(

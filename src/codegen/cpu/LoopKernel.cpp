@@ -14,11 +14,7 @@ namespace {
 
 // Gathers are slow on the AVX-512 parts this code meets (a 16-lane gather costs more than the
 // scalar loads): the vectorizer reads strided elements with wide loads and shuffles instead.
-void preferNoGather(Function *f) {
-  std::string features = f->getFnAttribute("target-features").getValueAsString().str();
-  f->addFnAttr("target-features",
-               features.empty() ? "+prefer-no-gather" : features + ",+prefer-no-gather");
-}
+void preferNoGather(Function *f) { addTargetFeature(f, "+prefer-no-gather"); }
 
 class KernelBody {
 public:

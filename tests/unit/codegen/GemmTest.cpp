@@ -409,8 +409,10 @@ INSTANTIATE_TEST_SUITE_P(
 
 // B a bf16 weight (bf16-weights at --precision bf16): [k, n] (Conv1D) or [n, k] (nn.Linear),
 // read widened to f32 on every path (small for m <= 8, dot products for a [n, k] B up to m 128,
-// blocked packing past them or for a [k, n] B), the sums and the epilogue in f32. Against a
-// double reference over the same bf16 values, at the f32 bound.
+// blocked packing past them or for a [k, n] B), the sums and the epilogue in f32. Where the CPU
+// has AVX512_BF16 (exec.cpu_features), the blocked path of x86-64-v4 rounds A to bf16 as well
+// and multiplies k-pairs with vdpbf16ps; both ways are run where the host has it. Against a
+// double reference over the same bf16 values (and A rounded where it is), at the f32 bound.
 struct Bf16Case {
   int64_t m, n, k;
   bool transposedB;
@@ -493,18 +495,29 @@ TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
   auto B = [&](int64_t kk, int64_t j) {
     return bfloat16ToFloat(g.transposedB ? b[j * g.k + kk] : b[kk * g.n + j]);
   };
-  for (int threads : {1, 2}) {
+  const bool blocked = g.m > GemmPolicy::SmallM && (!g.transposedB || g.m > GemmPolicy::DotMaxM);
+  std::vector<uint32_t> featureSets = {0};
+  if (variant == Variant::X86_64_V4 && __builtin_cpu_supports("avx512bf16"))
+    featureSets.push_back(AOTC_CPU_FEATURE_BF16_DOT);
+  for (auto [threads, features] :
+       llvm::zip(std::vector<int>{1, 2, 1, 2},
+                 std::vector<uint32_t>{0, 0, featureSets.back(), featureSets.back()})) {
     std::vector<float> y(g.m * g.n, NAN);
     TestExec ex(threads, &blob);
+    ex.exec.cpu_features = features;
     const void *in[] = {a.data()};
     void *out[] = {y.data()};
     int64_t syms[] = {g.m};
     ASSERT_EQ((*compiled)->run(0)(&ex.exec, in, out, syms), 0);
+    const bool roundsA = blocked && features != 0;
     for (int64_t i = 0; i < g.m; ++i)
       for (int64_t j = 0; j < g.n; ++j) {
         double s = 0, mag = 0;
         for (int64_t kk = 0; kk < g.k; ++kk) {
-          double t = double(a[i * g.k + kk]) * B(kk, j);
+          float x = a[i * g.k + kk];
+          if (roundsA)
+            x = bfloat16ToFloat(floatToBFloat16(x));
+          double t = double(x) * B(kk, j);
           s += t;
           mag += std::fabs(t);
         }
@@ -512,7 +525,8 @@ TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
         float got = y[i * g.n + j];
         ASSERT_FALSE(std::isnan(got)) << i << "," << j;
         ASSERT_LE(std::fabs(got - s), 1e-5 * std::max(1.0, mag))
-            << "threads " << threads << " at " << i << "," << j << ": got " << got << " want " << s;
+            << "threads " << threads << ", cpu features " << features << " at " << i << "," << j
+            << ": got " << got << " want " << s;
       }
   }
 }
@@ -530,6 +544,11 @@ const Bf16Case Bf16Cases[] = {
     {129, 65, 300, true},
     {40, 515, 600, false},
     {200, 33, 129, false},
+    // bf16 k-pairs: an odd last k block (515 = 172 + 172 + 171), a kernel of columns (n = 100),
+    // one odd block (k = 33), rows short of a micro-panel.
+    {300, 100, 515, true},
+    {150, 70, 33, false},
+    {131, 47, 7, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(
