@@ -39,6 +39,7 @@ typedef struct aotc_exec {
 
 /* aotc_exec.cpu_features: instructions outside x86-64-v4 that its code may branch to. */
 #define AOTC_CPU_FEATURE_BF16_DOT 1u /* AVX512_BF16, and vdpbf16ps outruns f32 FMAs (cpu.c) */
+#define AOTC_CPU_FEATURE_AMX_BF16 2u /* AMX tiles with bf16 products, enabled for the process */
 
 /* A root dim of an entry: bound from the first input dim that is `scale * symbol + offset`. */
 typedef struct aotc_sym_desc {

@@ -4,6 +4,8 @@
 #include <cpuid.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static uint64_t xcr0(void) {
   uint32_t lo, hi;
@@ -36,24 +38,45 @@ static int32_t best_variant(void) {
   return AOTC_VARIANT_X86_64_V3;
 }
 
+/* "1" or "0" from environment variable `name`, else `fallback`. */
+static int env_switch(const char *name, int fallback) {
+  const char *env = getenv(name);
+  if (env && (strcmp(env, "1") == 0 || strcmp(env, "0") == 0))
+    return env[0] == '1';
+  return fallback;
+}
+
+/* Whether this process may use AMX tiles: the OS saves their state (XCR0 bits 17 and 18) and
+ * grants the process its permission (Linux's ARCH_REQ_XCOMP_PERM for XTILEDATA, once for all
+ * threads; asking again is harmless). */
+static int amx_enabled(void) {
+  enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+  if (((xcr0() >> 17) & 3) != 3)
+    return 0;
+  return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+
 uint32_t aotc_cpu_features(int32_t variant) {
   unsigned a, b, c, d;
   /* The extensions below need the AVX-512 state x86-64-v4 checked. */
   if (variant != AOTC_VARIANT_X86_64_V4 || !__get_cpuid_count(7, 0, &a, &b, &c, &d))
     return 0;
-  const int amx_bf16 = (d >> 22) & 1;
+  const int amx_bf16 = ((d >> 22) & 1) && ((d >> 24) & 1); /* AMX-BF16, AMX-TILE */
   if (!__get_cpuid_count(7, 1, &a, &b, &c, &d))
     return 0;
-  const int avx512_bf16 = (a >> 5) & 1;
+  const int avx512_bf16 = (a >> 5) & 1; /* packing rounds with vcvtneps2bf16 either way */
   if (!avx512_bf16)
     return 0;
+  uint32_t features = 0;
+  /* AOTC_CPU_AMX=0 keeps the AMX tiles off. */
+  if (amx_bf16 && env_switch("AOTC_CPU_AMX", 1) && amx_enabled())
+    features |= AOTC_CPU_FEATURE_AMX_BF16;
   /* Cores with AMX run vdpbf16ps at half the flops of an f32 FMA (Sapphire Rapids: one per two
    * cycles against two FMAs a cycle); AMD's Zen 4 runs it at the FMA's rate, twice the flops.
-   * AOTC_CPU_BF16_DOT=1 or 0 overrides the choice (where the CPU has the instructions). */
-  const char *env = getenv("AOTC_CPU_BF16_DOT");
-  const int dot =
-      env && (strcmp(env, "1") == 0 || strcmp(env, "0") == 0) ? env[0] == '1' : !amx_bf16;
-  return dot ? AOTC_CPU_FEATURE_BF16_DOT : 0;
+   * AOTC_CPU_BF16_DOT=1 or 0 overrides the choice. */
+  if (env_switch("AOTC_CPU_BF16_DOT", !amx_bf16))
+    features |= AOTC_CPU_FEATURE_BF16_DOT;
+  return features;
 }
 
 const char *aotc_cpu_variant_name(int32_t variant) {

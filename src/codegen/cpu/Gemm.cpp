@@ -31,9 +31,12 @@ uint64_t convTableEntries(const GemmTiling &t) {
 uint64_t gemmStackBytes(Variant v) {
   GemmTiling t = gemmTiling(v);
   // The B block, an A micro-panel and a conv view's tables.
-  uint64_t blocked =
-      4ull * (uint64_t(t.kc) * t.paddedNc() + uint64_t(t.mr) * t.kc + gemm::convTableEntries(t)) +
-      320;
+  // The B block, an A micro-panel (f32, or an AMX panel of bf16 rows) and a conv view's tables;
+  // AMX's kernel keeps its tile of sums on the stack too.
+  uint64_t blocked = 4ull * (uint64_t(t.kc) * t.paddedNc() +
+                             std::max<uint64_t>(uint64_t(t.mr) * t.kc, gemm::amxAPanelWords(t)) +
+                             gemm::convTableEntries(t)) +
+                     4ull * gemm::AmxRows * gemm::AmxCols + 320;
   uint64_t small = 4ull * SmallM * SmallNChunk + 64;
   return std::max(blocked, small);
 }
@@ -560,15 +563,18 @@ TileEpilogueArgs tileEpilogueArgs(Builder &b, ExprEmitter &ex,
 }
 } // namespace
 
-Function *GemmEmitter::blockedTask(bool bf16Dot) {
+Function *GemmEmitter::blockedTask(BlockedKind kind) {
   LLVMContext &c = ME.ctx();
   Builder b(c);
   TaskSetup ts;
-  Function *fn = startTask(bf16Dot ? ".blocked.bf16dot" : ".blocked", b, ts);
-  if (bf16Dot)
+  // bf16Dot and amx both pack bf16 k-pairs of B; amx packs A's rows along k.
+  const bool amx = kind == BlockedKind::Amx, bf16Dot = kind == BlockedKind::Bf16Dot,
+             pairs = amx || bf16Dot;
+  Function *fn = startTask(amx ? ".blocked.amx" : bf16Dot ? ".blocked.bf16dot" : ".blocked", b, ts);
+  if (pairs)
     addTargetFeature(fn, "+avx512bf16");
   GemmValues v = gemmValues(b, Entry, G, SymIndex, ts.syms, ts.buffers);
-  assert((!bf16Dot || (v.bBf16 && !v.aPanelRows)) && "bf16-dot packs A, and B from bf16");
+  assert((!pairs || (v.bBf16 && !v.aPanelRows)) && "bf16 arithmetic packs A, and B from bf16");
   StructType *gct = gemmClosureType(c, Slots.size());
   Value *mChunk = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 1));
   Value *mChunks = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 2));
@@ -581,7 +587,7 @@ Function *GemmEmitter::blockedTask(bool bf16Dot) {
     return a;
   };
   Value *bp = stackBuf(T.kc * T.paddedNc(), "bpack");
-  Value *ap = stackBuf(T.mr * T.kc, "apack");
+  Value *ap = stackBuf(std::max(T.mr * T.kc, amxAPanelWords(T)), "apack");
   Value *cols = nullptr;
   if (v.win) {
     AllocaInst *a = entryAlloca(b, ArrayType::get(b.getInt32Ty(), convTableEntries(T)), "convcols");
@@ -595,7 +601,9 @@ Function *GemmEmitter::blockedTask(bool bf16Dot) {
       v.bBf16 ? b.getFalse()
               : b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 6)),
                                b.getInt64(0));
-  Value *nr = b.getInt64(T.nr()), *mr = b.getInt64(T.mr), *kcMax = b.getInt64(T.kc);
+  // A k block of pairs fills the B block's words with twice the depth.
+  Value *nr = b.getInt64(T.nr()), *mr = b.getInt64(amx ? AmxRows : T.mr),
+        *kcMax = b.getInt64(pairs ? 2 * T.kc : T.kc);
   std::optional<TileEpilogue> tileEpilogue = matchTileEpilogue(Entry, G);
   emitLoop(
       b, ts.begin, ts.end,
@@ -616,7 +624,7 @@ Function *GemmEmitter::blockedTask(bool bf16Dot) {
         // pays a whole pass over C for little work.
         Value *kcEven = emitCeilDiv(b, v.k, kBlocks);
         // k-pairs do not straddle blocks: every block but the last even.
-        if (bf16Dot)
+        if (pairs)
           kcEven = b.CreateMul(emitCeilDiv(b, kcEven, b.getInt64(2)), b.getInt64(2));
         Value *imagePanels = emitCeilDiv(b, b.CreateSub(n1, n0), nr);
         // Folded, the images' columns follow one another without padding (the n-block is all of
@@ -634,10 +642,13 @@ Function *GemmEmitter::blockedTask(bool bf16Dot) {
               Value *kc = smin(b, kcEven, b.CreateSub(v.k, k0));
               Value *first = b.CreateICmpEQ(kb, b.getInt64(0));
               Value *last = b.CreateICmpEQ(b.CreateAdd(kb, b.getInt64(1)), kBlocks);
-              // The depth the kernels step through: k rows, or k-pairs.
-              Value *kSteps = bf16Dot ? emitCeilDiv(b, kc, b.getInt64(2)) : kc;
-              if (bf16Dot) {
-                packBPairs(b, v, k0, kc, n0, n1, bp);
+              // The depth the kernels step through: k rows, or k-pairs (whole AMX tiles of them).
+              Value *kSteps = pairs ? emitCeilDiv(b, kc, b.getInt64(2)) : kc;
+              if (amx)
+                kSteps = b.CreateMul(emitCeilDiv(b, kSteps, b.getInt64(AmxTileRows)),
+                                     b.getInt64(AmxTileRows));
+              if (pairs) {
+                packBPairs(b, v, k0, kc, kSteps, n0, n1, bp);
               } else if (v.win) {
                 // The column tables hold every image's columns (folded) or the block's.
                 emitIf(
@@ -679,6 +690,8 @@ Function *GemmEmitter::blockedTask(bool bf16Dot) {
                     Value *aPanel = ap;
                     if (v.aPanelRows)
                       aPanel = ptrA(b, v, bi0, i0, k0);
+                    else if (amx)
+                      packARowsBf16(b, v, bi0, i0, mrEff, k0, kc, kSteps, ap);
                     else if (bf16Dot)
                       packAPairs(b, v, bi0, i0, mrEff, k0, kc, ap);
                     else
@@ -723,9 +736,11 @@ Function *GemmEmitter::blockedTask(bool bf16Dot) {
                           Value *vecCols =
                               b.CreateSelect(b.CreateICmpSGT(nrEff, vw), vw, b.getInt64(0));
                           Value *tailCols = b.CreateSub(nrEff, vecCols);
+                          // AMX tiles take every panel whole, edges masked.
                           Value *columns =
-                              b.CreateAnd(b.CreateICmpEQ(nrEff2, b.getInt64(0)),
-                                          b.CreateICmpSLE(tailCols, b.getInt64(TailColumns)));
+                              amx ? b.getFalse()
+                                  : b.CreateAnd(b.CreateICmpEQ(nrEff2, b.getInt64(0)),
+                                                b.CreateICmpSLE(tailCols, b.getInt64(TailColumns)));
                           TileEpilogueArgs epi = tileEpilogueArgs(b, ex, tileEpilogue, ts.buffers,
                                                                   last, bi, bi2, i0, col0);
                           auto tile = [&](unsigned tileRows) {
@@ -751,9 +766,16 @@ Function *GemmEmitter::blockedTask(bool bf16Dot) {
                                       [&] { call(T.nrVecs, nrEff); });
                                 });
                           };
-                          emitIf(
-                              b, b.CreateICmpSGT(mrEff, b.getInt64(T.mr / 3)), [&] { tile(T.mr); },
-                              [&] { tile(T.mr / 3); });
+                          if (amx)
+                            b.CreateCall(
+                                amxKernelFunction(),
+                                {aPanel, panel, b.CreateUDiv(kSteps, b.getInt64(AmxTileRows)),
+                                 cBlock, v.n, mrEff, nrEff, b.CreateMul(kSteps, b.getInt64(4)),
+                                 b.CreateNot(first), epi.bias, epi.residual, epi.ldr, epi.flags});
+                          else
+                            emitIf(
+                                b, b.CreateICmpSGT(mrEff, b.getInt64(T.mr / 3)),
+                                [&] { tile(T.mr); }, [&] { tile(T.mr / 3); });
                           if (G.epilogue == kir::NoExpr)
                             return;
                           auto epilogue = [&](Value *image, Value *from, Value *count) {
@@ -1062,14 +1084,16 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
   auto [shared, fresh] = me.sharedTasks().try_emplace(key.str());
   if (fresh) {
     GemmEmitter ge(me, entry, g, symIndex, key.slots());
-    // vdpbf16ps is outside x86-64-v4: the bf16-dot tasks run where the CPU has AVX512_BF16.
-    bool bf16Dot = me.variant() == Variant::X86_64_V4 &&
-                   entry.buffers[g.b.buffer].dtype == DType::BF16 && !g.a.panelRows;
+    // vdpbf16ps and AMX are outside x86-64-v4: their tasks run where the runtime found them
+    // (aotc_exec.cpu_features).
+    bool bf16 = me.variant() == Variant::X86_64_V4 &&
+                entry.buffers[g.b.buffer].dtype == DType::BF16 && !g.a.panelRows;
     shared->second = {ge.blockedTask(), ge.smallTask(), g.b.conv ? nullptr : ge.dotTask(),
-                      bf16Dot ? ge.blockedTask(true) : nullptr};
+                      bf16 ? ge.blockedTask(BlockedKind::Bf16Dot) : nullptr,
+                      bf16 ? ge.blockedTask(BlockedKind::Amx) : nullptr};
   }
   Function *blocked = shared->second[0], *small = shared->second[1], *dot = shared->second[2];
-  Function *blockedBf16Dot = shared->second[3];
+  Function *blockedBf16Dot = shared->second[3], *blockedAmx = shared->second[4];
   GemmTiling t = gemmTiling(me.variant());
 
   Builder &b = run;
@@ -1090,11 +1114,24 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
   BasicBlock *work = BasicBlock::Create(c, "gemm.work", f);
   b.CreateCondBr(empty, doneBB, work);
   b.SetInsertPoint(work);
+  // The bf16 tasks run where the runtime found their instructions (aotc_exec.cpu_features) and
+  // packBPairs reads B, along n or along k.
+  Value *features = b.CreateLoad(
+      b.getInt32Ty(), b.CreateStructGEP(me.execType(), exec, ModuleEmitter::ExecCpuFeatures));
+  Value *packable =
+      b.CreateOr(b.CreateICmpEQ(v.bCs, b.getInt64(1)), b.CreateICmpEQ(v.bRs, b.getInt64(1)));
+  auto has = [&](uint32_t feature) {
+    return b.CreateAnd(packable, b.CreateICmpNE(b.CreateAnd(features, feature), b.getInt32(0)));
+  };
+  Value *useAmx = blockedAmx ? has(AOTC_CPU_FEATURE_AMX_BF16) : b.getFalse();
   Value *useDot = b.getInt1(false);
+  // AMX outruns the dot products in f32 by far more than packing B costs (GPT-2's vocabulary
+  // projection at seq 128: 42 -> ~~ ms).
   if (dot)
     useDot = b.CreateAnd(
         b.CreateAnd(b.CreateICmpEQ(v.aCs, b.getInt64(1)), b.CreateICmpEQ(v.bRs, b.getInt64(1))),
-        b.CreateAnd(b.CreateICmpSLE(v.m, b.getInt64(DotMaxM)), b.CreateNot(kZero)));
+        b.CreateAnd(b.CreateAnd(b.CreateICmpSLE(v.m, b.getInt64(DotMaxM)), b.CreateNot(kZero)),
+                    b.CreateNot(useAmx)));
   BasicBlock *dotBB = BasicBlock::Create(c, "gemm.dot", f);
   BasicBlock *packBB = BasicBlock::Create(c, "gemm.pack", f);
   b.CreateCondBr(useDot, dotBB, packBB);
@@ -1172,17 +1209,14 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
           emitDispatch(me, b, exec, blocked, gclosure, total, per);
           return;
         }
-        // packBPairs reads B along n or along k.
-        Value *features = b.CreateLoad(
-            b.getInt32Ty(), b.CreateStructGEP(me.execType(), exec, ModuleEmitter::ExecCpuFeatures));
-        Value *hasBf16 =
-            b.CreateICmpNE(b.CreateAnd(features, AOTC_CPU_FEATURE_BF16_DOT), b.getInt32(0));
-        Value *packable =
-            b.CreateOr(b.CreateICmpEQ(v.bCs, b.getInt64(1)), b.CreateICmpEQ(v.bRs, b.getInt64(1)));
         emitIf(
-            b, b.CreateAnd(hasBf16, packable),
-            [&] { emitDispatch(me, b, exec, blockedBf16Dot, gclosure, total, per); },
-            [&] { emitDispatch(me, b, exec, blocked, gclosure, total, per); });
+            b, useAmx, [&] { emitDispatch(me, b, exec, blockedAmx, gclosure, total, per); },
+            [&] {
+              emitIf(
+                  b, has(AOTC_CPU_FEATURE_BF16_DOT),
+                  [&] { emitDispatch(me, b, exec, blockedBf16Dot, gclosure, total, per); },
+                  [&] { emitDispatch(me, b, exec, blocked, gclosure, total, per); });
+            });
       });
   b.CreateBr(doneBB);
   b.SetInsertPoint(doneBB);

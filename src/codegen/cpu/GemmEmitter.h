@@ -92,6 +92,16 @@ inline constexpr unsigned GemmClosureSlots = 7;
 /// What a GEMM's tasks compute: GEMMs with equal keys share them.
 TaskKey gemmKey(const kir::EntryKernels &entry, const kir::GemmCall &g);
 
+/// The blocked path's arithmetic: f32 FMAs, vdpbf16ps on bf16 k-pairs, or AMX tiles of them.
+enum class BlockedKind { F32, Bf16Dot, Amx };
+
+// AMX tiles: 16 rows of 64 bytes. A C tile is 16 x 16 f32, an A tile 16 rows x 32 bf16 along
+// k, a B tile 16 k-pairs x 16 columns (a B panel's word rows, NR = 32 columns: two tiles side
+// by side). The kernel's block is 2 x 2 C tiles.
+inline constexpr unsigned AmxTileRows = 16, AmxRows = 32, AmxCols = 32;
+/// Words of an AMX A micro-panel at the deepest k block of pairs (2 * kc).
+constexpr unsigned amxAPanelWords(const GemmTiling &t) { return AmxRows * t.kc; }
+
 /// Transposes the square block of `x` (x.size() vectors of x.size() lanes) in registers.
 void transposeSquare(Builder &b, MutableArrayRef<Value *> x);
 
@@ -104,9 +114,9 @@ public:
               const StringMap<unsigned> &symIndex, ArrayRef<uint32_t> slots)
       : ME(me), Entry(entry), G(g), SymIndex(symIndex), Slots(slots), T(gemmTiling(me.variant())) {}
 
-  /// The blocked path; with `bf16Dot` (a bf16 B, AVX512_BF16 at run time) A and B are packed
-  /// as bf16 k-pairs and the tiles computed with vdpbf16ps (see packBPairs).
-  Function *blockedTask(bool bf16Dot = false);
+  /// The blocked path. For a bf16 B, AVX512_BF16 or AMX at run time: A is rounded to bf16, B
+  /// packed as bf16 k-pairs (see packBPairs), the tiles computed with vdpbf16ps or AMX tiles.
+  Function *blockedTask(BlockedKind kind = BlockedKind::F32);
   Function *smallTask();
   Function *dotTask();
 
@@ -131,13 +141,24 @@ private:
   // the bf16s of k rows k0 + 2p and k0 + 2p + 1 (0 past kc), in place of packB's and packA's
   // f32 elements; so panels, micro-panels and tiles address words as they address floats, with
   // ceil(kc / 2) for kc. A is rounded to nearest even.
-  void packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *kc, Value *n0, Value *n1,
-                  Value *bp);
+  // A panel holds `rows` >= ceil(kc / 2) word rows, those past the pairs zero (AMX's tiles
+  // take 16 at a time).
+  void packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *kc, Value *rows, Value *n0,
+                  Value *n1, Value *bp);
   void packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
                   Value *kc, Value *ap);
   /// A new no-inline kernel function `void name(params)` whose first two pointers are read-only
   /// inputs, the builder at its entry.
   Function *kernelFunction(const std::string &name, ArrayRef<Type *> params, Builder &b);
+  /// AMX's A micro-panel: rows i0 .. i0 + AmxRows - 1 of A (zero past mrEff), each 2 * `pairs`
+  /// bf16 along k from k0 (zero past kc), rounded; row r at ap + r * 4 * pairs bytes.
+  void packARowsBf16(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
+                     Value *kc, Value *pairs, Value *ap);
+  /// C (+)= the product of an AMX A micro-panel (its rows lda bytes apart) and a B panel of bf16
+  /// k-pairs, `steps` tiles of AmxTileRows pairs deep, for the `rows` x `cols` block of C at c
+  /// (rows ldc apart): four 16 x 16 tiles of sums, then loadC, the TileEpilogue by flags and
+  /// masked stores row by row.
+  Function *amxKernelFunction();
   /// A tileRows x (tileVecs vectors) register tile over B panels NR columns wide.
   /// With `bf16Dot` the panels hold bf16 k-pairs and kc counts pairs.
   void microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, bool bf16Dot, Value *ap,

@@ -367,19 +367,18 @@ static Value *interleave(Builder &b, Value *x, Value *y) {
   return b.CreateShuffleVector(x, y, at);
 }
 
-void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *kc, Value *n0,
-                             Value *n1, Value *bp) {
-  // Panel jp's word (p, j) at bp[(jp*kcp + p)*NR + j]: packB's layout in words, kcp = ceil(kc/2).
+void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *kc, Value *rows,
+                             Value *n0, Value *n1, Value *bp) {
+  // Panel jp's word (p, j) at bp[(jp*rows + p)*NR + j]: packB's layout in words.
   assert(v.bBf16 && !v.win && "bf16 k-pairs pack a bf16 weight");
   Type *i16 = b.getInt16Ty(), *i32 = b.getInt32Ty();
   unsigned vw = T.vecWidth;
   Value *nr = b.getInt64(T.nr());
-  Value *kcp = emitCeilDiv(b, kc, b.getInt64(2));
   Value *panels = emitCeilDiv(b, b.CreateSub(n1, n0), nr);
   Value *bi = b.getInt64(0); // bf16-weights rounds B of GEMMs of batch 1 only
   auto dst = [&](Value *jp, Value *p, Value *j) {
     return b.CreateInBoundsGEP(
-        i32, bp, b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, kcp), p), nr), j));
+        i32, bp, b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, rows), p), nr), j));
   };
   auto *halfV = FixedVectorType::get(i16, vw), *pairV = FixedVectorType::get(i16, 2 * vw);
   emitIf(
@@ -387,14 +386,19 @@ void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *
       [&] {
         // Rows along n (Conv1D's [k, n]): two rows at a time, their vectors interleaved.
         emitLoop(
-            b, b.getInt64(0), kcp,
+            b, b.getInt64(0), rows,
             [&](Value *p) {
-              Value *r0 = b.CreateAdd(k0, b.CreateMul(p, b.getInt64(2)));
-              Value *second = b.CreateICmpSLT(b.CreateAdd(r0, b.getInt64(1)), b.CreateAdd(k0, kc));
-              Value *src0 = ptrB(b, v, bi, r0, n0);
-              // Past kc the second row reads nothing (its address clamped to the first).
+              Value *p2 = b.CreateMul(p, b.getInt64(2));
+              Value *first = b.CreateICmpSLT(p2, kc);
+              Value *second = b.CreateICmpSLT(b.CreateAdd(p2, b.getInt64(1)), kc);
+              // Rows past kc read nothing (their addresses clamped to the block's first).
+              Value *src0 =
+                  ptrB(b, v, bi, b.CreateAdd(k0, b.CreateSelect(first, p2, b.getInt64(0))), n0);
               Value *src1 =
-                  ptrB(b, v, bi, b.CreateSelect(second, b.CreateAdd(r0, b.getInt64(1)), r0), n0);
+                  ptrB(b, v, bi,
+                       b.CreateAdd(k0, b.CreateSelect(second, b.CreateAdd(p2, b.getInt64(1)),
+                                                      b.getInt64(0))),
+                       n0);
               emitLoop(
                   b, b.getInt64(0), panels,
                   [&](Value *jp) {
@@ -405,7 +409,7 @@ void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *
                       Value *none = Constant::getNullValue(m->getType());
                       Value *zero = ConstantAggregateZero::get(halfV);
                       Value *x = b.CreateMaskedLoad(halfV, b.CreateInBoundsGEP(i16, src0, at),
-                                                    Align(2), m, zero);
+                                                    Align(2), b.CreateSelect(first, m, none), zero);
                       Value *y =
                           b.CreateMaskedLoad(halfV, b.CreateInBoundsGEP(i16, src1, at), Align(2),
                                              b.CreateSelect(second, m, none), zero);
@@ -420,7 +424,7 @@ void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *
       [&] {
         // Columns along k (nn.Linear's [n, k]): a column's pairs are adjacent words; vw columns
         // x vw pairs are loaded a column per vector and transposed in registers.
-        Value *chunks = emitCeilDiv(b, kcp, b.getInt64(vw));
+        Value *chunks = emitCeilDiv(b, rows, b.getInt64(vw));
         Value *nLast = b.CreateSub(v.n, b.getInt64(1));
         emitLoop(
             b, b.getInt64(0), panels,
@@ -431,9 +435,12 @@ void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *
                   b, b.getInt64(0), chunks,
                   [&](Value *ch) {
                     Value *p0 = b.CreateMul(ch, b.getInt64(vw));
-                    // The chunk's k rows: 2 * vw, fewer at the block's end.
-                    Value *kMask =
-                        lanesBelow(b, 2 * vw, b.CreateSub(kc, b.CreateMul(p0, b.getInt64(2))));
+                    // The chunk's k rows: 2 * vw, fewer at the block's end, none past it (their
+                    // addresses clamped to the block's first row).
+                    Value *p02 = b.CreateMul(p0, b.getInt64(2));
+                    Value *kMask = lanesBelow(b, 2 * vw, b.CreateSub(kc, p02));
+                    Value *kAt = b.CreateAdd(
+                        k0, b.CreateSelect(b.CreateICmpSLT(p02, kc), p02, b.getInt64(0)));
                     Value *none = Constant::getNullValue(kMask->getType());
                     Value *zero = ConstantAggregateZero::get(pairV);
                     auto *wordV = FixedVectorType::get(i32, vw);
@@ -445,8 +452,7 @@ void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *
                         Value *jj = b.getInt64(q * vw + j);
                         Value *exists = b.CreateICmpSLT(jj, jn);
                         Value *col = smin(b, b.CreateAdd(col0, jj), nLast);
-                        Value *at =
-                            ptrB(b, v, bi, b.CreateAdd(k0, b.CreateMul(p0, b.getInt64(2))), col);
+                        Value *at = ptrB(b, v, bi, kAt, col);
                         Value *got = b.CreateMaskedLoad(pairV, at, Align(2),
                                                         b.CreateSelect(exists, kMask, none), zero);
                         x.push_back(b.CreateBitCast(got, wordV));
@@ -456,7 +462,7 @@ void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *
                         Value *p = b.CreateAdd(p0, b.getInt64(t));
                         b.CreateMaskedStore(
                             x[t], dst(jp, p, b.getInt64(q * vw)), Align(4 * vw),
-                            b.CreateSelect(b.CreateICmpSLT(p, kcp), allWords, noWords));
+                            b.CreateSelect(b.CreateICmpSLT(p, rows), allWords, noWords));
                       }
                     }
                   },
@@ -480,21 +486,18 @@ void GemmEmitter::packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *
       [&] {
         // Rows along k: vw x vw blocks transposed as packA does, then columns 2t and 2t + 1
         // rounded and interleaved into word row t.
-        forAColumns(
-            b, v, bi, i0, mrEff, k0, kc, [&](Value *p0, Value *valid, ArrayRef<Value *> x) {
-              Value *firstMr = lanesBelow(b, vw, b.getInt64(T.mr));
-              Value *none = Constant::getNullValue(firstMr->getType());
-              for (unsigned t = 0; t < vw / 2; ++t) {
-                Value *pair = interleave(b, b.CreateFPTrunc(x[2 * t], halfV),
-                                         b.CreateFPTrunc(x[2 * t + 1], halfV));
-                Value *p = b.CreateAdd(b.CreateUDiv(p0, b.getInt64(2)), b.getInt64(t));
-                Value *store =
-                    b.CreateSelect(b.CreateICmpSLT(b.getInt64(2 * t), valid), firstMr, none);
-                b.CreateMaskedStore(b.CreateBitCast(pair, wordV),
-                                    b.CreateInBoundsGEP(i32, ap, b.CreateMul(p, mr)), Align(4),
-                                    store);
-              }
-            });
+        forAColumns(b, v, bi, i0, mrEff, k0, kc, [&](Value *p0, Value *valid, ArrayRef<Value *> x) {
+          Value *firstMr = lanesBelow(b, vw, b.getInt64(T.mr));
+          Value *none = Constant::getNullValue(firstMr->getType());
+          for (unsigned t = 0; t < vw / 2; ++t) {
+            Value *pair = interleave(b, b.CreateFPTrunc(x[2 * t], halfV),
+                                     b.CreateFPTrunc(x[2 * t + 1], halfV));
+            Value *p = b.CreateAdd(b.CreateUDiv(p0, b.getInt64(2)), b.getInt64(t));
+            Value *store = b.CreateSelect(b.CreateICmpSLT(b.getInt64(2 * t), valid), firstMr, none);
+            b.CreateMaskedStore(b.CreateBitCast(pair, wordV),
+                                b.CreateInBoundsGEP(i32, ap, b.CreateMul(p, mr)), Align(4), store);
+          }
+        });
       },
       [&] {
         Type *i16 = b.getInt16Ty();
@@ -526,8 +529,8 @@ void GemmEmitter::packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *
       });
 }
 
-void GemmEmitter::forAColumns(Builder &b, const GemmValues &v, Value *bi, Value *i0,
-                              Value *mrEff, Value *k0, Value *kc,
+void GemmEmitter::forAColumns(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff,
+                              Value *k0, Value *kc,
                               function_ref<void(Value *, Value *, ArrayRef<Value *>)> fn) {
   unsigned vw = T.vecWidth;
   auto *fv = FixedVectorType::get(b.getFloatTy(), vw);
@@ -565,17 +568,16 @@ void GemmEmitter::packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, V
   emitIf(
       b, rowMajor,
       [&] {
-        forAColumns(
-            b, v, bi, i0, mrEff, k0, kc, [&](Value *p0, Value *valid, ArrayRef<Value *> x) {
-              Value *firstMr = lanesBelow(b, vw, b.getInt64(T.mr));
-              Value *none = Constant::getNullValue(firstMr->getType());
-              for (unsigned q = 0; q < vw; ++q) {
-                Value *p = b.CreateAdd(p0, b.getInt64(q));
-                Value *store = b.CreateSelect(b.CreateICmpSLT(b.getInt64(q), valid), firstMr, none);
-                b.CreateMaskedStore(x[q], b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, mr)),
-                                    Align(4), store);
-              }
-            });
+        forAColumns(b, v, bi, i0, mrEff, k0, kc, [&](Value *p0, Value *valid, ArrayRef<Value *> x) {
+          Value *firstMr = lanesBelow(b, vw, b.getInt64(T.mr));
+          Value *none = Constant::getNullValue(firstMr->getType());
+          for (unsigned q = 0; q < vw; ++q) {
+            Value *p = b.CreateAdd(p0, b.getInt64(q));
+            Value *store = b.CreateSelect(b.CreateICmpSLT(b.getInt64(q), valid), firstMr, none);
+            b.CreateMaskedStore(x[q], b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, mr)), Align(4),
+                                store);
+          }
+        });
       },
       [&] {
         emitLoop(

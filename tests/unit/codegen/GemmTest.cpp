@@ -9,7 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cpuid.h>
 #include <random>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 using namespace aotc;
 using namespace aotc::cpu;
@@ -410,8 +413,8 @@ INSTANTIATE_TEST_SUITE_P(
 // B a bf16 weight (bf16-weights at --precision bf16): [k, n] (Conv1D) or [n, k] (nn.Linear),
 // read widened to f32 on every path (small for m <= 8, dot products for a [n, k] B up to m 128,
 // blocked packing past them or for a [k, n] B), the sums and the epilogue in f32. Where the CPU
-// has AVX512_BF16 (exec.cpu_features), the blocked path of x86-64-v4 rounds A to bf16 as well
-// and multiplies k-pairs with vdpbf16ps; both ways are run where the host has it. Against a
+// has AVX512_BF16 or AMX (exec.cpu_features), the blocked path of x86-64-v4 rounds A to bf16 as
+// well and multiplies k-pairs with vdpbf16ps or AMX tiles; every way the host has is run. Against a
 // double reference over the same bf16 values (and A rounded where it is), at the f32 bound.
 struct Bf16Case {
   int64_t m, n, k;
@@ -420,6 +423,17 @@ struct Bf16Case {
 
 std::string name(const Bf16Case &g) {
   return fmt::format("{}x{}x{}{}", g.m, g.n, g.k, g.transposedB ? "_bT" : "");
+}
+
+// AMX-BF16 on this CPU, its state saved by the OS and granted to the process (as the runtime
+// asks for it at load).
+bool hostAmx() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((d >> 22) & 1) || !((d >> 24) & 1))
+    return false;
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return ((lo >> 17) & 3) == 3 && syscall(SYS_arch_prctl, 0x1023, 18) == 0;
 }
 
 class Bf16WeightGemmTest : public ::testing::TestWithParam<std::tuple<Variant, Bf16Case>> {
@@ -497,38 +511,42 @@ TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
   };
   const bool blocked = g.m > GemmPolicy::SmallM && (!g.transposedB || g.m > GemmPolicy::DotMaxM);
   std::vector<uint32_t> featureSets = {0};
-  if (variant == Variant::X86_64_V4 && __builtin_cpu_supports("avx512bf16"))
+  if (variant == Variant::X86_64_V4 && __builtin_cpu_supports("avx512bf16")) {
     featureSets.push_back(AOTC_CPU_FEATURE_BF16_DOT);
-  for (auto [threads, features] :
-       llvm::zip(std::vector<int>{1, 2, 1, 2},
-                 std::vector<uint32_t>{0, 0, featureSets.back(), featureSets.back()})) {
-    std::vector<float> y(g.m * g.n, NAN);
-    TestExec ex(threads, &blob);
-    ex.exec.cpu_features = features;
-    const void *in[] = {a.data()};
-    void *out[] = {y.data()};
-    int64_t syms[] = {g.m};
-    ASSERT_EQ((*compiled)->run(0)(&ex.exec, in, out, syms), 0);
-    const bool roundsA = blocked && features != 0;
-    for (int64_t i = 0; i < g.m; ++i)
-      for (int64_t j = 0; j < g.n; ++j) {
-        double s = 0, mag = 0;
-        for (int64_t kk = 0; kk < g.k; ++kk) {
-          float x = a[i * g.k + kk];
-          if (roundsA)
-            x = bfloat16ToFloat(floatToBFloat16(x));
-          double t = double(x) * B(kk, j);
-          s += t;
-          mag += std::fabs(t);
-        }
-        s = std::max(0.0, s + biasData[j]);
-        float got = y[i * g.n + j];
-        ASSERT_FALSE(std::isnan(got)) << i << "," << j;
-        ASSERT_LE(std::fabs(got - s), 1e-5 * std::max(1.0, mag))
-            << "threads " << threads << ", cpu features " << features << " at " << i << "," << j
-            << ": got " << got << " want " << s;
-      }
+    if (hostAmx())
+      featureSets.push_back(AOTC_CPU_FEATURE_AMX_BF16);
   }
+  for (uint32_t features : featureSets)
+    for (int threads : {1, 2}) {
+      std::vector<float> y(g.m * g.n, NAN);
+      TestExec ex(threads, &blob);
+      ex.exec.cpu_features = features;
+      const void *in[] = {a.data()};
+      void *out[] = {y.data()};
+      int64_t syms[] = {g.m};
+      ASSERT_EQ((*compiled)->run(0)(&ex.exec, in, out, syms), 0);
+      // AMX takes the dot-product path's GEMMs too.
+      const bool roundsA = features == AOTC_CPU_FEATURE_AMX_BF16 ? g.m > GemmPolicy::SmallM
+                                                                 : blocked && features != 0;
+      for (int64_t i = 0; i < g.m; ++i)
+        for (int64_t j = 0; j < g.n; ++j) {
+          double s = 0, mag = 0;
+          for (int64_t kk = 0; kk < g.k; ++kk) {
+            float x = a[i * g.k + kk];
+            if (roundsA)
+              x = bfloat16ToFloat(floatToBFloat16(x));
+            double t = double(x) * B(kk, j);
+            s += t;
+            mag += std::fabs(t);
+          }
+          s = std::max(0.0, s + biasData[j]);
+          float got = y[i * g.n + j];
+          ASSERT_FALSE(std::isnan(got)) << i << "," << j;
+          ASSERT_LE(std::fabs(got - s), 1e-5 * std::max(1.0, mag))
+              << "threads " << threads << ", cpu features " << features << " at " << i << "," << j
+              << ": got " << got << " want " << s;
+        }
+    }
 }
 
 const Bf16Case Bf16Cases[] = {
