@@ -419,10 +419,12 @@ INSTANTIATE_TEST_SUITE_P(
 struct Bf16Case {
   int64_t m, n, k;
   bool transposedB;
+  bool transposedA = false; // A stored [k, m]: packed element by element
 };
 
 std::string name(const Bf16Case &g) {
-  return fmt::format("{}x{}x{}{}", g.m, g.n, g.k, g.transposedB ? "_bT" : "");
+  return fmt::format("{}x{}x{}{}{}", g.m, g.n, g.k, g.transposedB ? "_bT" : "",
+                     g.transposedA ? "_aT" : "");
 }
 
 // AMX-BF16 on this CPU, its state saved by the OS and granted to the process (as the runtime
@@ -466,7 +468,8 @@ TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
   e.name = "f";
   e.symbols = {"m"};
   SymExpr m = SymExpr::symbol("m");
-  e.inputs.push_back({"a", DType::F32, {m, g.k}});
+  e.inputs.push_back(
+      {"a", DType::F32, {g.transposedA ? SymExpr(g.k) : m, g.transposedA ? m : g.k}});
   e.outputs.push_back({"y", DType::F32, {m, g.n}});
   e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, m * g.k),
                makeBuffer(kir::Buffer::Kind::Weight, 0, g.k * g.n, DType::BF16),
@@ -480,8 +483,8 @@ TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
   c.k = g.k;
   c.a.buffer = 0;
   c.a.batchStride = 0;
-  c.a.rowStride = g.k;
-  c.a.colStride = 1;
+  c.a.rowStride = g.transposedA ? SymExpr(1) : SymExpr(g.k);
+  c.a.colStride = g.transposedA ? m : SymExpr(1);
   c.b.buffer = 1;
   c.b.batchStride = 0;
   c.b.rowStride = g.transposedB ? 1 : g.n;
@@ -509,7 +512,9 @@ TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
   auto B = [&](int64_t kk, int64_t j) {
     return bfloat16ToFloat(g.transposedB ? b[j * g.k + kk] : b[kk * g.n + j]);
   };
-  const bool blocked = g.m > GemmPolicy::SmallM && (!g.transposedB || g.m > GemmPolicy::DotMaxM);
+  // The dot products need A's rows along k.
+  const bool blocked =
+      g.m > GemmPolicy::SmallM && (!g.transposedB || g.transposedA || g.m > GemmPolicy::DotMaxM);
   std::vector<uint32_t> featureSets = {0};
   if (variant == Variant::X86_64_V4 && __builtin_cpu_supports("avx512bf16")) {
     featureSets.push_back(AOTC_CPU_FEATURE_BF16_DOT);
@@ -532,7 +537,7 @@ TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
         for (int64_t j = 0; j < g.n; ++j) {
           double s = 0, mag = 0;
           for (int64_t kk = 0; kk < g.k; ++kk) {
-            float x = a[i * g.k + kk];
+            float x = g.transposedA ? a[kk * g.m + i] : a[i * g.k + kk];
             if (roundsA)
               x = bfloat16ToFloat(floatToBFloat16(x));
             double t = double(x) * B(kk, j);
@@ -567,6 +572,9 @@ const Bf16Case Bf16Cases[] = {
     {300, 100, 515, true},
     {150, 70, 33, false},
     {131, 47, 7, true},
+    // A's columns along k (packed element by element), B either way.
+    {45, 40, 37, true, true},
+    {20, 70, 300, false, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(
