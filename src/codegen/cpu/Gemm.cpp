@@ -696,6 +696,19 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                       packAPairs(b, v, bi0, i0, mrEff, k0, kc, ap);
                     else
                       packA(b, v, bi0, i0, mrEff, k0, kc, ap);
+                    // AMX takes the whole row of panels in one call: its tile configuration
+                    // is loaded once per call. (bf16 B: one image, no folding.)
+                    if (amx) {
+                      TileEpilogueArgs epi =
+                          tileEpilogueArgs(b, ex, tileEpilogue, ts.buffers, last, bi0, bi0, i0, n0);
+                      b.CreateCall(amxKernelFunction(),
+                                   {aPanel, bp, b.CreateUDiv(kSteps, b.getInt64(AmxTileRows)),
+                                    b.CreateMul(kSteps, nr), panels,
+                                    b.CreateInBoundsGEP(f32, v.out, outOffset(b, v, bi0, i0, n0)),
+                                    v.n, mrEff, b.CreateSub(n1, n0),
+                                    b.CreateMul(kSteps, b.getInt64(4)), b.CreateNot(first),
+                                    epi.bias, epi.residual, epi.ldr, epi.flags});
+                    }
                     emitLoop(
                         b, b.getInt64(0), panels,
                         [&](Value *jp) {
@@ -766,13 +779,7 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                                       [&] { call(T.nrVecs, nrEff); });
                                 });
                           };
-                          if (amx)
-                            b.CreateCall(
-                                amxKernelFunction(),
-                                {aPanel, panel, b.CreateUDiv(kSteps, b.getInt64(AmxTileRows)),
-                                 cBlock, v.n, mrEff, nrEff, b.CreateMul(kSteps, b.getInt64(4)),
-                                 b.CreateNot(first), epi.bias, epi.residual, epi.ldr, epi.flags});
-                          else
+                          if (!amx)
                             emitIf(
                                 b, b.CreateICmpSGT(mrEff, b.getInt64(T.mr / 3)),
                                 [&] { tile(T.mr); }, [&] { tile(T.mr / 3); });

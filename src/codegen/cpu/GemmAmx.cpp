@@ -77,116 +77,132 @@ Function *GemmEmitter::amxKernelFunction() {
   LLVMContext &ctx = ME.ctx();
   Builder b(ctx);
   Type *ptr = b.getPtrTy(), *i64 = b.getInt64Ty(), *i8 = b.getInt8Ty(), *f32 = b.getFloatTy();
-  Function *f = kernelFunction(
-      name, {ptr, ptr, i64, ptr, i64, i64, i64, i64, b.getInt1Ty(), ptr, ptr, i64, b.getInt32Ty()},
-      b);
+  Function *f = kernelFunction(name,
+                               {ptr, ptr, i64, i64, i64, ptr, i64, i64, i64, i64, b.getInt1Ty(),
+                                ptr, ptr, i64, b.getInt32Ty()},
+                               b);
   addTargetFeature(f, "+amx-tile,+amx-bf16");
-  Value *ap = f->getArg(0), *bp = f->getArg(1), *steps = f->getArg(2), *c = f->getArg(3),
-        *ldc = f->getArg(4), *rows = f->getArg(5), *cols = f->getArg(6), *lda = f->getArg(7),
-        *loadC = f->getArg(8), *bias = f->getArg(9), *res = f->getArg(10), *ldr = f->getArg(11),
-        *flags = f->getArg(12);
+  Value *ap = f->getArg(0), *bBlock = f->getArg(1), *steps = f->getArg(2),
+        *panelWords = f->getArg(3), *panels = f->getArg(4), *cRow = f->getArg(5),
+        *ldc = f->getArg(6), *rows = f->getArg(7), *allCols = f->getArg(8), *lda = f->getArg(9),
+        *loadC = f->getArg(10), *bias = f->getArg(11), *resRow = f->getArg(12),
+        *ldr = f->getArg(13), *flags = f->getArg(14);
   const unsigned tileBytes = 64, ldb = 4 * AmxCols; // a B panel's word rows
   AllocaInst *sums = entryAlloca(b, ArrayType::get(f32, AmxRows * AmxCols), "sums");
   sums->setAlignment(Align(64));
   Value *m = b.getInt16(AmxTileRows), *n = b.getInt16(tileBytes), *k = b.getInt16(tileBytes);
-  // Tile (i, j) of the block: rows 16i .., columns 16j ...
-  SmallVector<Value *, 4> start;
-  for (unsigned t = 0; t < 4; ++t)
-    start.push_back(b.CreateIntrinsic(Intrinsic::x86_tilezero_internal, {}, {m, n}));
-  BasicBlock *pre = b.GetInsertBlock();
-  BasicBlock *loop = BasicBlock::Create(ctx, "ua.loop", f);
-  BasicBlock *exit = BasicBlock::Create(ctx, "ua.exit", f);
-  // steps >= 1 always: the loop is bottom-tested.
-  b.CreateBr(loop);
-  b.SetInsertPoint(loop);
-  PHINode *s = b.CreatePHI(i64, 2, "s");
-  s->addIncoming(b.getInt64(0), pre);
-  SmallVector<PHINode *, 4> acc;
-  for (unsigned t = 0; t < 4; ++t) {
-    acc.push_back(b.CreatePHI(Type::getX86_AMXTy(ctx), 2, "acc"));
-    acc[t]->addIncoming(start[t], pre);
-  }
-  auto load = [&](Value *at, Value *stride) {
-    return b.CreateIntrinsic(Intrinsic::x86_tileloadd64_internal, {}, {m, n, at, stride});
-  };
-  Value *aAt = b.CreateGEP(i8, ap, b.CreateMul(s, b.getInt64(tileBytes)));
-  Value *bAt = b.CreateGEP(i8, bp, b.CreateMul(s, b.getInt64(AmxTileRows * ldb)));
-  Value *a[2] = {load(aAt, lda),
-                 load(b.CreateGEP(i8, aAt, b.CreateMul(lda, b.getInt64(AmxTileRows))), lda)};
-  Value *bt[2] = {load(bAt, b.getInt64(ldb)),
-                  load(b.CreateConstGEP1_32(i8, bAt, tileBytes), b.getInt64(ldb))};
-  SmallVector<Value *, 4> next;
-  for (unsigned t = 0; t < 4; ++t) {
-    next.push_back(b.CreateIntrinsic(Intrinsic::x86_tdpbf16ps_internal, {},
-                                     {m, n, k, acc[t], a[t / 2], bt[t % 2]}));
-    acc[t]->addIncoming(next[t], loop);
-  }
-  Value *sn = b.CreateAdd(s, b.getInt64(1), "s.next", true, true);
-  s->addIncoming(sn, loop);
-  b.CreateCondBr(b.CreateICmpSLT(sn, steps), loop, exit);
-  b.SetInsertPoint(exit);
-  for (unsigned t = 0; t < 4; ++t) {
-    unsigned at = (t / 2) * AmxTileRows * AmxCols + (t % 2) * AmxTileRows;
-    b.CreateIntrinsic(
-        Intrinsic::x86_tilestored64_internal, {},
-        {m, n, b.CreateConstInBoundsGEP1_32(f32, sums, at), b.getInt64(4 * AmxCols), next[t]});
-  }
-  // Row by row: the sums plus C (loadC), the epilogue on the last k block, masked stores.
-  const unsigned vw = AmxTileRows, vecs = AmxCols / vw;
-  auto *vt = FixedVectorType::get(f32, vw);
-  Value *zeroV = ConstantAggregateZero::get(vt);
-  SmallVector<Value *, 2> colMask, loadMask;
-  for (unsigned j = 0; j < vecs; ++j) {
-    colMask.push_back(lanesBelow(b, vw, b.CreateSub(cols, b.getInt64(j * vw))));
-    loadMask.push_back(b.CreateAnd(colMask[j], b.CreateVectorSplat(vw, loadC)));
-  }
-  auto when = [&](unsigned flag, function_ref<void()> fn) {
-    emitIf(b, b.CreateICmpNE(b.CreateAnd(flags, b.getInt32(flag)), b.getInt32(0)), fn, [] {});
-  };
+  // Panel by panel: the one configuration serves them all.
   emitLoop(
-      b, b.getInt64(0), rows,
-      [&](Value *i) {
-        Value *sumRow = b.CreateInBoundsGEP(f32, sums, b.CreateMul(i, b.getInt64(AmxCols)));
-        Value *cRow = b.CreateInBoundsGEP(f32, c, b.CreateMul(i, ldc));
-        auto sumAt = [&](unsigned j) { return b.CreateConstInBoundsGEP1_32(f32, sumRow, j * vw); };
-        // Each step reads the row's vectors from the sums and writes them back.
-        auto update = [&](function_ref<Value *(unsigned, Value *)> fn) {
-          for (unsigned j = 0; j < vecs; ++j)
-            b.CreateAlignedStore(fn(j, b.CreateAlignedLoad(vt, sumAt(j), Align(64))), sumAt(j),
-                                 Align(64));
+      b, b.getInt64(0), panels,
+      [&](Value *jp) {
+        Value *col0 = b.CreateMul(jp, b.getInt64(AmxCols));
+        Value *bp = b.CreateInBoundsGEP(b.getInt32Ty(), bBlock, b.CreateMul(jp, panelWords));
+        Value *c = b.CreateInBoundsGEP(f32, cRow, col0);
+        Value *res = b.CreateGEP(f32, resRow, col0); // null without a residual
+        Value *cols = smin(b, b.getInt64(AmxCols), b.CreateSub(allCols, col0));
+        // Tile (i, j) of the block: rows 16i .., columns 16j ...
+        SmallVector<Value *, 4> start;
+        for (unsigned t = 0; t < 4; ++t)
+          start.push_back(b.CreateIntrinsic(Intrinsic::x86_tilezero_internal, {}, {m, n}));
+        BasicBlock *pre = b.GetInsertBlock();
+        BasicBlock *loop = BasicBlock::Create(ctx, "ua.k", f);
+        BasicBlock *exit = BasicBlock::Create(ctx, "ua.exit", f);
+        // steps >= 1 always: the loop is bottom-tested.
+        b.CreateBr(loop);
+        b.SetInsertPoint(loop);
+        PHINode *s = b.CreatePHI(i64, 2, "s");
+        s->addIncoming(b.getInt64(0), pre);
+        SmallVector<PHINode *, 4> acc;
+        for (unsigned t = 0; t < 4; ++t) {
+          acc.push_back(b.CreatePHI(Type::getX86_AMXTy(ctx), 2, "acc"));
+          acc[t]->addIncoming(start[t], pre);
+        }
+        auto load = [&](Value *at, Value *stride) {
+          return b.CreateIntrinsic(Intrinsic::x86_tileloadd64_internal, {}, {m, n, at, stride});
         };
-        update([&](unsigned j, Value *x) {
-          return b.CreateFAdd(x, b.CreateMaskedLoad(vt, b.CreateConstGEP1_32(f32, cRow, j * vw),
-                                                    Align(4), loadMask[j], zeroV));
-        });
-        emitIf(
-            b, b.CreateICmpNE(flags, b.getInt32(0)),
-            [&] {
-              when(AddBias, [&] {
-                Value *x =
-                    b.CreateVectorSplat(vw, b.CreateLoad(f32, b.CreateInBoundsGEP(f32, bias, i)));
-                update([&](unsigned, Value *y) { return b.CreateFAdd(y, x); });
+        Value *aAt = b.CreateGEP(i8, ap, b.CreateMul(s, b.getInt64(tileBytes)));
+        Value *bAt = b.CreateGEP(i8, bp, b.CreateMul(s, b.getInt64(AmxTileRows * ldb)));
+        Value *a[2] = {load(aAt, lda),
+                       load(b.CreateGEP(i8, aAt, b.CreateMul(lda, b.getInt64(AmxTileRows))), lda)};
+        Value *bt[2] = {load(bAt, b.getInt64(ldb)),
+                        load(b.CreateConstGEP1_32(i8, bAt, tileBytes), b.getInt64(ldb))};
+        SmallVector<Value *, 4> next;
+        for (unsigned t = 0; t < 4; ++t) {
+          next.push_back(b.CreateIntrinsic(Intrinsic::x86_tdpbf16ps_internal, {},
+                                           {m, n, k, acc[t], a[t / 2], bt[t % 2]}));
+          acc[t]->addIncoming(next[t], loop);
+        }
+        Value *sn = b.CreateAdd(s, b.getInt64(1), "s.next", true, true);
+        s->addIncoming(sn, loop);
+        b.CreateCondBr(b.CreateICmpSLT(sn, steps), loop, exit);
+        b.SetInsertPoint(exit);
+        for (unsigned t = 0; t < 4; ++t) {
+          unsigned at = (t / 2) * AmxTileRows * AmxCols + (t % 2) * AmxTileRows;
+          b.CreateIntrinsic(Intrinsic::x86_tilestored64_internal, {},
+                            {m, n, b.CreateConstInBoundsGEP1_32(f32, sums, at),
+                             b.getInt64(4 * AmxCols), next[t]});
+        }
+        // Row by row: the sums plus C (loadC), the epilogue on the last k block, masked stores.
+        const unsigned vw = AmxTileRows, vecs = AmxCols / vw;
+        auto *vt = FixedVectorType::get(f32, vw);
+        Value *zeroV = ConstantAggregateZero::get(vt);
+        SmallVector<Value *, 2> colMask, loadMask;
+        for (unsigned j = 0; j < vecs; ++j) {
+          colMask.push_back(lanesBelow(b, vw, b.CreateSub(cols, b.getInt64(j * vw))));
+          loadMask.push_back(b.CreateAnd(colMask[j], b.CreateVectorSplat(vw, loadC)));
+        }
+        auto when = [&](unsigned flag, function_ref<void()> fn) {
+          emitIf(b, b.CreateICmpNE(b.CreateAnd(flags, b.getInt32(flag)), b.getInt32(0)), fn, [] {});
+        };
+        emitLoop(
+            b, b.getInt64(0), rows,
+            [&](Value *i) {
+              Value *sumRow = b.CreateInBoundsGEP(f32, sums, b.CreateMul(i, b.getInt64(AmxCols)));
+              Value *cRow = b.CreateInBoundsGEP(f32, c, b.CreateMul(i, ldc));
+              auto sumAt = [&](unsigned j) {
+                return b.CreateConstInBoundsGEP1_32(f32, sumRow, j * vw);
+              };
+              // Each step reads the row's vectors from the sums and writes them back.
+              auto update = [&](function_ref<Value *(unsigned, Value *)> fn) {
+                for (unsigned j = 0; j < vecs; ++j)
+                  b.CreateAlignedStore(fn(j, b.CreateAlignedLoad(vt, sumAt(j), Align(64))),
+                                       sumAt(j), Align(64));
+              };
+              update([&](unsigned j, Value *x) {
+                return b.CreateFAdd(x,
+                                    b.CreateMaskedLoad(vt, b.CreateConstGEP1_32(f32, cRow, j * vw),
+                                                       Align(4), loadMask[j], zeroV));
               });
-              when(AddResidual, [&] {
-                Value *rRow = b.CreateGEP(f32, res, b.CreateMul(i, ldr));
-                update([&](unsigned j, Value *y) {
-                  return b.CreateFAdd(y, b.CreateMaskedLoad(vt,
-                                                            b.CreateConstGEP1_32(f32, rRow, j * vw),
-                                                            Align(4), colMask[j], zeroV));
-                });
-              });
-              when(Relu, [&] {
-                update([&](unsigned, Value *y) {
-                  return b.CreateBinaryIntrinsic(Intrinsic::maximum, y, zeroV);
-                });
-              });
+              emitIf(
+                  b, b.CreateICmpNE(flags, b.getInt32(0)),
+                  [&] {
+                    when(AddBias, [&] {
+                      Value *x = b.CreateVectorSplat(
+                          vw, b.CreateLoad(f32, b.CreateInBoundsGEP(f32, bias, i)));
+                      update([&](unsigned, Value *y) { return b.CreateFAdd(y, x); });
+                    });
+                    when(AddResidual, [&] {
+                      Value *rRow = b.CreateGEP(f32, res, b.CreateMul(i, ldr));
+                      update([&](unsigned j, Value *y) {
+                        return b.CreateFAdd(
+                            y, b.CreateMaskedLoad(vt, b.CreateConstGEP1_32(f32, rRow, j * vw),
+                                                  Align(4), colMask[j], zeroV));
+                      });
+                    });
+                    when(Relu, [&] {
+                      update([&](unsigned, Value *y) {
+                        return b.CreateBinaryIntrinsic(Intrinsic::maximum, y, zeroV);
+                      });
+                    });
+                  },
+                  [] {});
+              for (unsigned j = 0; j < vecs; ++j)
+                b.CreateMaskedStore(b.CreateAlignedLoad(vt, sumAt(j), Align(64)),
+                                    b.CreateConstGEP1_32(f32, cRow, j * vw), Align(4), colMask[j]);
             },
-            [] {});
-        for (unsigned j = 0; j < vecs; ++j)
-          b.CreateMaskedStore(b.CreateAlignedLoad(vt, sumAt(j), Align(64)),
-                              b.CreateConstGEP1_32(f32, cRow, j * vw), Align(4), colMask[j]);
+            "ua.row");
       },
-      "ua.row");
+      "ua.panel");
   b.CreateRetVoid();
   return f;
 }

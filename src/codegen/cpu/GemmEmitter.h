@@ -154,10 +154,10 @@ private:
   /// bf16 along k from k0 (zero past kc), rounded; row r at ap + r * 4 * pairs bytes.
   void packARowsBf16(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
                      Value *kc, Value *pairs, Value *ap);
-  /// C (+)= the product of an AMX A micro-panel (its rows lda bytes apart) and a B panel of bf16
-  /// k-pairs, `steps` tiles of AmxTileRows pairs deep, for the `rows` x `cols` block of C at c
-  /// (rows ldc apart): four 16 x 16 tiles of sums, then loadC, the TileEpilogue by flags and
-  /// masked stores row by row.
+  /// C (+)= the product of an AMX A micro-panel (its rows lda bytes apart) and each of a B
+  /// block's `panels` panels of bf16 k-pairs (panelWords apart), `steps` tiles of AmxTileRows
+  /// pairs deep, for the `rows` x `cols` block of C at c (rows ldc apart): per panel, four
+  /// 16 x 16 tiles of sums, then loadC, the TileEpilogue by flags and masked stores row by row.
   Function *amxKernelFunction();
   /// A tileRows x (tileVecs vectors) register tile over B panels NR columns wide.
   /// With `bf16Dot` the panels hold bf16 k-pairs and kc counts pairs.
