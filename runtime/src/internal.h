@@ -10,6 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" { /* the code generator's tests ask the runtime what the CPU gives */
+#endif
+
 /* Hidden in the same .so: the reference needs no dynamic relocation and cannot bind to
  * another artifact's descriptor. */
 extern __attribute__((visibility("hidden"))) const aotc_artifact_desc aotc_artifact;
@@ -98,5 +102,9 @@ void *aotc_arena_alloc(uint64_t size);
 int64_t aotc_dtype_size(int32_t dtype);
 /* A dim's text is a constant exactly when it is a decimal literal; 1 and *out then. */
 int aotc_parse_static(const char *expr, int64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

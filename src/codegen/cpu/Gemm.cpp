@@ -30,7 +30,6 @@ uint64_t convTableEntries(const GemmTiling &t) {
 
 uint64_t gemmStackBytes(Variant v) {
   GemmTiling t = gemmTiling(v);
-  // The B block, an A micro-panel and a conv view's tables.
   // The B block, an A micro-panel (f32, or an AMX panel of bf16 rows) and a conv view's tables;
   // AMX's kernel keeps its tile of sums on the stack too.
   uint64_t blocked = 4ull * (uint64_t(t.kc) * t.paddedNc() +

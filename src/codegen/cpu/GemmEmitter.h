@@ -137,12 +137,12 @@ private:
                    Value *kc, function_ref<void(Value *, Value *, ArrayRef<Value *>)> fn);
   void packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
              Value *kc, Value *ap);
-  // The bf16 k-pair layouts of the bf16-dot blocked path: 32-bit words, word (p, j) holding
+  // The bf16 k-pair layouts of the bf16 blocked paths: 32-bit words, word (p, j) holding
   // the bf16s of k rows k0 + 2p and k0 + 2p + 1 (0 past kc), in place of packB's and packA's
   // f32 elements; so panels, micro-panels and tiles address words as they address floats, with
-  // ceil(kc / 2) for kc. A is rounded to nearest even.
-  // A panel holds `rows` >= ceil(kc / 2) word rows, those past the pairs zero (AMX's tiles
-  // take 16 at a time).
+  // ceil(kc / 2) for kc. A is rounded to nearest even. A B panel holds `rows` >= ceil(kc / 2)
+  // word rows, those past the pairs zero (AMX's tiles take 16 at a time; AMX packs A with
+  // packARowsBf16 instead).
   void packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *kc, Value *rows, Value *n0,
                   Value *n1, Value *bp);
   void packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,

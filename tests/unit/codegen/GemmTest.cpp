@@ -2,6 +2,7 @@
 // im2col view of a convolution's input, with and without a bias + relu epilogue, against a double
 // reference. Tolerance per element:
 // |got - want| <= 1e-5 * max(1, sum_k |a_ik * b_kj|) (the usual GEMM error bound, scaled).
+#include "../../../runtime/src/internal.h"
 #include "CodegenTestUtil.h"
 #include "aotc/tensor/HostTensor.h"
 
@@ -9,10 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cpuid.h>
 #include <random>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 using namespace aotc;
 using namespace aotc::cpu;
@@ -427,17 +425,6 @@ std::string name(const Bf16Case &g) {
                      g.transposedA ? "_aT" : "");
 }
 
-// AMX-BF16 on this CPU, its state saved by the OS and granted to the process (as the runtime
-// asks for it at load).
-bool hostAmx() {
-  unsigned a, b, c, d;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((d >> 22) & 1) || !((d >> 24) & 1))
-    return false;
-  uint32_t lo, hi;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return ((lo >> 17) & 3) == 3 && syscall(SYS_arch_prctl, 0x1023, 18) == 0;
-}
-
 class Bf16WeightGemmTest : public ::testing::TestWithParam<std::tuple<Variant, Bf16Case>> {
 protected:
   void SetUp() override {
@@ -518,7 +505,8 @@ TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
   std::vector<uint32_t> featureSets = {0};
   if (variant == Variant::X86_64_V4 && __builtin_cpu_supports("avx512bf16")) {
     featureSets.push_back(AOTC_CPU_FEATURE_BF16_DOT);
-    if (hostAmx())
+    // AMX where the runtime finds it (and has Linux grant it to this process).
+    if (aotc_cpu_features(AOTC_VARIANT_X86_64_V4) & AOTC_CPU_FEATURE_AMX_BF16)
       featureSets.push_back(AOTC_CPU_FEATURE_AMX_BF16);
   }
   for (uint32_t features : featureSets)
