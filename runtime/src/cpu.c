@@ -38,12 +38,16 @@ static int32_t best_variant(void) {
   return AOTC_VARIANT_X86_64_V3;
 }
 
-/* "1" or "0" from environment variable `name`, else `fallback`. */
+/* Environment variable `name`: 1 or 0 for "1" or "0", `fallback` when unset or empty, and -1
+ * (the last error set) for anything else. */
 static int env_switch(const char *name, int fallback) {
   const char *env = getenv(name);
-  if (env && (strcmp(env, "1") == 0 || strcmp(env, "0") == 0))
+  if (!env || !*env)
+    return fallback;
+  if (strcmp(env, "1") == 0 || strcmp(env, "0") == 0)
     return env[0] == '1';
-  return fallback;
+  aotc_fail(AOTC_ERROR_INVALID_ARGUMENT, "%s=%s is not 0 or 1", name, env);
+  return -1;
 }
 
 /* Whether this process may use AMX tiles: the OS saves their state (XCR0 bits 17 and 18) and
@@ -56,27 +60,34 @@ static int amx_enabled(void) {
   return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
 }
 
-uint32_t aotc_cpu_features(int32_t variant) {
+aotc_status aotc_cpu_features(int32_t variant, uint32_t *out_features) {
+  *out_features = 0;
+  /* Read first, so that a bad value is an error on every CPU. */
+  const int amx_switch = env_switch("AOTC_CPU_AMX", 1), unset = 2;
+  if (amx_switch < 0)
+    return AOTC_ERROR_INVALID_ARGUMENT;
+  const int dot_switch = env_switch("AOTC_CPU_BF16_DOT", unset);
+  if (dot_switch < 0)
+    return AOTC_ERROR_INVALID_ARGUMENT;
   unsigned a, b, c, d;
   /* The extensions below need the AVX-512 state x86-64-v4 checked. */
   if (variant != AOTC_VARIANT_X86_64_V4 || !__get_cpuid_count(7, 0, &a, &b, &c, &d))
-    return 0;
+    return AOTC_OK;
   const int amx_bf16 = ((d >> 22) & 1) && ((d >> 24) & 1); /* AMX-BF16, AMX-TILE */
   if (!__get_cpuid_count(7, 1, &a, &b, &c, &d))
-    return 0;
+    return AOTC_OK;
   const int avx512_bf16 = (a >> 5) & 1; /* packing rounds with vcvtneps2bf16 either way */
   if (!avx512_bf16)
-    return 0;
-  uint32_t features = 0;
+    return AOTC_OK;
   /* AOTC_CPU_AMX=0 keeps the AMX tiles off. */
-  if (amx_bf16 && env_switch("AOTC_CPU_AMX", 1) && amx_enabled())
-    features |= AOTC_CPU_FEATURE_AMX_BF16;
+  if (amx_bf16 && amx_switch && amx_enabled())
+    *out_features |= AOTC_CPU_FEATURE_AMX_BF16;
   /* Cores with AMX run vdpbf16ps at half the flops of an f32 FMA (Sapphire Rapids: one per two
    * cycles against two FMAs a cycle); AMD's Zen 4 runs it at the FMA's rate, twice the flops.
    * AOTC_CPU_BF16_DOT=1 or 0 overrides the choice. */
-  if (env_switch("AOTC_CPU_BF16_DOT", !amx_bf16))
-    features |= AOTC_CPU_FEATURE_BF16_DOT;
-  return features;
+  if (dot_switch == unset ? !amx_bf16 : dot_switch)
+    *out_features |= AOTC_CPU_FEATURE_BF16_DOT;
+  return AOTC_OK;
 }
 
 const char *aotc_cpu_variant_name(int32_t variant) {

@@ -65,8 +65,9 @@ aotc_status aotc_check_descriptor(const aotc_artifact_desc *desc);
  * for AUTO; sets the last error on failure. */
 aotc_status aotc_cpu_choose_variant(int32_t requested, int32_t *out_variant);
 const char *aotc_cpu_variant_name(int32_t variant);
-/* AOTC_CPU_FEATURE_* this CPU and OS give code of `variant` (none for x86-64-v3). */
-uint32_t aotc_cpu_features(int32_t variant);
+/* AOTC_CPU_FEATURE_* this CPU and OS give code of `variant` (none for x86-64-v3), as
+ * AOTC_CPU_AMX and AOTC_CPU_BF16_DOT allow; sets the last error for a bad value of those. */
+aotc_status aotc_cpu_features(int32_t variant, uint32_t *out_features);
 
 /* A pool of num_threads - 1 workers; the thread calling parallel_for is the last one. */
 aotc_status aotc_pool_create(int32_t num_threads, aotc_pool **out_pool);

@@ -284,6 +284,7 @@ AOTC_API aotc_status aotc_model_create(const aotc_model_options *options, aotc_m
     return status;
   const int cuda = options->device_type == AOTC_DEVICE_CUDA;
   int32_t variant = 0;
+  uint32_t cpu_features = 0;
   if (!cuda) {
     status = aotc_cpu_choose_variant(options->cpu_variant, &variant);
     if (status != AOTC_OK)
@@ -293,6 +294,9 @@ AOTC_API aotc_status aotc_model_create(const aotc_model_options *options, aotc_m
     if (options->cpu_variant == AOTC_CPU_VARIANT_AUTO && !getenv("AOTC_CPU_VARIANT"))
       while (variant > 0 && desc->num_entries > 0 && !has_variant(desc, variant))
         --variant;
+    status = aotc_cpu_features(variant, &cpu_features);
+    if (status != AOTC_OK)
+      return status;
   }
   status = check_artifact(desc, cuda ? -1 : variant);
   if (status != AOTC_OK)
@@ -303,7 +307,7 @@ AOTC_API aotc_status aotc_model_create(const aotc_model_options *options, aotc_m
     return aotc_fail(AOTC_ERROR_RESOURCE, "aotc_model_create: out of memory");
   model->desc = desc;
   model->variant = variant;
-  model->cpu_features = cuda ? 0 : aotc_cpu_features(variant);
+  model->cpu_features = cpu_features;
   model->device_type = options->device_type;
   pthread_mutex_init(&model->arena_lock, NULL);
   /* A CUDA model's host work is enqueuing kernels: the calling thread's. */

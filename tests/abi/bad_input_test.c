@@ -346,6 +346,15 @@ static void test_options(void) {
                 "this CPU lacks AVX-512 (x86-64-v4), which AOTC_CPU_VARIANT x86-64-v4 asks for");
   }
   unsetenv("AOTC_CPU_VARIANT");
+  /* The bf16 GEMM switches take 0 or 1 (on any CPU: they are read before it is asked). */
+  setenv("AOTC_CPU_AMX", "yes", 1);
+  CHECK_ERROR(aotc_model_create(NULL, &m), AOTC_ERROR_INVALID_ARGUMENT,
+              "AOTC_CPU_AMX=yes is not 0 or 1");
+  unsetenv("AOTC_CPU_AMX");
+  setenv("AOTC_CPU_BF16_DOT", "2", 1);
+  CHECK_ERROR(aotc_model_create(NULL, &m), AOTC_ERROR_INVALID_ARGUMENT,
+              "AOTC_CPU_BF16_DOT=2 is not 0 or 1");
+  unsetenv("AOTC_CPU_BF16_DOT");
 
   aotc_model_options_init(&o);
   o.weights_path = "/nonexistent/fake.weights";

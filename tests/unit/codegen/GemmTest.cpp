@@ -506,7 +506,9 @@ TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
   if (variant == Variant::X86_64_V4 && __builtin_cpu_supports("avx512bf16")) {
     featureSets.push_back(AOTC_CPU_FEATURE_BF16_DOT);
     // AMX where the runtime finds it (and has Linux grant it to this process).
-    if (aotc_cpu_features(AOTC_VARIANT_X86_64_V4) & AOTC_CPU_FEATURE_AMX_BF16)
+    uint32_t found = 0;
+    if (aotc_cpu_features(AOTC_VARIANT_X86_64_V4, &found) == AOTC_OK &&
+        (found & AOTC_CPU_FEATURE_AMX_BF16))
       featureSets.push_back(AOTC_CPU_FEATURE_AMX_BF16);
   }
   for (uint32_t features : featureSets)
