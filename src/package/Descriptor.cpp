@@ -255,7 +255,8 @@ private:
     for (const kir::EntryKernels &e : p.entries)
       kir::forEachStep(e.steps, [&](const kir::Step &s) {
         if (const auto *g = std::get_if<kir::GemmCall>(&s))
-          if (e.buffers[g->b.buffer].dtype == DType::BF16)
+          if (e.buffers[g->a.buffer].dtype == DType::BF16 ||
+              e.buffers[g->b.buffer].dtype == DType::BF16)
             precision = AOTC_PRECISION_BF16;
       });
     return precision;

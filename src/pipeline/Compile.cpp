@@ -33,7 +33,7 @@ constexpr llvm::StringLiteral FoldWeightsStep = "fold-weights", LowerStep = "low
                               CodegenCudaStep = "codegen-cuda", PackageStep = "package",
                               LinkStep = "link";
 constexpr llvm::StringLiteral Steps[] = {FoldWeightsStep,   LowerStep,       PlanMemoryStep,
-                                         PackWeightsStep,   Bf16WeightsStep, LowerCudaStep,
+                                         Bf16WeightsStep,   PackWeightsStep, LowerCudaStep,
                                          LayoutWeightsStep, CodegenStep,     CodegenCudaStep,
                                          PackageStep,       LinkStep};
 
@@ -182,7 +182,7 @@ llvm::Expected<Lowered> runSteps(ExportedProgram &exported, const CompileOptions
   if (options.targetCpu) {
     // The kernel IR: fusion decides, node by node, what lowering realizes in buffers. The CPU
     // has no tf32 arithmetic: its GEMMs compute in f32 at --precision tf32 (as PyTorch's); at
-    // bf16 they read their constant B operands in bf16 (bf16-weights).
+    // bf16 they read their constant operands in bf16 (bf16-weights).
     if (options.precision == kir::Precision::FP16)
       return llvm::createStringError(
           "--precision fp16: the cpu target computes fp32, tf32 (as fp32) and bf16 GEMMs; "
@@ -195,13 +195,14 @@ llvm::Expected<Lowered> runSteps(ExportedProgram &exported, const CompileOptions
     printer.after(LowerStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
     kir::planMemory(*program, facts);
     printer.after(PlanMemoryStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
-    // The CPU backend's layout pass.
-    if (llvm::Error e = cpu::packGemmWeights(*program, exported, options.weightData))
-      return e;
-    printer.after(PackWeightsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
+    // The CPU backend's layout passes: bf16 copies first, so that panels are packed of the f32
+    // operands left.
     if (llvm::Error e = cpu::storeBf16Weights(*program, exported, options.weightData))
       return e;
     printer.after(Bf16WeightsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
+    if (llvm::Error e = cpu::packGemmWeights(*program, exported, options.weightData))
+      return e;
+    printer.after(PackWeightsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
     out.cpu = std::move(*program);
   }
   if (options.targetCuda) {

@@ -34,7 +34,7 @@ struct CompileOptions {
   bool winograd = true; // LowerOptions::winograd
   /// What GEMMs may round their f32 operands to (--precision; kir::Precision): the CUDA target
   /// runs tf32, bf16 and fp16 GEMMs on the tensor cores; the CPU computes tf32 ones in f32,
-  /// stores bf16 ones' constant B operands in bf16 (bf16-weights) and has no fp16 (an error).
+  /// stores bf16 ones' constant operands in bf16 (bf16-weights) and has no fp16 (an error).
   kir::Precision precision = kir::Precision::FP32;
   /// False where the program carries no weight data (`aotc inspect --kernels` re-lowering an
   /// artifact's graph): weights derived at compile time are laid out without data.
@@ -47,7 +47,7 @@ struct CompileOptions {
 
 /// The steps of an export after the graph passes, in the order they run: fold-weights, lower
 /// (fuse and lower to the kernel IR for the CPU), plan-memory, the CPU backend's layout pass
-/// (pack-weights, bf16-weights), lower-cuda (fuse, lower and plan memory for CUDA), layout-weights
+/// (bf16-weights, pack-weights), lower-cuda (fuse, lower and plan memory for CUDA), layout-weights
 /// (the blob of both), codegen-cpu, codegen-cuda, package, link. The steps of a target the export
 /// does not ask for are skipped.
 llvm::ArrayRef<llvm::StringLiteral> compileSteps();

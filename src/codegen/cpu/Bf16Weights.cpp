@@ -27,20 +27,33 @@ public:
 
 private:
   llvm::Error gemm(kir::EntryKernels &entry, kir::GemmCall &g) {
-    const kir::Buffer &src = entry.buffers[g.b.buffer];
-    // Batched GEMMs fold several images' columns into one packed block, which reads f32 only.
-    if (g.dtype != DType::F32 || g.precision != kir::Precision::BF16 ||
-        src.kind != kir::Buffer::Kind::Weight || src.dtype != DType::F32 || g.b.conv ||
-        g.b.panelRows || g.batch.constant() != 1)
+    if (g.dtype != DType::F32 || g.precision != kir::Precision::BF16)
       return llvm::Error::success();
-    auto weight = rounded(src.index);
+    auto isF32Weight = [&](const kir::MatrixOperand &o) {
+      const kir::Buffer &src = entry.buffers[o.buffer];
+      return src.kind == kir::Buffer::Kind::Weight && src.dtype == DType::F32 && !o.conv &&
+             !o.panelRows && !o.winogradTile;
+    };
+    // Batched GEMMs fold several images' columns into one packed block, which reads a bf16 B
+    // nowhere.
+    if (isF32Weight(g.b) && g.batch.constant() == 1)
+      return round(entry, g.b);
+    // A weight as A (a convolution's filter) when B is not one.
+    if (isF32Weight(g.a) && entry.buffers[g.b.buffer].kind != kir::Buffer::Kind::Weight)
+      return round(entry, g.a);
+    return llvm::Error::success();
+  }
+
+  // Points `operand` at its weight's bf16 copy.
+  llvm::Error round(kir::EntryKernels &entry, kir::MatrixOperand &operand) {
+    auto weight = rounded(entry.buffers[operand.buffer].index);
     if (!weight)
       return weight.takeError();
     // One buffer per entry and weight.
     auto it = llvm::find_if(entry.buffers, [&](const kir::Buffer &b) {
       return b.kind == kir::Buffer::Kind::Weight && b.index == *weight;
     });
-    g.b.buffer =
+    operand.buffer =
         it != entry.buffers.end() ? it - entry.buffers.begin() : addWeightBuffer(entry, P, *weight);
     return llvm::Error::success();
   }
@@ -77,7 +90,7 @@ private:
     uint32_t index = P.weights.size() - 1;
     Made[source] = index;
     // The copy holds the original, rounded: where no kernel reads the f32 any more, the
-    // artifact stores the bf16 only (an exact holder, panels, is kept where there is one).
+    // artifact stores the bf16 only (pack-weights prefers an exact holder, panels, made later).
     kir::Weight &original = P.weights[source];
     if (!original.heldBy && original.numel() > 0) {
       int64_t rows = original.shape.empty() ? 1 : original.shape[0];

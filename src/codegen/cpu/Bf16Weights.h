@@ -1,6 +1,7 @@
-// bf16-weights: the CPU backend's kernel-IR layout pass that stores the constant B operands of
-// GEMMs exported at --precision bf16 (nn.Linear's and Conv1D's weights) in bf16, so that the
-// GEMMs stream half the bytes of them and widen each element to f32 as they read it.
+// bf16-weights: the CPU backend's kernel-IR layout pass that stores the constant operands of
+// GEMMs exported at --precision bf16 (nn.Linear's, Conv1D's and convolutions' weights) in bf16,
+// so that the GEMMs stream half the bytes of them and either widen each element to f32 as they
+// read it or multiply in bf16 where the CPU can.
 #ifndef AOTC_CODEGEN_CPU_BF16WEIGHTS_H
 #define AOTC_CODEGEN_CPU_BF16WEIGHTS_H
 
@@ -12,13 +13,14 @@
 namespace aotc::cpu {
 
 /// For every f32 GEMM of precision bf16 (in every entry, cond branches included) whose B is an
-/// immutable f32 weight read in place (no conv window, no panels) and whose batch is 1, adds a
-/// weight "<name>.bf16" (one per weight: every element rounded to nearest even, NaN kept; its
-/// data appended to `exported`) and points B at it with the same addressing. The copy holds the
-/// original (kir::HeldWeight, dense, rounded), so the blob leaves the f32 out unless another
+/// immutable f32 weight read in place (no conv window, no panels) and whose batch is 1, or else
+/// whose A is one (no panels, no Winograd transform) and B is not a weight, adds a weight
+/// "<name>.bf16" (one per weight: every element rounded to nearest even, NaN kept; its data
+/// appended to `exported`) and points the operand at it with the same addressing. The copy holds
+/// the original (kir::HeldWeight, dense, rounded), so the blob leaves the f32 out unless another
 /// kernel reads it (an embedding tied to the LM head, CUDA's GEMMs); tools recover it widened
-/// from the bf16. Run after pack-weights and before kir::layoutWeights. Without `withData` the bf16
-/// weights are only declared.
+/// from the bf16. Run before pack-weights (which packs the f32 A operands left) and
+/// kir::layoutWeights. Without `withData` the bf16 weights are only declared.
 llvm::Error storeBf16Weights(kir::Program &program, ExportedProgram &exported,
                              bool withData = true);
 

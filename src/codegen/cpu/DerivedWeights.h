@@ -1,4 +1,4 @@
-// What the CPU backend's layout passes (pack-weights, bf16-weights) share when they add a weight
+// What the CPU backend's layout passes (bf16-weights, pack-weights) share when they add a weight
 // derived from another at compile time: its name, and a buffer that reads it.
 #ifndef AOTC_CODEGEN_CPU_DERIVEDWEIGHTS_H
 #define AOTC_CODEGEN_CPU_DERIVEDWEIGHTS_H

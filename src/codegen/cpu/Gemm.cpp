@@ -63,8 +63,10 @@ GemmValues gemmValues(Builder &b, const kir::EntryKernels &entry, const kir::Gem
                   buffers[g.out],
                   std::nullopt,
                   g.a.panelRows,
+                  entry.buffers[g.a.buffer].dtype == DType::BF16,
                   entry.buffers[g.b.buffer].dtype == DType::BF16};
   assert((!v.bBf16 || !g.b.conv) && "a conv view reads an f32 activation");
+  assert((!v.aBf16 || (!v.bBf16 && !v.aPanelRows)) && "a bf16 A is dense, its B f32");
   if (const kir::ConvWindow *w = g.b.conv ? &*g.b.conv : nullptr)
     v.win = WindowValues{s(w->channelStride), s(w->heightStride), s(w->widthStride), s(w->height),
                          s(w->width),         s(w->kernelH),      s(w->kernelW),     s(w->strideH),
@@ -84,7 +86,10 @@ Value *ptrA(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) 
   } else {
     off = b.CreateAdd(off, b.CreateAdd(b.CreateMul(row, v.aRs), b.CreateMul(col, v.aCs)));
   }
-  return b.CreateInBoundsGEP(b.getFloatTy(), v.a, off);
+  return b.CreateInBoundsGEP(aElementType(b, v), v.a, off);
+}
+Type *aElementType(Builder &b, const GemmValues &v) {
+  return v.aBf16 ? b.getInt16Ty() : b.getFloatTy();
 }
 Type *bElementType(Builder &b, const GemmValues &v) {
   return v.bBf16 ? b.getInt16Ty() : b.getFloatTy();
@@ -100,13 +105,26 @@ static Value *widenBf16(Builder &b, Value *bits, Type *f32Type) {
   Value *wide = b.CreateShl(b.CreateZExt(bits, i32Type), ConstantInt::get(i32Type, 16));
   return b.CreateBitCast(wide, f32Type);
 }
-Value *loadBVector(Builder &b, const GemmValues &v, Value *at, unsigned lanes, Value *mask) {
-  auto *vt = FixedVectorType::get(bElementType(b, v), lanes);
-  Align align(v.bBf16 ? 2 : 4);
+// `lanes` f32 or bf16 (`bf16`) elements at `at`, as f32.
+static Value *loadVector(Builder &b, bool bf16, Value *at, unsigned lanes, Value *mask) {
+  auto *vt = FixedVectorType::get(bf16 ? b.getInt16Ty() : b.getFloatTy(), lanes);
+  Align align(bf16 ? 2 : 4);
   Value *x = mask ? static_cast<Value *>(
                         b.CreateMaskedLoad(vt, at, align, mask, ConstantAggregateZero::get(vt)))
                   : b.CreateAlignedLoad(vt, at, align);
-  return v.bBf16 ? widenBf16(b, x, FixedVectorType::get(b.getFloatTy(), lanes)) : x;
+  return bf16 ? widenBf16(b, x, FixedVectorType::get(b.getFloatTy(), lanes)) : x;
+}
+Value *loadAVector(Builder &b, const GemmValues &v, Value *at, unsigned lanes, Value *mask) {
+  return loadVector(b, v.aBf16, at, lanes, mask);
+}
+Value *loadBVector(Builder &b, const GemmValues &v, Value *at, unsigned lanes, Value *mask) {
+  return loadVector(b, v.bBf16, at, lanes, mask);
+}
+Value *loadA(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) {
+  Value *at = ptrA(b, v, bi, row, col);
+  if (v.aBf16)
+    return widenBf16(b, b.CreateLoad(b.getInt16Ty(), at), b.getFloatTy());
+  return b.CreateLoad(b.getFloatTy(), at);
 }
 // B[bi, row, col], through the window of a conv view (0 outside the input).
 Value *loadB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) {
@@ -573,7 +591,11 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
   if (pairs)
     addTargetFeature(fn, "+avx512bf16");
   GemmValues v = gemmValues(b, Entry, G, SymIndex, ts.syms, ts.buffers);
-  assert((!pairs || (v.bBf16 && !v.aPanelRows)) && "bf16 arithmetic packs A, and B from bf16");
+  assert((!pairs || ((v.aBf16 || v.bBf16) && !v.aPanelRows)) &&
+         "bf16 arithmetic is for a bf16 weight, A packed");
+  // Of a bf16 A (a convolution's weight), B's activations are packed in f32 and rounded into
+  // k-pairs in place (roundPairs).
+  const bool roundB = pairs && !v.bBf16;
   StructType *gct = gemmClosureType(c, Slots.size());
   Value *mChunk = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 1));
   Value *mChunks = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 2));
@@ -595,14 +617,16 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
   }
   ExprEmitter ex(ME.math(), b, Entry, SymIndex, ts.syms, ts.buffers);
   Value *group = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 5));
-  // bf16-weights rounds only B operands of GEMMs of batch 1, which never fold.
+  // bf16-weights rounds only B operands of GEMMs of batch 1, which never fold; AMX's kernel
+  // writes each panel's columns to one image.
   Value *fold =
-      v.bBf16 ? b.getFalse()
-              : b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 6)),
-                               b.getInt64(0));
-  // A k block of pairs fills the B block's words with twice the depth.
+      v.bBf16 || amx
+          ? b.getFalse()
+          : b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 6)),
+                           b.getInt64(0));
+  // A k block of pairs packed from bf16 fills the B block's words with twice the depth.
   Value *nr = b.getInt64(T.nr()), *mr = b.getInt64(amx ? AmxRows : T.mr),
-        *kcMax = b.getInt64(pairs ? 2 * T.kc : T.kc);
+        *kcMax = b.getInt64(pairs && !roundB ? 2 * T.kc : T.kc);
   std::optional<TileEpilogue> tileEpilogue = matchTileEpilogue(Entry, G);
   emitLoop(
       b, ts.begin, ts.end,
@@ -622,9 +646,13 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
         // k blocks of equal depth (k = 576: 192 x 3, not 256 + 256 + 64), so that no short block
         // pays a whole pass over C for little work.
         Value *kcEven = emitCeilDiv(b, v.k, kBlocks);
-        // k-pairs do not straddle blocks: every block but the last even.
-        if (pairs)
-          kcEven = b.CreateMul(emitCeilDiv(b, kcEven, b.getInt64(2)), b.getInt64(2));
+        // k-pairs do not straddle blocks: every block but the last even; with AMX whole tiles
+        // deep (32), so that a bf16 A's tiles can be read in place. (kcMax is a multiple of
+        // 32: the blocks stay kBlocks at most.)
+        if (pairs) {
+          Value *unit = b.getInt64(amx ? 2 * AmxTileRows : 2);
+          kcEven = b.CreateMul(emitCeilDiv(b, kcEven, unit), unit);
+        }
         Value *imagePanels = emitCeilDiv(b, b.CreateSub(n1, n0), nr);
         // Folded, the images' columns follow one another without padding (the n-block is all of
         // n, at least NR wide): panel jp holds columns jp*NR .. of the concatenation, a tile
@@ -646,18 +674,22 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
               if (amx)
                 kSteps = b.CreateMul(emitCeilDiv(b, kSteps, b.getInt64(AmxTileRows)),
                                      b.getInt64(AmxTileRows));
-              if (pairs) {
+              // Rows between a block's panels: kSteps, or kc for f32 rows rounded in place.
+              Value *stride =
+                  roundB ? b.CreateBinaryIntrinsic(Intrinsic::smax, kc, kSteps) : kSteps;
+              // Image g's panels follow image g-1's in the B block.
+              Value *imageBlock = b.CreateMul(b.CreateMul(imagePanels, stride), nr);
+              if (pairs && !roundB) {
                 packBPairs(b, v, k0, kc, kSteps, n0, n1, bp);
               } else if (v.win) {
                 // The column tables hold every image's columns (folded) or the block's.
                 emitIf(
-                    b, folded, [&] { packBConv(b, v, bi0, k0, kc, panels, bp, cols); },
+                    b, folded, [&] { packBConv(b, v, bi0, k0, kc, stride, panels, bp, cols); },
                     [&] {
-                      Value *imageBlock = b.CreateMul(b.CreateMul(imagePanels, kc), nr);
                       emitLoop(
                           b, b.getInt64(0), images,
                           [&](Value *g) {
-                            packBConv(b, v, b.CreateAdd(bi0, g), k0, kc, imagePanels,
+                            packBConv(b, v, b.CreateAdd(bi0, g), k0, kc, stride, imagePanels,
                                       b.CreateInBoundsGEP(f32, bp, b.CreateMul(g, imageBlock)),
                                       cols);
                           },
@@ -665,19 +697,19 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                     });
               } else {
                 emitIf(
-                    b, folded, [&] { packBFolded(b, v, bi0, images, k0, kc, bp); },
+                    b, folded, [&] { packBFolded(b, v, bi0, images, k0, kc, stride, bp); },
                     [&] {
-                      // Image g's panels follow image g-1's in the B block.
-                      Value *imageBlock = b.CreateMul(b.CreateMul(imagePanels, kc), nr);
                       emitLoop(
                           b, b.getInt64(0), images,
                           [&](Value *g) {
-                            packB(b, v, b.CreateAdd(bi0, g), k0, kc, n0, n1,
+                            packB(b, v, b.CreateAdd(bi0, g), k0, kc, stride, n0, n1,
                                   b.CreateInBoundsGEP(f32, bp, b.CreateMul(g, imageBlock)));
                           },
                           "pg");
                     });
               }
+              if (roundB)
+                roundPairs(b, bp, panels, stride, kc, kSteps);
               Value *rowPanels = emitCeilDiv(b, b.CreateSub(m1, m0), mr);
               emitLoop(
                   b, b.getInt64(0), rowPanels,
@@ -687,27 +719,48 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                     // A stored as panels (packed at compile time) is read where it is: a
                     // panel holds MR rows (or two of the 6-row tiles, AVX2) at offset i0 % 12.
                     Value *aPanel = ap;
-                    if (v.aPanelRows)
+                    // AMX's A rows, 4 * kSteps bytes apart in the micro-panel.
+                    Value *lda = b.CreateMul(kSteps, b.getInt64(4));
+                    if (v.aPanelRows) {
                       aPanel = ptrA(b, v, bi0, i0, k0);
-                    else if (amx)
+                    } else if (amx && v.aBf16) {
+                      // A bf16 A's tiles are read in place where the block's are whole: all
+                      // rows, k a multiple of 32, rows along k.
+                      Value *inPlace = b.CreateAnd(
+                          b.CreateICmpEQ(mrEff, mr),
+                          b.CreateAnd(b.CreateICmpEQ(v.aCs, b.getInt64(1)),
+                                      b.CreateICmpEQ(b.CreateMul(kSteps, b.getInt64(2)), kc)));
+                      emitIf(
+                          b, inPlace, [] {},
+                          [&] { packARowsBf16(b, v, bi0, i0, mrEff, k0, kc, kSteps, ap); });
+                      aPanel = b.CreateSelect(inPlace, ptrA(b, v, bi0, i0, k0), ap);
+                      lda = b.CreateSelect(inPlace, b.CreateMul(v.aRs, b.getInt64(2)), lda);
+                    } else if (amx) {
                       packARowsBf16(b, v, bi0, i0, mrEff, k0, kc, kSteps, ap);
-                    else if (bf16Dot)
+                    } else if (bf16Dot) {
                       packAPairs(b, v, bi0, i0, mrEff, k0, kc, ap);
-                    else
+                    } else {
                       packA(b, v, bi0, i0, mrEff, k0, kc, ap);
-                    // AMX takes the whole row of panels in one call: its tile configuration
-                    // is loaded once per call. (bf16 B: one image, no folding.)
-                    if (amx) {
-                      TileEpilogueArgs epi =
-                          tileEpilogueArgs(b, ex, tileEpilogue, ts.buffers, last, bi0, bi0, i0, n0);
-                      b.CreateCall(amxKernelFunction(),
-                                   {aPanel, bp, b.CreateUDiv(kSteps, b.getInt64(AmxTileRows)),
-                                    b.CreateMul(kSteps, nr), panels,
-                                    b.CreateInBoundsGEP(f32, v.out, outOffset(b, v, bi0, i0, n0)),
-                                    v.n, mrEff, b.CreateSub(n1, n0),
-                                    b.CreateMul(kSteps, b.getInt64(4)), b.CreateNot(first),
-                                    epi.bias, epi.residual, epi.ldr, epi.flags});
                     }
+                    // AMX takes an image's whole row of panels in one call: its tile
+                    // configuration is loaded once per call. (Never folded.)
+                    if (amx)
+                      emitLoop(
+                          b, b.getInt64(0), images,
+                          [&](Value *g) {
+                            Value *bi = b.CreateAdd(bi0, g);
+                            TileEpilogueArgs epi = tileEpilogueArgs(b, ex, tileEpilogue, ts.buffers,
+                                                                    last, bi, bi, i0, n0);
+                            b.CreateCall(
+                                amxKernelFunction(),
+                                {aPanel, b.CreateInBoundsGEP(f32, bp, b.CreateMul(g, imageBlock)),
+                                 b.CreateUDiv(kSteps, b.getInt64(AmxTileRows)),
+                                 b.CreateMul(stride, nr), imagePanels,
+                                 b.CreateInBoundsGEP(f32, v.out, outOffset(b, v, bi, i0, n0)), v.n,
+                                 mrEff, b.CreateSub(n1, n0), lda, b.CreateNot(first), epi.bias,
+                                 epi.residual, epi.ldr, epi.flags});
+                          },
+                          "ag");
                     emitLoop(
                         b, b.getInt64(0), panels,
                         [&](Value *jp) {
@@ -730,7 +783,7 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                           Value *bi2 = smin(b, b.CreateAdd(bi, b.getInt64(1)),
                                             b.CreateSub(v.batch, b.getInt64(1)));
                           Value *panel = b.CreateInBoundsGEP(
-                              f32, bp, b.CreateMul(b.CreateMul(jp, kSteps), nr));
+                              f32, bp, b.CreateMul(b.CreateMul(jp, stride), nr));
                           // Every tile accumulates in C itself; the epilogue runs in place once
                           // the last k block is in.
                           Value *cBlock =
@@ -865,7 +918,7 @@ Function *GemmEmitter::smallTask() {
                           emitLoop(
                               b, b.getInt64(0), v.k,
                               [&](Value *kk) {
-                                Value *x = b.CreateLoad(f32, ptrA(b, v, bi, i, kk));
+                                Value *x = loadA(b, v, bi, i, kk);
                                 Value *y = loadB(b, v, bi, kk, col);
                                 b.CreateStore(
                                     reassocAdd(b, b.CreateLoad(f32, s), reassocMul(b, x, y)), s);
@@ -898,7 +951,7 @@ Function *GemmEmitter::smallTask() {
                     emitLoop(
                         b, b.getInt64(0), v.m,
                         [&](Value *i) {
-                          Value *a = b.CreateLoad(f32, ptrA(b, v, bi, i, kk));
+                          Value *a = loadA(b, v, bi, i, kk);
                           emitLoop(
                               b, b.getInt64(0), jn,
                               [&](Value *j) {
@@ -978,7 +1031,7 @@ Function *GemmEmitter::dotTask() {
               // next tile does not start with a burst of misses (GPT-2's vocabulary projection,
               // its B 154 MB: 44 -> 35 ms with the wider tile).
               Value *nextJ0 = b.CreateAdd(j0, b.getInt64(dt.cols));
-              Type *bElem = bElementType(b, v);
+              Type *aElem = aElementType(b, v), *bElem = bElementType(b, v);
               unsigned bPerLine = v.bBf16 ? 2 * FloatsPerLine : FloatsPerLine;
               Value *rowLines = emitCeilDiv(b, v.k, b.getInt64(bPerLine));
               Value *lines = b.CreateMul(rowLines, b.getInt64(dt.cols));
@@ -1007,14 +1060,9 @@ Function *GemmEmitter::dotTask() {
                     unsigned nacc = dt.rows * dt.cols;
                     auto update = [&](ArrayRef<Value *> accs, Value *off, Value *mask) {
                       SmallVector<Value *, 4> av, bv;
-                      auto load = [&](Value *base) -> Value * {
-                        Value *at = b.CreateInBoundsGEP(f32, base, off);
-                        if (mask)
-                          return b.CreateMaskedLoad(vt, at, Align(4), mask, zero);
-                        return b.CreateAlignedLoad(vt, at, Align(4));
-                      };
                       for (Value *p : aPtr)
-                        av.push_back(load(p));
+                        av.push_back(
+                            loadAVector(b, v, b.CreateInBoundsGEP(aElem, p, off), vw, mask));
                       for (Value *p : bPtr)
                         bv.push_back(
                             loadBVector(b, v, b.CreateInBoundsGEP(bElem, p, off), vw, mask));
@@ -1049,7 +1097,7 @@ Function *GemmEmitter::dotTask() {
                     Value *kOff = b.CreateMul(p, b.getInt64(vw));
                     Value *ahead = b.CreateAdd(kOff, b.getInt64(8 * FloatsPerLine));
                     for (Value *ap : aPtr)
-                      emitPrefetch(b, b.CreateGEP(f32, ap, ahead), 3);
+                      emitPrefetch(b, b.CreateGEP(aElem, ap, ahead), 3);
                     SmallVector<Value *, 16> next = update(accVals, kOff, nullptr);
                     p->addIncoming(b.CreateAdd(p, b.getInt64(1), "dp.next", true, true),
                                    b.GetInsertBlock());
@@ -1092,8 +1140,9 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
     GemmEmitter ge(me, entry, g, symIndex, key.slots());
     // vdpbf16ps and AMX are outside x86-64-v4: their tasks run where the runtime found them
     // (aotc_exec.cpu_features).
-    bool bf16 = me.variant() == Variant::X86_64_V4 &&
-                entry.buffers[g.b.buffer].dtype == DType::BF16 && !g.a.panelRows;
+    bool bf16 = me.variant() == Variant::X86_64_V4 && !g.a.panelRows &&
+                (entry.buffers[g.a.buffer].dtype == DType::BF16 ||
+                 entry.buffers[g.b.buffer].dtype == DType::BF16);
     shared->second = {ge.blockedTask(), ge.smallTask(), g.b.conv ? nullptr : ge.dotTask(),
                       bf16 ? ge.blockedTask(BlockedKind::Bf16Dot) : nullptr,
                       bf16 ? ge.blockedTask(BlockedKind::Amx) : nullptr};
@@ -1121,11 +1170,12 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
   b.CreateCondBr(empty, doneBB, work);
   b.SetInsertPoint(work);
   // The bf16 tasks run where the runtime found their instructions (aotc_exec.cpu_features) and
-  // packBPairs reads B, along n or along k.
+  // packBPairs reads a bf16 B, along n or along k (an f32 B packs as in f32).
   Value *features = b.CreateLoad(
       b.getInt32Ty(), b.CreateStructGEP(me.execType(), exec, ModuleEmitter::ExecCpuFeatures));
-  Value *packable =
-      b.CreateOr(b.CreateICmpEQ(v.bCs, b.getInt64(1)), b.CreateICmpEQ(v.bRs, b.getInt64(1)));
+  Value *packable = v.bBf16 ? b.CreateOr(b.CreateICmpEQ(v.bCs, b.getInt64(1)),
+                                         b.CreateICmpEQ(v.bRs, b.getInt64(1)))
+                            : b.getTrue();
   auto has = [&](uint32_t feature) {
     return b.CreateAnd(packable, b.CreateICmpNE(b.CreateAnd(features, feature), b.getInt32(0)));
   };

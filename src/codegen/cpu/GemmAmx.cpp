@@ -13,9 +13,7 @@ void GemmEmitter::packARowsBf16(Builder &b, const GemmValues &v, Value *bi, Valu
   // Row r's 2 * pairs bf16 at ap + r * 4 * pairs bytes: a multiple of 64 (whole tiles of k).
   Type *f32 = b.getFloatTy(), *i16 = b.getInt16Ty(), *bf16 = b.getBFloatTy();
   const unsigned half = AmxTileRows, chunk = 2 * AmxTileRows; // bf16 of one tile row
-  auto *fv = FixedVectorType::get(f32, half);
   auto *halfV = FixedVectorType::get(bf16, half);
-  Value *zero = ConstantAggregateZero::get(fv);
   Value *width = b.CreateMul(pairs, b.getInt64(2));
   emitLoop(
       b, b.getInt64(0), b.getInt64(AmxRows),
@@ -38,9 +36,10 @@ void GemmEmitter::packARowsBf16(Builder &b, const GemmValues &v, Value *bi, Valu
                       Value *m =
                           lanesBelow(b, half, b.CreateSub(kc, b.CreateAdd(kk, b.getInt64(from))));
                       Value *none = Constant::getNullValue(m->getType());
+                      // A bf16 A widens exactly: the rounding gives it back.
                       Value *x =
-                          b.CreateMaskedLoad(fv, b.CreateConstGEP1_32(f32, at, from), Align(4),
-                                             b.CreateSelect(exists, m, none), zero);
+                          loadAVector(b, v, b.CreateConstGEP1_32(aElementType(b, v), at, from),
+                                      half, b.CreateSelect(exists, m, none));
                       return b.CreateFPTrunc(x, halfV);
                     };
                     SmallVector<int, 32> both;
@@ -56,9 +55,8 @@ void GemmEmitter::packARowsBf16(Builder &b, const GemmValues &v, Value *bi, Valu
                   b, b.getInt64(0), width,
                   [&](Value *k) {
                     Value *in = b.CreateAnd(exists, b.CreateICmpSLT(k, kc));
-                    Value *x = b.CreateLoad(
-                        f32,
-                        ptrA(b, v, bi, row, b.CreateAdd(k0, b.CreateSelect(in, k, b.getInt64(0)))));
+                    Value *x =
+                        loadA(b, v, bi, row, b.CreateAdd(k0, b.CreateSelect(in, k, b.getInt64(0))));
                     x = b.CreateSelect(in, x, ConstantFP::get(f32, 0.0));
                     b.CreateStore(b.CreateFPTrunc(x, bf16), b.CreateInBoundsGEP(i16, dst, k));
                   },

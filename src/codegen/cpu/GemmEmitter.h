@@ -32,6 +32,7 @@ struct GemmValues {
   Value *a, *b, *out;
   std::optional<WindowValues> win;
   unsigned aPanelRows = 0; // A is stored as panels of this many rows (kir::MatrixOperand)
+  bool aBf16 = false;      // A is a bf16 buffer (bf16-weights, a convolution's weight)
   bool bBf16 = false;      // B is a bf16 buffer (bf16-weights): read widened to f32
 };
 
@@ -39,12 +40,17 @@ struct GemmValues {
 GemmValues gemmValues(Builder &b, const kir::EntryKernels &entry, const kir::GemmCall &g,
                       const StringMap<unsigned> &symIndex, ArrayRef<Value *> syms,
                       ArrayRef<Value *> buffers);
-/// B's element type in memory: float, or i16 holding a bf16.
+/// A's and B's element types in memory: float, or i16 holding a bf16.
+Type *aElementType(Builder &b, const GemmValues &v);
 Type *bElementType(Builder &b, const GemmValues &v);
-/// `lanes` consecutive B elements at `at` as an f32 vector (lanes off in `mask`, when there is
-/// one, read 0).
+/// `lanes` consecutive A or B elements at `at` as an f32 vector (lanes off in `mask`, when there
+/// is one, read 0).
+Value *loadAVector(Builder &b, const GemmValues &v, Value *at, unsigned lanes,
+                   Value *mask = nullptr);
 Value *loadBVector(Builder &b, const GemmValues &v, Value *at, unsigned lanes,
                    Value *mask = nullptr);
+/// A[bi, row, col] as an f32.
+Value *loadA(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col);
 /// Addresses of A[bi, row, col] and B[bi, row, col] (B not through a conv window).
 Value *ptrA(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col);
 Value *ptrB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col);
@@ -122,14 +128,15 @@ public:
 
 private:
   Function *startTask(const Twine &suffix, Builder &b, TaskSetup &ts);
-  void packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0, Value *n1,
-             Value *bp);
+  // The f32 packers put a block's panels `stride` >= kc rows apart (kc, but for roundPairs).
+  void packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *stride,
+             Value *n0, Value *n1, Value *bp);
   void convColumns(Builder &b, const GemmValues &v, Value *n0, Value *n1, Value *fold,
                    Value *images, Value *cols);
   void packBFolded(Builder &b, const GemmValues &v, Value *bi0, Value *images, Value *k0, Value *kc,
-                   Value *bp);
-  void packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *panels,
-                 Value *bp, Value *cols);
+                   Value *stride, Value *bp);
+  void packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *stride,
+                 Value *panels, Value *bp, Value *cols);
   /// fn(p0, valid, x) for each vw columns k0 + p0 .. of A's rows i0 .. i0 + MR - 1 (A's rows
   /// along k), `valid` of them in kc: x holds one vector per column, its lanes the rows (lanes
   /// past mrEff and columns past `valid` zero).
@@ -145,6 +152,11 @@ private:
   // packARowsBf16 instead).
   void packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *kc, Value *rows, Value *n0,
                   Value *n1, Value *bp);
+  /// An f32 B block's `panels` panels (kc rows each, `stride` rows apart) rounded in place to
+  /// packBPairs' layout: word row p of a panel from its rows 2p and 2p + 1, `rows` word rows (zero
+  /// past the pairs) where its f32 rows were (rows <= stride). The f32 packers, then this: B's
+  /// activations (a convolution's im2col) for the bf16 paths of a bf16 A.
+  void roundPairs(Builder &b, Value *bp, Value *panels, Value *stride, Value *kc, Value *rows);
   void packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
                   Value *kc, Value *ap);
   /// A new no-inline kernel function `void name(params)` whose first two pointers are read-only

@@ -7,16 +7,17 @@
 
 namespace aotc::cpu::gemm {
 
-void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0,
-                        Value *n1, Value *bp) {
-  // Panel jp holds columns n0 + jp*NR ..; element (p, j) at bp[(jp*kc + p)*NR + j], zero-padded.
+void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc,
+                        Value *stride, Value *n0, Value *n1, Value *bp) {
+  // Panel jp holds columns n0 + jp*NR ..; element (p, j) at bp[(jp*stride + p)*NR + j],
+  // zero-padded.
   Value *nr = b.getInt64(T.nr());
   Value *panels = emitCeilDiv(b, b.CreateSub(n1, n0), nr);
   Type *f32 = b.getFloatTy();
   unsigned vw = T.vecWidth;
   auto dst = [&](Value *jp, Value *p, Value *j) {
     return b.CreateInBoundsGEP(
-        f32, bp, b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), nr), j));
+        f32, bp, b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, stride), p), nr), j));
   };
   // Contiguous reads either way: along n when B's columns are adjacent, else along k.
   emitIf(
@@ -82,7 +83,7 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
 // bi0 + images - 1 one after the other, so a vector of columns reads at most two images (n >=
 // NR), each part one masked load; panels zero-padded past the last image.
 void GemmEmitter::packBFolded(Builder &b, const GemmValues &v, Value *bi0, Value *images, Value *k0,
-                              Value *kc, Value *bp) {
+                              Value *kc, Value *stride, Value *bp) {
   Type *f32 = b.getFloatTy();
   unsigned vw = T.vecWidth;
   auto *fv = FixedVectorType::get(f32, vw);
@@ -115,8 +116,9 @@ void GemmEmitter::packBFolded(Builder &b, const GemmValues &v, Value *bi0, Value
               Value *c = b.CreateMaskedLoad(fv, atNext, Align(4), second, zero);
               Value *dst = b.CreateInBoundsGEP(
                   f32, bp,
-                  b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), b.getInt64(T.nr())),
-                              b.CreateMul(q, b.getInt64(vw))));
+                  b.CreateAdd(
+                      b.CreateMul(b.CreateAdd(b.CreateMul(jp, stride), p), b.getInt64(T.nr())),
+                      b.CreateMul(q, b.getInt64(vw))));
               b.CreateAlignedStore(b.CreateSelect(first, a, c), dst, Align(4 * vw));
             },
             "pfp");
@@ -227,7 +229,7 @@ void GemmEmitter::convColumns(Builder &b, const GemmValues &v, Value *n0, Value 
 // segments table), two loads and a shuffle for a stride-2 run, or one masked gather with 32-bit
 // offsets.
 void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc,
-                            Value *panels, Value *bp, Value *cols) {
+                            Value *stride, Value *panels, Value *bp, Value *cols) {
   const WindowValues &w = *v.win;
   Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
   unsigned vw = T.vecWidth, pnc = T.paddedNc();
@@ -256,7 +258,7 @@ void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k
             b, b.getInt64(0), panels,
             [&](Value *jp) {
               Value *dstRow = b.CreateInBoundsGEP(
-                  f32, bp, b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), nr));
+                  f32, bp, b.CreateMul(b.CreateAdd(b.CreateMul(jp, stride), p), nr));
               for (unsigned q = 0; q < T.nrVecs; ++q) {
                 Value *j0 = b.CreateAdd(b.CreateMul(jp, nr), b.getInt64(q * vw));
                 auto table = [&](unsigned t) {
@@ -472,10 +474,60 @@ void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *
       });
 }
 
+void GemmEmitter::roundPairs(Builder &b, Value *bp, Value *panels, Value *stride, Value *kc,
+                             Value *rows) {
+  // In place: word row p overwrites f32 row p only after rows 2p and 2p + 1, the last to read it
+  // (row p / 2's pair), are read.
+  Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty(), *bf16 = b.getBFloatTy();
+  unsigned vw = T.vecWidth;
+  auto *fv = FixedVectorType::get(f32, vw);
+  auto *halfV = FixedVectorType::get(bf16, vw);
+  auto *wordV = FixedVectorType::get(i32, vw);
+  Value *nr = b.getInt64(T.nr());
+  Value *zero = ConstantAggregateZero::get(fv);
+  emitLoop(
+      b, b.getInt64(0), panels,
+      [&](Value *jp) {
+        Value *panel = b.CreateInBoundsGEP(f32, bp, b.CreateMul(b.CreateMul(jp, stride), nr));
+        emitLoop(
+            b, b.getInt64(0), rows,
+            [&](Value *p) {
+              Value *p2 = b.CreateMul(p, b.getInt64(2));
+              // Rows past kc read as zeros (their address clamped to the panel's first).
+              auto row = [&](Value *r) {
+                Value *in = b.CreateICmpSLT(r, kc);
+                return std::pair(
+                    b.CreateInBoundsGEP(f32, panel,
+                                        b.CreateMul(b.CreateSelect(in, r, b.getInt64(0)), nr)),
+                    in);
+              };
+              auto [at0, in0] = row(p2);
+              auto [at1, in1] = row(b.CreateAdd(p2, b.getInt64(1)));
+              SmallVector<Value *, 4> words;
+              for (unsigned q = 0; q < T.nrVecs; ++q) {
+                auto load = [&](Value *at, Value *in) {
+                  Value *x = b.CreateAlignedLoad(fv, b.CreateConstInBoundsGEP1_32(f32, at, q * vw),
+                                                 Align(4 * vw));
+                  return b.CreateFPTrunc(b.CreateSelect(in, x, zero), halfV);
+                };
+                words.push_back(
+                    b.CreateBitCast(interleave(b, load(at0, in0), load(at1, in1)), wordV));
+              }
+              // Both rows are read before the word row is written (it may be row 0's place).
+              Value *dst = b.CreateInBoundsGEP(i32, panel, b.CreateMul(p, nr));
+              for (unsigned q = 0; q < T.nrVecs; ++q)
+                b.CreateAlignedStore(words[q], b.CreateConstInBoundsGEP1_32(i32, dst, q * vw),
+                                     Align(4 * vw));
+            },
+            "rpp");
+      },
+      "rpj");
+}
+
 void GemmEmitter::packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff,
                              Value *k0, Value *kc, Value *ap) {
   // Word (i, p) at ap[p*MR + i], rows past mrEff zero: packA's layout in words.
-  Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty(), *bf16 = b.getBFloatTy();
+  Type *i32 = b.getInt32Ty(), *bf16 = b.getBFloatTy();
   Value *mr = b.getInt64(T.mr);
   unsigned vw = T.vecWidth;
   auto *wordV = FixedVectorType::get(i32, vw);
@@ -513,10 +565,9 @@ void GemmEmitter::packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *
                     Value *kk = b.CreateAdd(k0, b.CreateMul(p, b.getInt64(2)));
                     Value *second =
                         b.CreateICmpSLT(b.CreateAdd(kk, b.getInt64(1)), b.CreateAdd(k0, kc));
-                    Value *x = b.CreateLoad(f32, ptrA(b, v, bi, row, kk));
-                    Value *y = b.CreateLoad(
-                        f32, ptrA(b, v, bi, row,
-                                  b.CreateSelect(second, b.CreateAdd(kk, b.getInt64(1)), kk)));
+                    Value *x = loadA(b, v, bi, row, kk);
+                    Value *y = loadA(b, v, bi, row,
+                                     b.CreateSelect(second, b.CreateAdd(kk, b.getInt64(1)), kk));
                     Value *lo = b.CreateZExt(bits(x), i32);
                     Value *hi = b.CreateSelect(second, b.CreateZExt(bits(y), i32), b.getInt32(0));
                     Value *word = b.CreateOr(lo, b.CreateShl(hi, 16));
@@ -548,7 +599,7 @@ void GemmEmitter::forAColumns(Builder &b, const GemmValues &v, Value *bi, Value 
           // Rows past mrEff read nothing (their address is clamped to a real row).
           Value *row = smin(b, b.getInt64(r), b.CreateSub(mrEff, b.getInt64(1)));
           Value *at = ptrA(b, v, bi, b.CreateAdd(i0, row), b.CreateAdd(k0, p0));
-          x[r] = b.CreateMaskedLoad(fv, at, Align(4), b.CreateSelect(exists, kMask, none), zero);
+          x[r] = loadAVector(b, v, at, vw, b.CreateSelect(exists, kMask, none));
         }
         transposeSquare(b, x);
         fn(p0, valid, x);
@@ -586,8 +637,7 @@ void GemmEmitter::packA(Builder &b, const GemmValues &v, Value *bi, Value *i0, V
               emitLoop(
                   b, b.getInt64(0), kc,
                   [&](Value *p) {
-                    Value *x =
-                        b.CreateLoad(f32, ptrA(b, v, bi, b.CreateAdd(i0, i), b.CreateAdd(k0, p)));
+                    Value *x = loadA(b, v, bi, b.CreateAdd(i0, i), b.CreateAdd(k0, p));
                     b.CreateStore(x,
                                   b.CreateInBoundsGEP(f32, ap, b.CreateAdd(b.CreateMul(p, mr), i)));
                   },

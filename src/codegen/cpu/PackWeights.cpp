@@ -125,7 +125,9 @@ private:
     kir::Weight &source = P.weights[at.weight];
     kir::HeldWeight held = at.layout(index);
     int64_t taps = held.taps();
-    bool better = !source.heldBy || (source.heldBy->winogradTile && !at.winograd);
+    // A bf16 copy (bf16-weights) holds it rounded.
+    bool better = !source.heldBy || (source.heldBy->winogradTile && !at.winograd) ||
+                  P.weights[source.heldBy->holder].dtype == DType::BF16;
     if (better && at.offset == 0 && at.colStride == taps && at.rowStride == at.k * taps &&
         static_cast<uint64_t>(at.m * at.k * taps) == source.numel())
       source.heldBy = held;

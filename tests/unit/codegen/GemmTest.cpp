@@ -31,13 +31,33 @@ std::string name(const GemmCase &g) {
          (g.sharedA ? "_aShared" : "");
 }
 
-class GemmTest : public ::testing::TestWithParam<std::tuple<Variant, GemmCase, bool>> {
+// (variant, case, epilogue, A a bf16 weight (bf16-weights: a convolution's weight at --precision
+// bf16), read widened; where the host has bf16 arithmetic, the blocked path rounds B to bf16 too
+// and multiplies k-pairs.)
+class GemmTest : public ::testing::TestWithParam<std::tuple<Variant, GemmCase, bool, bool>> {
 protected:
   void SetUp() override {
     if (!hostSupports(std::get<0>(GetParam())))
       GTEST_SKIP() << "the host CPU cannot run " << variantName(std::get<0>(GetParam())).str();
   }
 };
+
+// The cpu_features to run a v4 GEMM with a bf16 operand under: none (f32 arithmetic), and where
+// the host has them, vdpbf16ps (forced) and AMX (where the runtime finds it and Linux grants it
+// to this process).
+std::vector<uint32_t> bf16FeatureSets(Variant variant) {
+  std::vector<uint32_t> sets = {0};
+  if (variant == Variant::X86_64_V4 && __builtin_cpu_supports("avx512bf16")) {
+    sets.push_back(AOTC_CPU_FEATURE_BF16_DOT);
+    uint32_t found = 0;
+    if (aotc_cpu_features(AOTC_VARIANT_X86_64_V4, &found) == AOTC_OK &&
+        (found & AOTC_CPU_FEATURE_AMX_BF16))
+      sets.push_back(AOTC_CPU_FEATURE_AMX_BF16);
+  }
+  return sets;
+}
+
+float roundedToBf16(float x) { return bfloat16ToFloat(floatToBFloat16(x)); }
 
 // The epilogue relu(acc + bias[n]), the bias f32 buffer `bias`.
 kir::ExprId biasRelu(kir::EntryKernels &e, uint32_t bias) {
@@ -48,7 +68,7 @@ kir::ExprId biasRelu(kir::EntryKernels &e, uint32_t bias) {
 }
 
 // out = A @ B (+ bias[n], relu) with m a dynamic symbol "m"; the bias is a weight.
-kir::Program gemmProgram(const GemmCase &g, bool epilogue) {
+kir::Program gemmProgram(const GemmCase &g, bool epilogue, bool bf16A) {
   kir::Program p;
   p.name = "gemm";
   kir::Weight w;
@@ -65,12 +85,17 @@ kir::Program gemmProgram(const GemmCase &g, bool epilogue) {
   e.inputs.push_back({"a", DType::F32, {g.batch, m, g.k}});
   e.inputs.push_back({"b", DType::F32, {g.batch, g.k, g.n}});
   e.outputs.push_back({"y", DType::F32, {g.batch, m, g.n}});
-  e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, g.batch * m * g.k),
-               makeBuffer(kir::Buffer::Kind::Input, 1, g.batch * g.k * g.n),
-               makeBuffer(kir::Buffer::Kind::Output, 0, g.batch * m * g.n),
-               makeBuffer(kir::Buffer::Kind::Weight, 0, g.n)};
+  if (bf16A)
+    e.inputs[0].dtype = DType::BF16;
+  e.buffers = {
+      makeBuffer(kir::Buffer::Kind::Input, 0, g.batch * m * g.k, bf16A ? DType::BF16 : DType::F32),
+      makeBuffer(kir::Buffer::Kind::Input, 1, g.batch * g.k * g.n),
+      makeBuffer(kir::Buffer::Kind::Output, 0, g.batch * m * g.n),
+      makeBuffer(kir::Buffer::Kind::Weight, 0, g.n)};
   kir::GemmCall c;
   c.name = "gemm_" + name(g);
+  if (bf16A)
+    c.precision = kir::Precision::BF16;
   c.batch = g.batch;
   c.m = m;
   c.n = g.n;
@@ -92,8 +117,8 @@ kir::Program gemmProgram(const GemmCase &g, bool epilogue) {
 }
 
 TEST_P(GemmTest, MatchesDoubleReference) {
-  auto [variant, g, epilogue] = GetParam();
-  kir::Program p = gemmProgram(g, epilogue);
+  auto [variant, g, epilogue, bf16A] = GetParam();
+  kir::Program p = gemmProgram(g, epilogue, bf16A);
   auto c = Compiled::create(p, variant);
   ASSERT_TRUE(!!c) << llvm::toString(c.takeError());
   std::mt19937 rng(unsigned(g.m * 31 + g.n * 7 + g.k));
@@ -105,6 +130,12 @@ TEST_P(GemmTest, MatchesDoubleReference) {
     x = d(rng);
   for (float &x : bias)
     x = d(rng);
+  std::vector<uint16_t> aBf16(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    aBf16[i] = floatToBFloat16(a[i]);
+    if (bf16A)
+      a[i] = bfloat16ToFloat(aBf16[i]);
+  }
   std::vector<uint8_t> blob(p.weightBytes);
   std::memcpy(blob.data() + 64, bias.data(), g.n * 4);
   auto A = [&](int64_t bi, int64_t i, int64_t kk) {
@@ -112,34 +143,43 @@ TEST_P(GemmTest, MatchesDoubleReference) {
       bi = 0;
     return g.transposedA ? a[bi * g.m * g.k + kk * g.m + i] : a[bi * g.m * g.k + i * g.k + kk];
   };
+  bool roundsB = false;
   auto B = [&](int64_t bi, int64_t kk, int64_t j) {
-    return g.transposedB ? b[bi * g.k * g.n + j * g.k + kk] : b[bi * g.k * g.n + kk * g.n + j];
+    float x = g.transposedB ? b[bi * g.k * g.n + j * g.k + kk] : b[bi * g.k * g.n + kk * g.n + j];
+    return roundsB ? roundedToBf16(x) : x;
   };
-  for (int threads : {1, 2}) {
-    std::vector<float> y(g.batch * g.m * g.n, NAN);
-    TestExec ex(threads, &blob);
-    const void *in[] = {a.data(), b.data()};
-    void *out[] = {y.data()};
-    int64_t syms[] = {g.m};
-    ASSERT_EQ((*c)->run(0)(&ex.exec, in, out, syms), 0);
-    for (int64_t bi = 0; bi < g.batch; ++bi)
-      for (int64_t i = 0; i < g.m; ++i)
-        for (int64_t j = 0; j < g.n; ++j) {
-          double s = 0, mag = 0;
-          for (int64_t kk = 0; kk < g.k; ++kk) {
-            double t = double(A(bi, i, kk)) * B(bi, kk, j);
-            s += t;
-            mag += std::fabs(t);
+  // The dot products (A and B along k, m <= DotMaxM) and the small path keep B in f32; AMX takes
+  // the dot products' GEMMs.
+  const bool dotShaped = g.transposedB && !g.transposedA && g.m <= GemmPolicy::DotMaxM;
+  for (uint32_t features : bf16A ? bf16FeatureSets(variant) : std::vector<uint32_t>{0})
+    for (int threads : {1, 2}) {
+      roundsB = features != 0 && g.m > GemmPolicy::SmallM && g.k > 0 &&
+                (features == AOTC_CPU_FEATURE_AMX_BF16 || !dotShaped);
+      std::vector<float> y(g.batch * g.m * g.n, NAN);
+      TestExec ex(threads, &blob);
+      ex.exec.cpu_features = features;
+      const void *in[] = {bf16A ? static_cast<const void *>(aBf16.data()) : a.data(), b.data()};
+      void *out[] = {y.data()};
+      int64_t syms[] = {g.m};
+      ASSERT_EQ((*c)->run(0)(&ex.exec, in, out, syms), 0);
+      for (int64_t bi = 0; bi < g.batch; ++bi)
+        for (int64_t i = 0; i < g.m; ++i)
+          for (int64_t j = 0; j < g.n; ++j) {
+            double s = 0, mag = 0;
+            for (int64_t kk = 0; kk < g.k; ++kk) {
+              double t = double(A(bi, i, kk)) * B(bi, kk, j);
+              s += t;
+              mag += std::fabs(t);
+            }
+            if (epilogue)
+              s = std::max(0.0, s + bias[j]);
+            float got = y[(bi * g.m + i) * g.n + j];
+            ASSERT_FALSE(std::isnan(got)) << bi << "," << i << "," << j;
+            ASSERT_LE(std::fabs(got - s), 1e-5 * std::max(1.0, mag))
+                << "threads " << threads << ", cpu features " << features << " at " << bi << ","
+                << i << "," << j << ": got " << got << " want " << s;
           }
-          if (epilogue)
-            s = std::max(0.0, s + bias[j]);
-          float got = y[(bi * g.m + i) * g.n + j];
-          ASSERT_FALSE(std::isnan(got)) << bi << "," << i << "," << j;
-          ASSERT_LE(std::fabs(got - s), 1e-5 * std::max(1.0, mag))
-              << "threads " << threads << " at " << bi << "," << i << "," << j << ": got " << got
-              << " want " << s;
-        }
-  }
+    }
 }
 
 const GemmCase Cases[] = {
@@ -202,9 +242,18 @@ std::string name(ConvEpilogue e) {
 }
 constexpr int64_t ResidualOffset = 2;
 
-// (variant, case, epilogue, A as panels (kir::MatrixOperand::panels, as pack-weights stores it))
+// How the test stores A (the filter): dense f32, as panels (kir::MatrixOperand::panels, as
+// pack-weights stores it), or dense bf16 (bf16-weights at --precision bf16: read widened; where
+// the host has bf16 arithmetic, the blocked path rounds the im2col columns into k-pairs and
+// multiplies with vdpbf16ps or AMX tiles).
+enum class FilterForm { Dense, Panels, Bf16 };
+std::string name(FilterForm f) {
+  return f == FilterForm::Dense ? "" : f == FilterForm::Panels ? "_panels" : "_bf16";
+}
+
+// (variant, case, epilogue, filter form)
 class ConvViewTest
-    : public ::testing::TestWithParam<std::tuple<Variant, ConvCase, ConvEpilogue, bool>> {
+    : public ::testing::TestWithParam<std::tuple<Variant, ConvCase, ConvEpilogue, FilterForm>> {
 protected:
   void SetUp() override {
     if (!hostSupports(std::get<0>(GetParam())))
@@ -217,7 +266,8 @@ int64_t panelElements(const ConvCase &c) {
   return (c.cout + PanelRows - 1) / PanelRows * PanelRows * c.k();
 }
 
-kir::Program convProgram(const ConvCase &c, ConvEpilogue epilogue, bool panels) {
+kir::Program convProgram(const ConvCase &c, ConvEpilogue epilogue, FilterForm form) {
+  const bool panels = form == FilterForm::Panels, bf16 = form == FilterForm::Bf16;
   kir::Program p;
   p.name = "conv";
   kir::Weight wt;
@@ -234,17 +284,19 @@ kir::Program convProgram(const ConvCase &c, ConvEpilogue epilogue, bool panels) 
   int64_t n = c.oh() * c.ow();
   e.inputs.push_back({"x", DType::F32, {batch, c.bs()}});
   int64_t wNumel = panels ? panelElements(c) : c.cout * c.k();
-  e.inputs.push_back({"w", DType::F32, {wNumel}});
+  e.inputs.push_back({"w", bf16 ? DType::BF16 : DType::F32, {wNumel}});
   int64_t rNumel = ResidualOffset + c.batch * c.cout * residualStride(n);
   e.inputs.push_back({"r", DType::F32, {rNumel}});
   e.outputs.push_back({"y", DType::F32, {batch, c.cout, n}});
   e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, batch * c.bs()),
-               makeBuffer(kir::Buffer::Kind::Input, 1, wNumel),
+               makeBuffer(kir::Buffer::Kind::Input, 1, wNumel, bf16 ? DType::BF16 : DType::F32),
                makeBuffer(kir::Buffer::Kind::Output, 0, batch * c.cout * n),
                makeBuffer(kir::Buffer::Kind::Weight, 0, c.cout),
                makeBuffer(kir::Buffer::Kind::Input, 2, rNumel)};
   kir::GemmCall g;
   g.name = "conv_" + name(c);
+  if (bf16)
+    g.precision = kir::Precision::BF16;
   g.batch = batch;
   g.m = c.cout;
   g.n = n;
@@ -292,8 +344,8 @@ kir::Program convProgram(const ConvCase &c, ConvEpilogue epilogue, bool panels) 
 }
 
 TEST_P(ConvViewTest, MatchesDoubleReference) {
-  auto [variant, c, epilogue, panels] = GetParam();
-  kir::Program p = convProgram(c, epilogue, panels);
+  auto [variant, c, epilogue, form] = GetParam();
+  kir::Program p = convProgram(c, epilogue, form);
   auto compiled = Compiled::create(p, variant);
   ASSERT_TRUE(!!compiled) << llvm::toString(compiled.takeError());
   std::mt19937 rng(unsigned(c.cin * 131 + c.h * 17 + c.cout));
@@ -306,8 +358,13 @@ TEST_P(ConvViewTest, MatchesDoubleReference) {
     for (int64_t ci = 0; ci < c.cin; ++ci)
       for (int64_t i = 0; i < c.h * c.w; ++i)
         x[c.offset() + b * c.bs() + ci * c.cs() + i] = d(rng);
-  for (float &v : w)
-    v = d(rng);
+  std::vector<uint16_t> wBf16(w.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    w[i] = d(rng);
+    wBf16[i] = floatToBFloat16(w[i]);
+    if (form == FilterForm::Bf16)
+      w[i] = bfloat16ToFloat(wBf16[i]);
+  }
   for (float &v : bias)
     v = d(rng);
   std::vector<float> r(ResidualOffset + c.batch * c.cout * residualStride(n));
@@ -315,55 +372,69 @@ TEST_P(ConvViewTest, MatchesDoubleReference) {
     v = d(rng);
   std::vector<uint8_t> blob(p.weightBytes);
   std::memcpy(blob.data() + 64, bias.data(), c.cout * 4);
+  bool roundsX = false;
   auto X = [&](int64_t b, int64_t ci, int64_t ih, int64_t iw) -> double {
     if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w)
       return 0;
-    return x[c.offset() + b * c.bs() + ci * c.cs() + ih * c.w + iw];
+    float v = x[c.offset() + b * c.bs() + ci * c.cs() + ih * c.w + iw];
+    return roundsX ? roundedToBf16(v) : v;
   };
-  for (int threads : {1, 2}) {
-    std::vector<float> y(c.batch * c.cout * n, NAN);
-    TestExec ex(threads, &blob);
-    // Panels: rows of 12 side by side per column, the last panel's missing rows NaN (the tile
-    // multiplies them, but they must never reach the output).
-    std::vector<float> wPanels(panelElements(c), NAN);
-    for (int64_t co = 0; co < c.cout; ++co)
-      for (int64_t kk = 0; kk < k; ++kk)
-        wPanels[kir::panelOffset(co, kk, k, PanelRows)] = w[co * k + kk];
-    const void *in[] = {x.data(), panels ? wPanels.data() : w.data(), r.data()};
-    void *out[] = {y.data()};
-    int64_t syms[] = {c.batch};
-    ASSERT_EQ((*compiled)->run(0)(&ex.exec, in, out, syms), 0);
-    for (int64_t b = 0; b < c.batch; ++b)
+  for (uint32_t features :
+       form == FilterForm::Bf16 ? bf16FeatureSets(variant) : std::vector<uint32_t>{0})
+    for (int threads : {1, 2}) {
+      // The blocked path (m > SmallM) multiplies in bf16 where it can.
+      roundsX = features != 0 && c.cout > GemmPolicy::SmallM;
+      std::vector<float> y(c.batch * c.cout * n, NAN);
+      TestExec ex(threads, &blob);
+      ex.exec.cpu_features = features;
+      // Panels: rows of 12 side by side per column, the last panel's missing rows NaN (the tile
+      // multiplies them, but they must never reach the output).
+      std::vector<float> wPanels(panelElements(c), NAN);
       for (int64_t co = 0; co < c.cout; ++co)
-        for (int64_t oh = 0; oh < c.oh(); ++oh)
-          for (int64_t ow = 0; ow < c.ow(); ++ow) {
-            double s = 0, mag = 0;
-            for (int64_t ci = 0; ci < c.cin; ++ci)
-              for (int64_t fh = 0; fh < c.kh; ++fh)
-                for (int64_t fw = 0; fw < c.kw; ++fw) {
-                  double t = double(w[co * k + (ci * c.kh + fh) * c.kw + fw]) *
-                             X(b, ci, oh * c.sh - c.ph + fh * c.dh, ow * c.sw - c.pw + fw * c.dw);
-                  s += t;
-                  mag += std::fabs(t);
-                }
-            int64_t at = oh * c.ow() + ow;
-            if (epilogue == ConvEpilogue::BiasRelu)
-              s = std::max(0.0, s + bias[co]);
-            if (epilogue == ConvEpilogue::BiasResidualRelu)
-              s = std::max(0.0, s + bias[co] +
-                                    r[ResidualOffset + (b * c.cout + co) * residualStride(n) + at]);
-            float got = y[(b * c.cout + co) * n + at];
-            ASSERT_FALSE(std::isnan(got)) << b << "," << co << "," << oh << "," << ow;
-            ASSERT_LE(std::fabs(got - s), 1e-5 * std::max(1.0, mag))
-                << "threads " << threads << " at " << b << "," << co << "," << oh << "," << ow
-                << ": got " << got << " want " << s;
-          }
-  }
+        for (int64_t kk = 0; kk < k; ++kk)
+          wPanels[kir::panelOffset(co, kk, k, PanelRows)] = w[co * k + kk];
+      const void *wData = form == FilterForm::Panels ? static_cast<const void *>(wPanels.data())
+                          : form == FilterForm::Bf16 ? static_cast<const void *>(wBf16.data())
+                                                     : w.data();
+      const void *in[] = {x.data(), wData, r.data()};
+      void *out[] = {y.data()};
+      int64_t syms[] = {c.batch};
+      ASSERT_EQ((*compiled)->run(0)(&ex.exec, in, out, syms), 0);
+      for (int64_t b = 0; b < c.batch; ++b)
+        for (int64_t co = 0; co < c.cout; ++co)
+          for (int64_t oh = 0; oh < c.oh(); ++oh)
+            for (int64_t ow = 0; ow < c.ow(); ++ow) {
+              double s = 0, mag = 0;
+              for (int64_t ci = 0; ci < c.cin; ++ci)
+                for (int64_t fh = 0; fh < c.kh; ++fh)
+                  for (int64_t fw = 0; fw < c.kw; ++fw) {
+                    double t = double(w[co * k + (ci * c.kh + fh) * c.kw + fw]) *
+                               X(b, ci, oh * c.sh - c.ph + fh * c.dh, ow * c.sw - c.pw + fw * c.dw);
+                    s += t;
+                    mag += std::fabs(t);
+                  }
+              int64_t at = oh * c.ow() + ow;
+              if (epilogue == ConvEpilogue::BiasRelu)
+                s = std::max(0.0, s + bias[co]);
+              if (epilogue == ConvEpilogue::BiasResidualRelu)
+                s = std::max(0.0,
+                             s + bias[co] +
+                                 r[ResidualOffset + (b * c.cout + co) * residualStride(n) + at]);
+              float got = y[(b * c.cout + co) * n + at];
+              ASSERT_FALSE(std::isnan(got)) << b << "," << co << "," << oh << "," << ow;
+              ASSERT_LE(std::fabs(got - s), 1e-5 * std::max(1.0, mag))
+                  << "threads " << threads << ", cpu features " << features << " at " << b << ","
+                  << co << "," << oh << "," << ow << ": got " << got << " want " << s;
+            }
+    }
 }
 
 const ConvCase ConvCases[] = {
     // ResNet-like 3x3 pad 1 with n over one NC block, m a multiple of neither MR.
     {2, 16, 20, 19, 40, 3, 3, 1, 1, 1, 1, 1, 1},
+    // k = 288 (two k blocks of 160 and 128 in bf16's AMX tiles, which read whole blocks of a
+    // bf16 filter in place), m = 64.
+    {1, 32, 10, 12, 64, 3, 3, 1, 1, 1, 1, 1, 1},
     // The stem: 7x7 stride 2 pad 3, k = 147 across one block, n over several blocks.
     {1, 3, 37, 41, 24, 7, 7, 2, 2, 3, 3, 1, 1},
     // 1x1 stride 2 (downsample), k over two k blocks.
@@ -392,21 +463,40 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::ValuesIn(ConvCases),
                        ::testing::Values(ConvEpilogue::None, ConvEpilogue::BiasRelu,
                                          ConvEpilogue::BiasResidualRelu),
-                       ::testing::Bool()),
+                       ::testing::Values(FilterForm::Dense, FilterForm::Panels, FilterForm::Bf16)),
     [](const auto &info) {
       return std::string(std::get<0>(info.param) == Variant::X86_64_V4 ? "v4_" : "v3_") +
              name(std::get<1>(info.param)) + name(std::get<2>(info.param)) +
-             (std::get<3>(info.param) ? "_panels" : "");
+             name(std::get<3>(info.param));
     });
+
+std::string gemmTestName(const ::testing::TestParamInfo<GemmTest::ParamType> &info) {
+  return std::string(std::get<0>(info.param) == Variant::X86_64_V4 ? "v4_" : "v3_") +
+         name(std::get<1>(info.param)) + (std::get<2>(info.param) ? "_epilogue" : "") +
+         (std::get<3>(info.param) ? "_bf16A" : "");
+}
 
 INSTANTIATE_TEST_SUITE_P(
     Cpu, GemmTest,
     ::testing::Combine(::testing::Values(Variant::X86_64_V3, Variant::X86_64_V4),
-                       ::testing::ValuesIn(Cases), ::testing::Bool()),
-    [](const auto &info) {
-      return std::string(std::get<0>(info.param) == Variant::X86_64_V4 ? "v4_" : "v3_") +
-             name(std::get<1>(info.param)) + (std::get<2>(info.param) ? "_epilogue" : "");
-    });
+                       ::testing::ValuesIn(Cases), ::testing::Bool(), ::testing::Values(false)),
+    gemmTestName);
+
+// A bf16 A (shared: a 1x1 convolution's weight, or per batch element), B's activations rounded
+// into k-pairs by the bf16 paths: folded images, several k blocks (an odd last one), edge rows
+// and columns, the dot and small paths.
+const GemmCase Bf16ACases[] = {
+    {6, 40, 45, 30, false, false, true},  {5, 13, 33, 300, false, false, true},
+    {3, 64, 49, 515, false, false, true}, {2, 100, 515, 1000, false, true},
+    {1, 65, 33, 129, true, true},         {2, 64, 65, 23, true, false},
+    {1, 7, 13, 5, false, false},          {1, 300, 100, 7, false, false},
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    Bf16A, GemmTest,
+    ::testing::Combine(::testing::Values(Variant::X86_64_V3, Variant::X86_64_V4),
+                       ::testing::ValuesIn(Bf16ACases), ::testing::Bool(), ::testing::Values(true)),
+    gemmTestName);
 
 // B a bf16 weight (bf16-weights at --precision bf16): [k, n] (Conv1D) or [n, k] (nn.Linear),
 // read widened to f32 on every path (small for m <= 8, dot products for a [n, k] B up to m 128,
@@ -502,16 +592,7 @@ TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
   // The dot products need A's rows along k.
   const bool blocked =
       g.m > GemmPolicy::SmallM && (!g.transposedB || g.transposedA || g.m > GemmPolicy::DotMaxM);
-  std::vector<uint32_t> featureSets = {0};
-  if (variant == Variant::X86_64_V4 && __builtin_cpu_supports("avx512bf16")) {
-    featureSets.push_back(AOTC_CPU_FEATURE_BF16_DOT);
-    // AMX where the runtime finds it (and has Linux grant it to this process).
-    uint32_t found = 0;
-    if (aotc_cpu_features(AOTC_VARIANT_X86_64_V4, &found) == AOTC_OK &&
-        (found & AOTC_CPU_FEATURE_AMX_BF16))
-      featureSets.push_back(AOTC_CPU_FEATURE_AMX_BF16);
-  }
-  for (uint32_t features : featureSets)
+  for (uint32_t features : bf16FeatureSets(variant))
     for (int threads : {1, 2}) {
       std::vector<float> y(g.m * g.n, NAN);
       TestExec ex(threads, &blob);
