@@ -593,9 +593,6 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
   GemmValues v = gemmValues(b, Entry, G, SymIndex, ts.syms, ts.buffers);
   assert((!pairs || ((v.aBf16 || v.bBf16) && !v.aPanelRows)) &&
          "bf16 arithmetic is for a bf16 weight, A packed");
-  // Of a bf16 A (a convolution's weight), B's activations are packed in f32 and rounded into
-  // k-pairs in place (roundPairs).
-  const bool roundB = pairs && !v.bBf16;
   StructType *gct = gemmClosureType(c, Slots.size());
   Value *mChunk = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 1));
   Value *mChunks = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 2));
@@ -617,16 +614,14 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
   }
   ExprEmitter ex(ME.math(), b, Entry, SymIndex, ts.syms, ts.buffers);
   Value *group = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 5));
-  // bf16-weights rounds only B operands of GEMMs of batch 1, which never fold; AMX's kernel
-  // writes each panel's columns to one image.
+  // The pair packers (and AMX's kernel) take each image's columns apart: they never fold.
   Value *fold =
-      v.bBf16 || amx
-          ? b.getFalse()
-          : b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 6)),
-                           b.getInt64(0));
-  // A k block of pairs packed from bf16 fills the B block's words with twice the depth.
+      pairs ? b.getFalse()
+            : b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 6)),
+                             b.getInt64(0));
+  // A k block of pairs fills the B block's words with twice the depth.
   Value *nr = b.getInt64(T.nr()), *mr = b.getInt64(amx ? AmxRows : T.mr),
-        *kcMax = b.getInt64(pairs && !roundB ? 2 * T.kc : T.kc);
+        *kcMax = b.getInt64(pairs ? 2 * T.kc : T.kc);
   std::optional<TileEpilogue> tileEpilogue = matchTileEpilogue(Entry, G);
   emitLoop(
       b, ts.begin, ts.end,
@@ -674,22 +669,29 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
               if (amx)
                 kSteps = b.CreateMul(emitCeilDiv(b, kSteps, b.getInt64(AmxTileRows)),
                                      b.getInt64(AmxTileRows));
-              // Rows between a block's panels: kSteps, or kc for f32 rows rounded in place.
-              Value *stride =
-                  roundB ? b.CreateBinaryIntrinsic(Intrinsic::smax, kc, kSteps) : kSteps;
               // Image g's panels follow image g-1's in the B block.
-              Value *imageBlock = b.CreateMul(b.CreateMul(imagePanels, stride), nr);
-              if (pairs && !roundB) {
-                packBPairs(b, v, k0, kc, kSteps, n0, n1, bp);
+              Value *imageBlock = b.CreateMul(b.CreateMul(imagePanels, kSteps), nr);
+              if (pairs) {
+                emitLoop(
+                    b, b.getInt64(0), images,
+                    [&](Value *g) {
+                      Value *bi = b.CreateAdd(bi0, g);
+                      Value *at = b.CreateInBoundsGEP(f32, bp, b.CreateMul(g, imageBlock));
+                      if (v.win)
+                        packBConv(b, v, bi, k0, kc, imagePanels, at, cols, kSteps);
+                      else
+                        packBPairs(b, v, bi, k0, kc, kSteps, n0, n1, at);
+                    },
+                    "pg");
               } else if (v.win) {
                 // The column tables hold every image's columns (folded) or the block's.
                 emitIf(
-                    b, folded, [&] { packBConv(b, v, bi0, k0, kc, stride, panels, bp, cols); },
+                    b, folded, [&] { packBConv(b, v, bi0, k0, kc, panels, bp, cols); },
                     [&] {
                       emitLoop(
                           b, b.getInt64(0), images,
                           [&](Value *g) {
-                            packBConv(b, v, b.CreateAdd(bi0, g), k0, kc, stride, imagePanels,
+                            packBConv(b, v, b.CreateAdd(bi0, g), k0, kc, imagePanels,
                                       b.CreateInBoundsGEP(f32, bp, b.CreateMul(g, imageBlock)),
                                       cols);
                           },
@@ -697,19 +699,17 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                     });
               } else {
                 emitIf(
-                    b, folded, [&] { packBFolded(b, v, bi0, images, k0, kc, stride, bp); },
+                    b, folded, [&] { packBFolded(b, v, bi0, images, k0, kc, bp); },
                     [&] {
                       emitLoop(
                           b, b.getInt64(0), images,
                           [&](Value *g) {
-                            packB(b, v, b.CreateAdd(bi0, g), k0, kc, stride, n0, n1,
+                            packB(b, v, b.CreateAdd(bi0, g), k0, kc, n0, n1,
                                   b.CreateInBoundsGEP(f32, bp, b.CreateMul(g, imageBlock)));
                           },
                           "pg");
                     });
               }
-              if (roundB)
-                roundPairs(b, bp, panels, stride, kc, kSteps);
               Value *rowPanels = emitCeilDiv(b, b.CreateSub(m1, m0), mr);
               emitLoop(
                   b, b.getInt64(0), rowPanels,
@@ -755,7 +755,7 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                                 amxKernelFunction(),
                                 {aPanel, b.CreateInBoundsGEP(f32, bp, b.CreateMul(g, imageBlock)),
                                  b.CreateUDiv(kSteps, b.getInt64(AmxTileRows)),
-                                 b.CreateMul(stride, nr), imagePanels,
+                                 b.CreateMul(kSteps, nr), imagePanels,
                                  b.CreateInBoundsGEP(f32, v.out, outOffset(b, v, bi, i0, n0)), v.n,
                                  mrEff, b.CreateSub(n1, n0), lda, b.CreateNot(first), epi.bias,
                                  epi.residual, epi.ldr, epi.flags});
@@ -783,7 +783,7 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                           Value *bi2 = smin(b, b.CreateAdd(bi, b.getInt64(1)),
                                             b.CreateSub(v.batch, b.getInt64(1)));
                           Value *panel = b.CreateInBoundsGEP(
-                              f32, bp, b.CreateMul(b.CreateMul(jp, stride), nr));
+                              f32, bp, b.CreateMul(b.CreateMul(jp, kSteps), nr));
                           // Every tile accumulates in C itself; the epilogue runs in place once
                           // the last k block is in.
                           Value *cBlock =
@@ -1170,12 +1170,12 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
   b.CreateCondBr(empty, doneBB, work);
   b.SetInsertPoint(work);
   // The bf16 tasks run where the runtime found their instructions (aotc_exec.cpu_features) and
-  // packBPairs reads a bf16 B, along n or along k (an f32 B packs as in f32).
+  // their packers read B: through a conv window, or along n or along k (packBPairs).
   Value *features = b.CreateLoad(
       b.getInt32Ty(), b.CreateStructGEP(me.execType(), exec, ModuleEmitter::ExecCpuFeatures));
-  Value *packable = v.bBf16 ? b.CreateOr(b.CreateICmpEQ(v.bCs, b.getInt64(1)),
-                                         b.CreateICmpEQ(v.bRs, b.getInt64(1)))
-                            : b.getTrue();
+  Value *packable = g.b.conv ? b.getTrue()
+                             : b.CreateOr(b.CreateICmpEQ(v.bCs, b.getInt64(1)),
+                                          b.CreateICmpEQ(v.bRs, b.getInt64(1)));
   auto has = [&](uint32_t feature) {
     return b.CreateAnd(packable, b.CreateICmpNE(b.CreateAnd(features, feature), b.getInt32(0)));
   };

@@ -88,7 +88,14 @@ Function *GemmEmitter::amxKernelFunction() {
   const unsigned tileBytes = 64, ldb = 4 * AmxCols; // a B panel's word rows
   AllocaInst *sums = entryAlloca(b, ArrayType::get(f32, AmxRows * AmxCols), "sums");
   sums->setAlignment(Align(64));
+  // One zero tile row: a tile loaded from it with stride 0 is zero.
+  AllocaInst *zeroRow = entryAlloca(b, ArrayType::get(f32, AmxTileRows), "zero.row");
+  zeroRow->setAlignment(Align(64));
+  b.CreateAlignedStore(ConstantAggregateZero::get(FixedVectorType::get(f32, AmxTileRows)), zeroRow,
+                       Align(64));
   Value *m = b.getInt16(AmxTileRows), *n = b.getInt16(tileBytes), *k = b.getInt16(tileBytes);
+  Value *ldcBytes = b.CreateMul(ldc, b.getInt64(4));
+  Value *hasEpilogue = b.CreateICmpNE(flags, b.getInt32(0));
   // Panel by panel: the one configuration serves them all.
   emitLoop(
       b, b.getInt64(0), panels,
@@ -98,10 +105,25 @@ Function *GemmEmitter::amxKernelFunction() {
         Value *c = b.CreateInBoundsGEP(f32, cRow, col0);
         Value *res = b.CreateGEP(f32, resRow, col0); // null without a residual
         Value *cols = smin(b, b.getInt64(AmxCols), b.CreateSub(allCols, col0));
+        // A whole block of C is summed in the tiles themselves: loaded into them on later k
+        // blocks, stored from them unless the epilogue runs. An edge block goes through the
+        // scratch tile of sums and masked accesses.
+        Value *whole = b.CreateAnd(b.CreateICmpEQ(rows, b.getInt64(AmxRows)),
+                                   b.CreateICmpEQ(cols, b.getInt64(AmxCols)));
+        Value *fromC = b.CreateAnd(whole, loadC);
+        Value *toC = b.CreateAnd(whole, b.CreateNot(hasEpilogue));
         // Tile (i, j) of the block: rows 16i .., columns 16j ...
+        auto cTile = [&](unsigned t) {
+          return b.CreateInBoundsGEP(
+              f32, c,
+              b.CreateAdd(b.CreateMul(b.getInt64((t / 2) * AmxTileRows), ldc),
+                          b.getInt64((t % 2) * AmxTileRows)));
+        };
         SmallVector<Value *, 4> start;
         for (unsigned t = 0; t < 4; ++t)
-          start.push_back(b.CreateIntrinsic(Intrinsic::x86_tilezero_internal, {}, {m, n}));
+          start.push_back(b.CreateIntrinsic(Intrinsic::x86_tileloadd64_internal, {},
+                                            {m, n, b.CreateSelect(fromC, cTile(t), zeroRow),
+                                             b.CreateSelect(fromC, ldcBytes, b.getInt64(0))}));
         BasicBlock *pre = b.GetInsertBlock();
         BasicBlock *loop = BasicBlock::Create(ctx, "ua.k", f);
         BasicBlock *exit = BasicBlock::Create(ctx, "ua.exit", f);
@@ -136,69 +158,63 @@ Function *GemmEmitter::amxKernelFunction() {
         b.SetInsertPoint(exit);
         for (unsigned t = 0; t < 4; ++t) {
           unsigned at = (t / 2) * AmxTileRows * AmxCols + (t % 2) * AmxTileRows;
-          b.CreateIntrinsic(Intrinsic::x86_tilestored64_internal, {},
-                            {m, n, b.CreateConstInBoundsGEP1_32(f32, sums, at),
-                             b.getInt64(4 * AmxCols), next[t]});
+          b.CreateIntrinsic(
+              Intrinsic::x86_tilestored64_internal, {},
+              {m, n, b.CreateSelect(toC, cTile(t), b.CreateConstInBoundsGEP1_32(f32, sums, at)),
+               b.CreateSelect(toC, ldcBytes, b.getInt64(4 * AmxCols)), next[t]});
         }
-        // Row by row: the sums plus C (loadC), the epilogue on the last k block, masked stores.
+        // Row by row: the sums plus C (an edge block's later k blocks), the epilogue (on the last
+        // k block), masked stores; in registers, each part chosen by its flag.
         const unsigned vw = AmxTileRows, vecs = AmxCols / vw;
         auto *vt = FixedVectorType::get(f32, vw);
-        Value *zeroV = ConstantAggregateZero::get(vt);
-        SmallVector<Value *, 2> colMask, loadMask;
+        // -0 adds nothing, not even to -0.
+        Value *zeroV = ConstantAggregateZero::get(vt), *none = ConstantFP::get(vt, -0.0);
+        Value *addC = b.CreateAnd(loadC, b.CreateNot(whole));
+        auto flag = [&](unsigned bit) {
+          return b.CreateICmpNE(b.CreateAnd(flags, b.getInt32(bit)), b.getInt32(0));
+        };
+        Value *addBias = flag(AddBias), *addResidual = flag(AddResidual), *relu = flag(Relu);
+        SmallVector<Value *, 2> colMask, cMask, rMask;
         for (unsigned j = 0; j < vecs; ++j) {
           colMask.push_back(lanesBelow(b, vw, b.CreateSub(cols, b.getInt64(j * vw))));
-          loadMask.push_back(b.CreateAnd(colMask[j], b.CreateVectorSplat(vw, loadC)));
+          cMask.push_back(b.CreateAnd(colMask[j], b.CreateVectorSplat(vw, addC)));
+          rMask.push_back(b.CreateAnd(colMask[j], b.CreateVectorSplat(vw, addResidual)));
         }
-        auto when = [&](unsigned flag, function_ref<void()> fn) {
-          emitIf(b, b.CreateICmpNE(b.CreateAnd(flags, b.getInt32(flag)), b.getInt32(0)), fn, [] {});
-        };
-        emitLoop(
-            b, b.getInt64(0), rows,
-            [&](Value *i) {
-              Value *sumRow = b.CreateInBoundsGEP(f32, sums, b.CreateMul(i, b.getInt64(AmxCols)));
-              Value *cRow = b.CreateInBoundsGEP(f32, c, b.CreateMul(i, ldc));
-              auto sumAt = [&](unsigned j) {
-                return b.CreateConstInBoundsGEP1_32(f32, sumRow, j * vw);
-              };
-              // Each step reads the row's vectors from the sums and writes them back.
-              auto update = [&](function_ref<Value *(unsigned, Value *)> fn) {
-                for (unsigned j = 0; j < vecs; ++j)
-                  b.CreateAlignedStore(fn(j, b.CreateAlignedLoad(vt, sumAt(j), Align(64))),
-                                       sumAt(j), Align(64));
-              };
-              update([&](unsigned j, Value *x) {
-                return b.CreateFAdd(x,
-                                    b.CreateMaskedLoad(vt, b.CreateConstGEP1_32(f32, cRow, j * vw),
-                                                       Align(4), loadMask[j], zeroV));
-              });
-              emitIf(
-                  b, b.CreateICmpNE(flags, b.getInt32(0)),
-                  [&] {
-                    when(AddBias, [&] {
-                      Value *x = b.CreateVectorSplat(
-                          vw, b.CreateLoad(f32, b.CreateInBoundsGEP(f32, bias, i)));
-                      update([&](unsigned, Value *y) { return b.CreateFAdd(y, x); });
-                    });
-                    when(AddResidual, [&] {
-                      Value *rRow = b.CreateGEP(f32, res, b.CreateMul(i, ldr));
-                      update([&](unsigned j, Value *y) {
-                        return b.CreateFAdd(
-                            y, b.CreateMaskedLoad(vt, b.CreateConstGEP1_32(f32, rRow, j * vw),
-                                                  Align(4), colMask[j], zeroV));
-                      });
-                    });
-                    when(Relu, [&] {
-                      update([&](unsigned, Value *y) {
-                        return b.CreateBinaryIntrinsic(Intrinsic::maximum, y, zeroV);
-                      });
-                    });
+        emitIf(
+            b, toC, [] {},
+            [&] {
+              emitLoop(
+                  b, b.getInt64(0), rows,
+                  [&](Value *i) {
+                    Value *sumRow =
+                        b.CreateInBoundsGEP(f32, sums, b.CreateMul(i, b.getInt64(AmxCols)));
+                    Value *cRow = b.CreateInBoundsGEP(f32, c, b.CreateMul(i, ldc));
+                    // Without a residual its masked loads read nothing, but at a valid address:
+                    // one near null makes the CPU take a slow assist to suppress the fault.
+                    Value *rRow = b.CreateSelect(
+                        addResidual, b.CreateGEP(f32, res, b.CreateMul(i, ldr)), sumRow);
+                    Value *biasAt = b.CreateSelect(addBias, b.CreateGEP(f32, bias, i),
+                                                   b.CreateConstInBoundsGEP1_32(f32, zeroRow, 0));
+                    Value *rowBias = b.CreateSelect(
+                        addBias, b.CreateVectorSplat(vw, b.CreateLoad(f32, biasAt)), none);
+                    for (unsigned j = 0; j < vecs; ++j) {
+                      Value *x = b.CreateAlignedLoad(
+                          vt, b.CreateConstInBoundsGEP1_32(f32, sumRow, j * vw), Align(64));
+                      x = b.CreateFAdd(
+                          x, b.CreateMaskedLoad(vt, b.CreateConstGEP1_32(f32, cRow, j * vw),
+                                                Align(4), cMask[j], none));
+                      x = b.CreateFAdd(x, rowBias);
+                      x = b.CreateFAdd(
+                          x, b.CreateMaskedLoad(vt, b.CreateConstGEP1_32(f32, rRow, j * vw),
+                                                Align(4), rMask[j], none));
+                      x = b.CreateSelect(relu,
+                                         b.CreateBinaryIntrinsic(Intrinsic::maximum, x, zeroV), x);
+                      b.CreateMaskedStore(x, b.CreateConstGEP1_32(f32, cRow, j * vw), Align(4),
+                                          colMask[j]);
+                    }
                   },
-                  [] {});
-              for (unsigned j = 0; j < vecs; ++j)
-                b.CreateMaskedStore(b.CreateAlignedLoad(vt, sumAt(j), Align(64)),
-                                    b.CreateConstGEP1_32(f32, cRow, j * vw), Align(4), colMask[j]);
-            },
-            "ua.row");
+                  "ua.row");
+            });
       },
       "ua.panel");
   b.CreateRetVoid();

@@ -128,15 +128,15 @@ public:
 
 private:
   Function *startTask(const Twine &suffix, Builder &b, TaskSetup &ts);
-  // The f32 packers put a block's panels `stride` >= kc rows apart (kc, but for roundPairs).
-  void packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *stride,
-             Value *n0, Value *n1, Value *bp);
+  void packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0, Value *n1,
+             Value *bp);
   void convColumns(Builder &b, const GemmValues &v, Value *n0, Value *n1, Value *fold,
                    Value *images, Value *cols);
   void packBFolded(Builder &b, const GemmValues &v, Value *bi0, Value *images, Value *k0, Value *kc,
-                   Value *stride, Value *bp);
-  void packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *stride,
-                 Value *panels, Value *bp, Value *cols);
+                   Value *bp);
+  /// With `pairRows`, packs bf16 k-pairs as packBPairs does (activations rounded), not f32.
+  void packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *panels,
+                 Value *bp, Value *cols, Value *pairRows = nullptr);
   /// fn(p0, valid, x) for each vw columns k0 + p0 .. of A's rows i0 .. i0 + MR - 1 (A's rows
   /// along k), `valid` of them in kc: x holds one vector per column, its lanes the rows (lanes
   /// past mrEff and columns past `valid` zero).
@@ -147,16 +147,11 @@ private:
   // The bf16 k-pair layouts of the bf16 blocked paths: 32-bit words, word (p, j) holding
   // the bf16s of k rows k0 + 2p and k0 + 2p + 1 (0 past kc), in place of packB's and packA's
   // f32 elements; so panels, micro-panels and tiles address words as they address floats, with
-  // ceil(kc / 2) for kc. A is rounded to nearest even. A B panel holds `rows` >= ceil(kc / 2)
-  // word rows, those past the pairs zero (AMX's tiles take 16 at a time; AMX packs A with
-  // packARowsBf16 instead).
-  void packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *kc, Value *rows, Value *n0,
-                  Value *n1, Value *bp);
-  /// An f32 B block's `panels` panels (kc rows each, `stride` rows apart) rounded in place to
-  /// packBPairs' layout: word row p of a panel from its rows 2p and 2p + 1, `rows` word rows (zero
-  /// past the pairs) where its f32 rows were (rows <= stride). The f32 packers, then this: B's
-  /// activations (a convolution's im2col) for the bf16 paths of a bf16 A.
-  void roundPairs(Builder &b, Value *bp, Value *panels, Value *stride, Value *kc, Value *rows);
+  // ceil(kc / 2) for kc. f32 operands (activations) are rounded to nearest even. A B panel holds
+  // `rows` >= ceil(kc / 2) word rows, those past the pairs zero (AMX's tiles take 16 at a time;
+  // AMX packs A with packARowsBf16 instead). packBPairs reads B along n or along k.
+  void packBPairs(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *rows,
+                  Value *n0, Value *n1, Value *bp);
   void packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
                   Value *kc, Value *ap);
   /// A new no-inline kernel function `void name(params)` whose first two pointers are read-only

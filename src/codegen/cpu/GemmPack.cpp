@@ -7,17 +7,16 @@
 
 namespace aotc::cpu::gemm {
 
-void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc,
-                        Value *stride, Value *n0, Value *n1, Value *bp) {
-  // Panel jp holds columns n0 + jp*NR ..; element (p, j) at bp[(jp*stride + p)*NR + j],
-  // zero-padded.
+void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0,
+                        Value *n1, Value *bp) {
+  // Panel jp holds columns n0 + jp*NR ..; element (p, j) at bp[(jp*kc + p)*NR + j], zero-padded.
   Value *nr = b.getInt64(T.nr());
   Value *panels = emitCeilDiv(b, b.CreateSub(n1, n0), nr);
   Type *f32 = b.getFloatTy();
   unsigned vw = T.vecWidth;
   auto dst = [&](Value *jp, Value *p, Value *j) {
     return b.CreateInBoundsGEP(
-        f32, bp, b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, stride), p), nr), j));
+        f32, bp, b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), nr), j));
   };
   // Contiguous reads either way: along n when B's columns are adjacent, else along k.
   emitIf(
@@ -83,7 +82,7 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
 // bi0 + images - 1 one after the other, so a vector of columns reads at most two images (n >=
 // NR), each part one masked load; panels zero-padded past the last image.
 void GemmEmitter::packBFolded(Builder &b, const GemmValues &v, Value *bi0, Value *images, Value *k0,
-                              Value *kc, Value *stride, Value *bp) {
+                              Value *kc, Value *bp) {
   Type *f32 = b.getFloatTy();
   unsigned vw = T.vecWidth;
   auto *fv = FixedVectorType::get(f32, vw);
@@ -116,9 +115,8 @@ void GemmEmitter::packBFolded(Builder &b, const GemmValues &v, Value *bi0, Value
               Value *c = b.CreateMaskedLoad(fv, atNext, Align(4), second, zero);
               Value *dst = b.CreateInBoundsGEP(
                   f32, bp,
-                  b.CreateAdd(
-                      b.CreateMul(b.CreateAdd(b.CreateMul(jp, stride), p), b.getInt64(T.nr())),
-                      b.CreateMul(q, b.getInt64(vw))));
+                  b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), b.getInt64(T.nr())),
+                              b.CreateMul(q, b.getInt64(vw))));
               b.CreateAlignedStore(b.CreateSelect(first, a, c), dst, Align(4 * vw));
             },
             "pfp");
@@ -224,12 +222,21 @@ void GemmEmitter::convColumns(Builder &b, const GemmValues &v, Value *n0, Value 
       "cv");
 }
 
+// The lanes of x and y alternating: x0 y0 x1 y1 ...
+static Value *interleave(Builder &b, Value *x, Value *y) {
+  unsigned n = cast<FixedVectorType>(x->getType())->getNumElements();
+  SmallVector<int, 32> at;
+  for (unsigned l = 0; l < n; ++l)
+    at.append({int(l), int(n + l)});
+  return b.CreateShuffleVector(x, y, at);
+}
+
 // packB through the im2col window: per k row the (channel, tap) and so the base address are
 // fixed; each vector of NR-panel columns is a masked load per run of adjacent inputs (the
 // segments table), two loads and a shuffle for a stride-2 run, or one masked gather with 32-bit
 // offsets.
 void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc,
-                            Value *stride, Value *panels, Value *bp, Value *cols) {
+                            Value *panels, Value *bp, Value *cols, Value *pairRows) {
   const WindowValues &w = *v.win;
   Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
   unsigned vw = T.vecWidth, pnc = T.paddedNc();
@@ -241,100 +248,141 @@ void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k
   Value *wv = b.CreateVectorSplat(vw, b.CreateTrunc(w.w, i32));
   Value *image = b.CreateGEP(f32, v.b, b.CreateAdd(v.bOff, b.CreateMul(bi, v.bBs)));
   Value *zero = ConstantAggregateZero::get(fv);
+  // Per k row kk: where its (channel, tap) reads and the tap's offsets.
+  struct Row {
+    Value *base, *fhv, *fwv;
+  };
+  auto row = [&](Value *kk) {
+    Value *ci = b.CreateUDiv(kk, taps), *tap = b.CreateURem(kk, taps);
+    Value *fh = b.CreateMul(b.CreateUDiv(tap, w.kw), w.dh);
+    Value *fw = b.CreateMul(b.CreateURem(tap, w.kw), w.dw);
+    Value *rowOff = b.CreateAdd(b.CreateMul(ci, w.chs),
+                                b.CreateAdd(b.CreateMul(fh, w.hs), b.CreateMul(fw, w.ws)));
+    // May point before the input (padding): only in-window lanes are read.
+    return Row{b.CreateGEP(f32, image, rowOff), b.CreateVectorSplat(vw, b.CreateTrunc(fh, i32)),
+               b.CreateVectorSplat(vw, b.CreateTrunc(fw, i32))};
+  };
+  // Stores the vector of row r's columns j0 .. at dst.
+  auto vector = [&](const Row &r, Value *j0, Value *dst) {
+    Value *base = r.base, *fhv = r.fhv, *fwv = r.fwv;
+    auto table = [&](unsigned t) {
+      Value *at = b.CreateInBoundsGEP(i32, cols, b.CreateAdd(b.getInt64(t * pnc), j0));
+      return b.CreateAlignedLoad(iv, at, Align(4 * vw));
+    };
+    Value *ih = b.CreateAdd(table(0), fhv), *iw = b.CreateAdd(table(1), fwv);
+    Value *mask = b.CreateAnd(b.CreateICmpULT(ih, hv), b.CreateICmpULT(iw, wv), "inwindow");
+    // Columns of one output row read adjacent inputs when the window moves by one
+    // element: a masked load per row the vector touches instead of a gather.
+    Value *seg = b.CreateInBoundsGEP(
+        i32, cols,
+        b.CreateAdd(b.getInt64(3 * pnc),
+                    b.CreateMul(b.CreateUDiv(j0, b.getInt64(vw)), b.getInt64(SegmentStride))));
+    auto segEntry = [&](unsigned at) {
+      return b.CreateLoad(i32, b.CreateConstInBoundsGEP1_32(i32, seg, at));
+    };
+    Value *segments = segEntry(2 * MaxSegments);
+    auto runLoad = [&](unsigned s) {
+      // Lane l of run s reads base + offset(start) + (l - start).
+      Value *start = segEntry(s);
+      Value *at = b.CreateGEP(
+          f32, base, b.CreateSExt(b.CreateSub(segEntry(MaxSegments + s), start), b.getInt64Ty()));
+      Value *end = s + 1 < MaxSegments ? static_cast<Value *>(segEntry(s + 1)) : b.getInt32(vw);
+      Value *inRun = b.CreateAnd(b.CreateNot(lanesBelow(b, vw, start)), lanesBelow(b, vw, end));
+      return std::pair(b.CreateMaskedLoad(fv, at, Align(4), b.CreateAnd(mask, inRun), zero), inRun);
+    };
+    auto store = [&](Value *x) { b.CreateAlignedStore(x, dst, Align(4 * vw)); };
+    // Inputs every other element from the first column's: two masked loads of the
+    // 2 * vw elements from there, the even ones kept.
+    auto everyOtherLoad = [&](Value *m) {
+      Value *at = b.CreateGEP(f32, base, b.CreateSExt(segEntry(MaxSegments), b.getInt64Ty()));
+      Value *none = Constant::getNullValue(m->getType());
+      SmallVector<int, 16> loIdx, hiIdx, even;
+      for (unsigned e = 0; e < vw; ++e) {
+        // Element e of a half is lane (half * vw + e) / 2 when e is even.
+        loIdx.push_back(e % 2 ? vw : e / 2);
+        hiIdx.push_back(e % 2 ? vw : (vw + e) / 2);
+        even.push_back(2 * e);
+      }
+      Value *lo = b.CreateMaskedLoad(fv, at, Align(4), b.CreateShuffleVector(m, none, loIdx), zero);
+      Value *hi = b.CreateMaskedLoad(fv, b.CreateConstGEP1_32(f32, at, vw), Align(4),
+                                     b.CreateShuffleVector(m, none, hiIdx), zero);
+      return b.CreateShuffleVector(lo, hi, even);
+    };
+    emitIf(
+        b, b.CreateICmpEQ(segments, b.getInt32(1)), [&] { store(runLoad(0).first); },
+        [&] {
+          emitIf(
+              b, b.CreateICmpULE(segments, b.getInt32(MaxSegments)),
+              [&] {
+                Value *x = zero;
+                for (unsigned s = 0; s < MaxSegments; ++s) {
+                  auto [run, inRun] = runLoad(s);
+                  x = b.CreateSelect(inRun, run, x);
+                }
+                store(x);
+              },
+              [&] {
+                emitIf(
+                    b, b.CreateICmpNE(segEntry(2 * MaxSegments + 1), b.getInt32(0)),
+                    [&] { store(everyOtherLoad(mask)); },
+                    [&] {
+                      Value *ptrs = b.CreateGEP(f32, base, table(2));
+                      store(b.CreateMaskedGather(fv, ptrs, Align(4), mask, zero));
+                    });
+              });
+        });
+  };
+  if (!pairRows) {
+    emitLoop(
+        b, b.getInt64(0), kc,
+        [&](Value *p) {
+          Row r = row(b.CreateAdd(k0, p));
+          emitLoop(
+              b, b.getInt64(0), panels,
+              [&](Value *jp) {
+                Value *dstRow = b.CreateInBoundsGEP(
+                    f32, bp, b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), nr));
+                for (unsigned q = 0; q < T.nrVecs; ++q)
+                  vector(r, b.CreateAdd(b.CreateMul(jp, nr), b.getInt64(q * vw)),
+                         b.CreateConstInBoundsGEP1_32(f32, dstRow, q * vw));
+              },
+              "pcj");
+        },
+        "pcp");
+    return;
+  }
+  // k-pairs (packBPairs' layout): rows 2p and 2p + 1 into a scratch pair of vectors, rounded
+  // and interleaved; rows past kc zero (read at the block's first row).
+  auto *halfV = FixedVectorType::get(b.getBFloatTy(), vw);
+  auto *wordV = FixedVectorType::get(i32, vw);
+  AllocaInst *two = entryAlloca(b, ArrayType::get(f32, 2 * vw), "conv.pair");
+  two->setAlignment(Align(64));
   emitLoop(
-      b, b.getInt64(0), kc,
+      b, b.getInt64(0), pairRows,
       [&](Value *p) {
-        Value *kk = b.CreateAdd(k0, p);
-        Value *ci = b.CreateUDiv(kk, taps), *tap = b.CreateURem(kk, taps);
-        Value *fh = b.CreateMul(b.CreateUDiv(tap, w.kw), w.dh);
-        Value *fw = b.CreateMul(b.CreateURem(tap, w.kw), w.dw);
-        Value *rowOff = b.CreateAdd(b.CreateMul(ci, w.chs),
-                                    b.CreateAdd(b.CreateMul(fh, w.hs), b.CreateMul(fw, w.ws)));
-        // May point before the input (padding): only in-window lanes are read.
-        Value *base = b.CreateGEP(f32, image, rowOff);
-        Value *fhv = b.CreateVectorSplat(vw, b.CreateTrunc(fh, i32));
-        Value *fwv = b.CreateVectorSplat(vw, b.CreateTrunc(fw, i32));
+        Value *p2 = b.CreateMul(p, b.getInt64(2));
+        Value *in0 = b.CreateICmpSLT(p2, kc);
+        Value *in1 = b.CreateICmpSLT(b.CreateAdd(p2, b.getInt64(1)), kc);
+        Row r0 = row(b.CreateAdd(k0, b.CreateSelect(in0, p2, b.getInt64(0))));
+        Row r1 = row(
+            b.CreateAdd(k0, b.CreateSelect(in1, b.CreateAdd(p2, b.getInt64(1)), b.getInt64(0))));
         emitLoop(
             b, b.getInt64(0), panels,
             [&](Value *jp) {
               Value *dstRow = b.CreateInBoundsGEP(
-                  f32, bp, b.CreateMul(b.CreateAdd(b.CreateMul(jp, stride), p), nr));
+                  i32, bp, b.CreateMul(b.CreateAdd(b.CreateMul(jp, pairRows), p), nr));
               for (unsigned q = 0; q < T.nrVecs; ++q) {
                 Value *j0 = b.CreateAdd(b.CreateMul(jp, nr), b.getInt64(q * vw));
-                auto table = [&](unsigned t) {
-                  Value *at = b.CreateInBoundsGEP(i32, cols, b.CreateAdd(b.getInt64(t * pnc), j0));
-                  return b.CreateAlignedLoad(iv, at, Align(4 * vw));
+                Value *second = b.CreateConstInBoundsGEP1_32(f32, two, vw);
+                vector(r0, j0, two);
+                vector(r1, j0, second);
+                auto half = [&](Value *at, Value *in) {
+                  Value *x = b.CreateAlignedLoad(fv, at, Align(64));
+                  return b.CreateFPTrunc(b.CreateSelect(in, x, zero), halfV);
                 };
-                Value *ih = b.CreateAdd(table(0), fhv), *iw = b.CreateAdd(table(1), fwv);
-                Value *mask =
-                    b.CreateAnd(b.CreateICmpULT(ih, hv), b.CreateICmpULT(iw, wv), "inwindow");
-                Value *dst = b.CreateConstInBoundsGEP1_32(f32, dstRow, q * vw);
-                // Columns of one output row read adjacent inputs when the window moves by one
-                // element: a masked load per row the vector touches instead of a gather.
-                Value *seg = b.CreateInBoundsGEP(
-                    i32, cols,
-                    b.CreateAdd(b.getInt64(3 * pnc), b.CreateMul(b.CreateUDiv(j0, b.getInt64(vw)),
-                                                                 b.getInt64(SegmentStride))));
-                auto segEntry = [&](unsigned at) {
-                  return b.CreateLoad(i32, b.CreateConstInBoundsGEP1_32(i32, seg, at));
-                };
-                Value *segments = segEntry(2 * MaxSegments);
-                auto runLoad = [&](unsigned s) {
-                  // Lane l of run s reads base + offset(start) + (l - start).
-                  Value *start = segEntry(s);
-                  Value *at = b.CreateGEP(
-                      f32, base,
-                      b.CreateSExt(b.CreateSub(segEntry(MaxSegments + s), start), b.getInt64Ty()));
-                  Value *end =
-                      s + 1 < MaxSegments ? static_cast<Value *>(segEntry(s + 1)) : b.getInt32(vw);
-                  Value *inRun =
-                      b.CreateAnd(b.CreateNot(lanesBelow(b, vw, start)), lanesBelow(b, vw, end));
-                  return std::pair(
-                      b.CreateMaskedLoad(fv, at, Align(4), b.CreateAnd(mask, inRun), zero), inRun);
-                };
-                auto store = [&](Value *x) { b.CreateAlignedStore(x, dst, Align(4 * vw)); };
-                // Inputs every other element from the first column's: two masked loads of the
-                // 2 * vw elements from there, the even ones kept.
-                auto everyOtherLoad = [&](Value *m) {
-                  Value *at =
-                      b.CreateGEP(f32, base, b.CreateSExt(segEntry(MaxSegments), b.getInt64Ty()));
-                  Value *none = Constant::getNullValue(m->getType());
-                  SmallVector<int, 16> loIdx, hiIdx, even;
-                  for (unsigned e = 0; e < vw; ++e) {
-                    // Element e of a half is lane (half * vw + e) / 2 when e is even.
-                    loIdx.push_back(e % 2 ? vw : e / 2);
-                    hiIdx.push_back(e % 2 ? vw : (vw + e) / 2);
-                    even.push_back(2 * e);
-                  }
-                  Value *lo = b.CreateMaskedLoad(fv, at, Align(4),
-                                                 b.CreateShuffleVector(m, none, loIdx), zero);
-                  Value *hi = b.CreateMaskedLoad(fv, b.CreateConstGEP1_32(f32, at, vw), Align(4),
-                                                 b.CreateShuffleVector(m, none, hiIdx), zero);
-                  return b.CreateShuffleVector(lo, hi, even);
-                };
-                emitIf(
-                    b, b.CreateICmpEQ(segments, b.getInt32(1)), [&] { store(runLoad(0).first); },
-                    [&] {
-                      emitIf(
-                          b, b.CreateICmpULE(segments, b.getInt32(MaxSegments)),
-                          [&] {
-                            Value *x = zero;
-                            for (unsigned s = 0; s < MaxSegments; ++s) {
-                              auto [run, inRun] = runLoad(s);
-                              x = b.CreateSelect(inRun, run, x);
-                            }
-                            store(x);
-                          },
-                          [&] {
-                            emitIf(
-                                b, b.CreateICmpNE(segEntry(2 * MaxSegments + 1), b.getInt32(0)),
-                                [&] { store(everyOtherLoad(mask)); },
-                                [&] {
-                                  Value *ptrs = b.CreateGEP(f32, base, table(2));
-                                  store(b.CreateMaskedGather(fv, ptrs, Align(4), mask, zero));
-                                });
-                          });
-                    });
+                b.CreateAlignedStore(
+                    b.CreateBitCast(interleave(b, half(two, in0), half(second, in1)), wordV),
+                    b.CreateConstInBoundsGEP1_32(i32, dstRow, q * vw), Align(4 * vw));
               }
             },
             "pcj");
@@ -360,29 +408,29 @@ void transposeSquare(Builder &b, MutableArrayRef<Value *> x) {
   }
 }
 
-// The lanes of x and y alternating: x0 y0 x1 y1 ...
-static Value *interleave(Builder &b, Value *x, Value *y) {
-  unsigned n = cast<FixedVectorType>(x->getType())->getNumElements();
-  SmallVector<int, 32> at;
-  for (unsigned l = 0; l < n; ++l)
-    at.append({int(l), int(n + l)});
-  return b.CreateShuffleVector(x, y, at);
-}
-
-void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *kc, Value *rows,
-                             Value *n0, Value *n1, Value *bp) {
+void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc,
+                             Value *rows, Value *n0, Value *n1, Value *bp) {
   // Panel jp's word (p, j) at bp[(jp*rows + p)*NR + j]: packB's layout in words.
-  assert(v.bBf16 && !v.win && "bf16 k-pairs pack a bf16 weight");
-  Type *i16 = b.getInt16Ty(), *i32 = b.getInt32Ty();
+  assert(!v.win && "packBConv packs a conv view's k-pairs");
+  Type *i16 = b.getInt16Ty(), *i32 = b.getInt32Ty(), *bf16 = b.getBFloatTy();
   unsigned vw = T.vecWidth;
   Value *nr = b.getInt64(T.nr());
   Value *panels = emitCeilDiv(b, b.CreateSub(n1, n0), nr);
-  Value *bi = b.getInt64(0); // bf16-weights rounds B of GEMMs of batch 1 only
+  // `lanes` B elements at `at` as bf16 bits: a bf16 B's as they are, an f32 B's rounded.
+  Type *bElem = bElementType(b, v);
+  auto loadBits = [&](Value *at, unsigned lanes, Value *mask) -> Value * {
+    auto *vt = FixedVectorType::get(bElem, lanes);
+    Value *x =
+        b.CreateMaskedLoad(vt, at, Align(v.bBf16 ? 2 : 4), mask, ConstantAggregateZero::get(vt));
+    if (v.bBf16)
+      return x;
+    return b.CreateBitCast(b.CreateFPTrunc(x, FixedVectorType::get(bf16, lanes)),
+                           FixedVectorType::get(i16, lanes));
+  };
   auto dst = [&](Value *jp, Value *p, Value *j) {
     return b.CreateInBoundsGEP(
         i32, bp, b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(jp, rows), p), nr), j));
   };
-  auto *halfV = FixedVectorType::get(i16, vw), *pairV = FixedVectorType::get(i16, 2 * vw);
   emitIf(
       b, b.CreateICmpEQ(v.bCs, b.getInt64(1)),
       [&] {
@@ -409,12 +457,10 @@ void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *
                       Value *at = b.CreateAdd(b.CreateMul(jp, nr), b.getInt64(q * vw));
                       Value *m = lanesBelow(b, vw, b.CreateSub(jn, b.getInt64(q * vw)));
                       Value *none = Constant::getNullValue(m->getType());
-                      Value *zero = ConstantAggregateZero::get(halfV);
-                      Value *x = b.CreateMaskedLoad(halfV, b.CreateInBoundsGEP(i16, src0, at),
-                                                    Align(2), b.CreateSelect(first, m, none), zero);
-                      Value *y =
-                          b.CreateMaskedLoad(halfV, b.CreateInBoundsGEP(i16, src1, at), Align(2),
-                                             b.CreateSelect(second, m, none), zero);
+                      Value *x = loadBits(b.CreateInBoundsGEP(bElem, src0, at), vw,
+                                          b.CreateSelect(first, m, none));
+                      Value *y = loadBits(b.CreateInBoundsGEP(bElem, src1, at), vw,
+                                          b.CreateSelect(second, m, none));
                       b.CreateAlignedStore(interleave(b, x, y), dst(jp, p, b.getInt64(q * vw)),
                                            Align(4 * vw));
                     }
@@ -444,7 +490,6 @@ void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *
                     Value *kAt = b.CreateAdd(
                         k0, b.CreateSelect(b.CreateICmpSLT(p02, kc), p02, b.getInt64(0)));
                     Value *none = Constant::getNullValue(kMask->getType());
-                    Value *zero = ConstantAggregateZero::get(pairV);
                     auto *wordV = FixedVectorType::get(i32, vw);
                     Value *allWords = lanesBelow(b, vw, b.getInt64(vw));
                     Value *noWords = Constant::getNullValue(allWords->getType());
@@ -455,8 +500,7 @@ void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *
                         Value *exists = b.CreateICmpSLT(jj, jn);
                         Value *col = smin(b, b.CreateAdd(col0, jj), nLast);
                         Value *at = ptrB(b, v, bi, kAt, col);
-                        Value *got = b.CreateMaskedLoad(pairV, at, Align(2),
-                                                        b.CreateSelect(exists, kMask, none), zero);
+                        Value *got = loadBits(at, 2 * vw, b.CreateSelect(exists, kMask, none));
                         x.push_back(b.CreateBitCast(got, wordV));
                       }
                       transposeSquare(b, x);
@@ -472,56 +516,6 @@ void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *k0, Value *
             },
             "pbj");
       });
-}
-
-void GemmEmitter::roundPairs(Builder &b, Value *bp, Value *panels, Value *stride, Value *kc,
-                             Value *rows) {
-  // In place: word row p overwrites f32 row p only after rows 2p and 2p + 1, the last to read it
-  // (row p / 2's pair), are read.
-  Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty(), *bf16 = b.getBFloatTy();
-  unsigned vw = T.vecWidth;
-  auto *fv = FixedVectorType::get(f32, vw);
-  auto *halfV = FixedVectorType::get(bf16, vw);
-  auto *wordV = FixedVectorType::get(i32, vw);
-  Value *nr = b.getInt64(T.nr());
-  Value *zero = ConstantAggregateZero::get(fv);
-  emitLoop(
-      b, b.getInt64(0), panels,
-      [&](Value *jp) {
-        Value *panel = b.CreateInBoundsGEP(f32, bp, b.CreateMul(b.CreateMul(jp, stride), nr));
-        emitLoop(
-            b, b.getInt64(0), rows,
-            [&](Value *p) {
-              Value *p2 = b.CreateMul(p, b.getInt64(2));
-              // Rows past kc read as zeros (their address clamped to the panel's first).
-              auto row = [&](Value *r) {
-                Value *in = b.CreateICmpSLT(r, kc);
-                return std::pair(
-                    b.CreateInBoundsGEP(f32, panel,
-                                        b.CreateMul(b.CreateSelect(in, r, b.getInt64(0)), nr)),
-                    in);
-              };
-              auto [at0, in0] = row(p2);
-              auto [at1, in1] = row(b.CreateAdd(p2, b.getInt64(1)));
-              SmallVector<Value *, 4> words;
-              for (unsigned q = 0; q < T.nrVecs; ++q) {
-                auto load = [&](Value *at, Value *in) {
-                  Value *x = b.CreateAlignedLoad(fv, b.CreateConstInBoundsGEP1_32(f32, at, q * vw),
-                                                 Align(4 * vw));
-                  return b.CreateFPTrunc(b.CreateSelect(in, x, zero), halfV);
-                };
-                words.push_back(
-                    b.CreateBitCast(interleave(b, load(at0, in0), load(at1, in1)), wordV));
-              }
-              // Both rows are read before the word row is written (it may be row 0's place).
-              Value *dst = b.CreateInBoundsGEP(i32, panel, b.CreateMul(p, nr));
-              for (unsigned q = 0; q < T.nrVecs; ++q)
-                b.CreateAlignedStore(words[q], b.CreateConstInBoundsGEP1_32(i32, dst, q * vw),
-                                     Align(4 * vw));
-            },
-            "rpp");
-      },
-      "rpj");
 }
 
 void GemmEmitter::packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff,
