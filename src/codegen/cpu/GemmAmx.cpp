@@ -1,7 +1,7 @@
-// The blocked GEMM path on AMX tiles (a bf16 weight as B on CPUs with AMX-BF16): A packed as
-// rows of bf16 along k, B as bf16 k-pairs (packBPairs), a 32 x 32 block of C computed as 2 x 2
-// tiles by tdpbf16ps with f32 sums. LLVM's AMX lowering configures the tiles (ldtilecfg) from
-// the constant shapes and releases them on return.
+// The blocked GEMM path on AMX tiles (a bf16 weight as A or B on CPUs with AMX-BF16): A packed as
+// rows of bf16 along k (a bf16 A read in place where it can be), B as bf16 k-pairs (packBPairs,
+// packBConv), a 32 x 32 block of C computed as 2 x 2 tiles by tdpbf16ps with f32 sums. LLVM's AMX
+// lowering configures the tiles (ldtilecfg) from the constant shapes and releases them on return.
 #include "codegen/cpu/GemmEmitter.h"
 
 #include "llvm/IR/IntrinsicsX86.h"

@@ -120,8 +120,9 @@ public:
               const StringMap<unsigned> &symIndex, ArrayRef<uint32_t> slots)
       : ME(me), Entry(entry), G(g), SymIndex(symIndex), Slots(slots), T(gemmTiling(me.variant())) {}
 
-  /// The blocked path. For a bf16 B, AVX512_BF16 or AMX at run time: A is rounded to bf16, B
-  /// packed as bf16 k-pairs (see packBPairs), the tiles computed with vdpbf16ps or AMX tiles.
+  /// The blocked path. For a bf16 B or A (a weight), AVX512_BF16 or AMX at run time: the f32
+  /// operand is rounded to bf16, B packed as bf16 k-pairs (packBPairs, packBConv), the tiles
+  /// computed with vdpbf16ps or AMX tiles.
   Function *blockedTask(BlockedKind kind = BlockedKind::F32);
   Function *smallTask();
   Function *dotTask();
@@ -161,10 +162,12 @@ private:
   /// bf16 along k from k0 (zero past kc), rounded; row r at ap + r * 4 * pairs bytes.
   void packARowsBf16(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
                      Value *kc, Value *pairs, Value *ap);
-  /// C (+)= the product of an AMX A micro-panel (its rows lda bytes apart) and each of a B
-  /// block's `panels` panels of bf16 k-pairs (panelWords apart), `steps` tiles of AmxTileRows
-  /// pairs deep, for the `rows` x `cols` block of C at c (rows ldc apart): per panel, four
-  /// 16 x 16 tiles of sums, then loadC, the TileEpilogue by flags and masked stores row by row.
+  /// C (+)= the product of an AMX A micro-panel (its rows lda bytes apart: packed, or a bf16 A
+  /// in place) and each of a B block's `panels` panels of bf16 k-pairs (panelWords apart),
+  /// `steps` tiles of AmxTileRows pairs deep, for the `rows` x `cols` block of C at c (rows ldc
+  /// apart): per panel, four 16 x 16 tiles of sums, starting from C (loadC) in a whole block;
+  /// stored to C there without an epilogue, else to a scratch tile and from it row by row with
+  /// C (loadC, an edge block), the TileEpilogue by flags and masked stores.
   Function *amxKernelFunction();
   /// A tileRows x (tileVecs vectors) register tile over B panels NR columns wide.
   /// With `bf16Dot` the panels hold bf16 k-pairs and kc counts pairs.
