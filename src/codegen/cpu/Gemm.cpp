@@ -120,19 +120,20 @@ Value *loadAVector(Builder &b, const GemmValues &v, Value *at, unsigned lanes, V
 Value *loadBVector(Builder &b, const GemmValues &v, Value *at, unsigned lanes, Value *mask) {
   return loadVector(b, v.bBf16, at, lanes, mask);
 }
-Value *loadA(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) {
-  Value *at = ptrA(b, v, bi, row, col);
-  if (v.aBf16)
+// One f32 or bf16 (`bf16`) element at `at`, as f32.
+static Value *loadScalar(Builder &b, bool bf16, Value *at) {
+  if (bf16)
     return widenBf16(b, b.CreateLoad(b.getInt16Ty(), at), b.getFloatTy());
   return b.CreateLoad(b.getFloatTy(), at);
+}
+Value *loadA(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) {
+  return loadScalar(b, v.aBf16, ptrA(b, v, bi, row, col));
 }
 // B[bi, row, col], through the window of a conv view (0 outside the input).
 Value *loadB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) {
   Type *f32 = b.getFloatTy();
-  if (v.bBf16)
-    return widenBf16(b, b.CreateLoad(b.getInt16Ty(), ptrB(b, v, bi, row, col)), f32);
   if (!v.win)
-    return b.CreateLoad(f32, ptrB(b, v, bi, row, col));
+    return loadScalar(b, v.bBf16, ptrB(b, v, bi, row, col));
   const WindowValues &w = *v.win;
   Value *taps = b.CreateMul(w.kh, w.kw);
   Value *ci = b.CreateUDiv(row, taps), *tap = b.CreateURem(row, taps);
