@@ -35,7 +35,7 @@ uint64_t gemmStackBytes(Variant v) {
   uint64_t blocked = 4ull * (uint64_t(t.kc) * t.paddedNc() +
                              std::max<uint64_t>(uint64_t(t.mr) * t.kc, gemm::amxAPanelWords(t)) +
                              gemm::convTableEntries(t)) +
-                     4ull * gemm::AmxRows * gemm::AmxCols + 320;
+                     8ull * gemm::AmxRows * gemm::AmxCols + 320;
   uint64_t small = 4ull * SmallM * SmallNChunk + 64;
   return std::max(blocked, small);
 }
@@ -557,9 +557,7 @@ TileEpilogueArgs tileEpilogueArgs(Builder &b, ExprEmitter &ex,
   TileEpilogueArgs a{null, null, b.getInt64(0), null, b.getInt32(0)};
   if (!te)
     return a;
-  unsigned flags =
-      (te->bias ? AddBias : 0) | (te->residual ? AddResidual : 0) | (te->relu ? Relu : 0);
-  a.flags = b.CreateSelect(last, b.getInt32(flags), b.getInt32(0));
+  a.flags = b.CreateSelect(last, b.getInt32(tileEpilogueFlags(te)), b.getInt32(0));
   if (te->bias)
     a.bias = b.CreateInBoundsGEP(f32, buffers[te->bias->index], i0);
   if (te->residual) {
@@ -752,14 +750,18 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                             Value *bi = b.CreateAdd(bi0, g);
                             TileEpilogueArgs epi = tileEpilogueArgs(b, ex, tileEpilogue, ts.buffers,
                                                                     last, bi, bi, i0, n0);
+                            // The kernel with the epilogue on the last k block.
+                            Function *plain = amxKernelFunction(0),
+                                     *withEpilogue =
+                                         amxKernelFunction(tileEpilogueFlags(tileEpilogue));
                             b.CreateCall(
-                                amxKernelFunction(),
+                                plain->getFunctionType(), b.CreateSelect(last, withEpilogue, plain),
                                 {aPanel, b.CreateInBoundsGEP(f32, bp, b.CreateMul(g, imageBlock)),
                                  b.CreateUDiv(kSteps, b.getInt64(AmxTileRows)),
                                  b.CreateMul(kSteps, nr), imagePanels,
                                  b.CreateInBoundsGEP(f32, v.out, outOffset(b, v, bi, i0, n0)), v.n,
                                  mrEff, b.CreateSub(n1, n0), lda, b.CreateNot(first), epi.bias,
-                                 epi.residual, epi.ldr, epi.flags});
+                                 epi.residual, epi.ldr});
                           },
                           "ag");
                     emitLoop(

@@ -1,7 +1,9 @@
 // The blocked GEMM path on AMX tiles (a bf16 weight as A or B on CPUs with AMX-BF16): A packed as
 // rows of bf16 along k (a bf16 A read in place where it can be), B as bf16 k-pairs (packBPairs,
-// packBConv), a 32 x 32 block of C computed as 2 x 2 tiles by tdpbf16ps with f32 sums. LLVM's AMX
-// lowering configures the tiles (ldtilecfg) from the constant shapes and releases them on return.
+// packBConv), a 32 x 32 block of C computed as 2 x 2 tiles by tdpbf16ps with f32 sums, the
+// epilogue (one kernel per combination of its parts) applied in registers a panel behind. LLVM's
+// AMX lowering configures the tiles (ldtilecfg) from the constant shapes and releases them on
+// return.
 #include "codegen/cpu/GemmEmitter.h"
 
 #include "llvm/IR/IntrinsicsX86.h"
@@ -66,27 +68,25 @@ void GemmEmitter::packARowsBf16(Builder &b, const GemmValues &v, Value *bi, Valu
       "par");
 }
 
-Function *GemmEmitter::amxKernelFunction() {
-  std::string name =
-      ME.prefix() + "ukernel_amx_" + std::to_string(AmxRows) + "x" + std::to_string(AmxCols);
+Function *GemmEmitter::amxKernelFunction(unsigned flags) {
+  std::string name = ME.prefix() + "ukernel_amx_" + std::to_string(AmxRows) + "x" +
+                     std::to_string(AmxCols) + (flags ? "_e" + std::to_string(flags) : "");
   if (Function *existing = ME.module().getFunction(name))
     return existing;
   assert(T.nr() == AmxCols && "a B panel is two tiles wide");
   LLVMContext &ctx = ME.ctx();
   Builder b(ctx);
   Type *ptr = b.getPtrTy(), *i64 = b.getInt64Ty(), *i8 = b.getInt8Ty(), *f32 = b.getFloatTy();
-  Function *f = kernelFunction(name,
-                               {ptr, ptr, i64, i64, i64, ptr, i64, i64, i64, i64, b.getInt1Ty(),
-                                ptr, ptr, i64, b.getInt32Ty()},
-                               b);
+  Function *f = kernelFunction(
+      name, {ptr, ptr, i64, i64, i64, ptr, i64, i64, i64, i64, b.getInt1Ty(), ptr, ptr, i64}, b);
   addTargetFeature(f, "+amx-tile,+amx-bf16");
   Value *ap = f->getArg(0), *bBlock = f->getArg(1), *steps = f->getArg(2),
         *panelWords = f->getArg(3), *panels = f->getArg(4), *cRow = f->getArg(5),
         *ldc = f->getArg(6), *rows = f->getArg(7), *allCols = f->getArg(8), *lda = f->getArg(9),
         *loadC = f->getArg(10), *bias = f->getArg(11), *resRow = f->getArg(12),
-        *ldr = f->getArg(13), *flags = f->getArg(14);
+        *ldr = f->getArg(13);
   const unsigned tileBytes = 64, ldb = 4 * AmxCols; // a B panel's word rows
-  AllocaInst *sums = entryAlloca(b, ArrayType::get(f32, AmxRows * AmxCols), "sums");
+  AllocaInst *sums = entryAlloca(b, ArrayType::get(f32, 2 * AmxRows * AmxCols), "sums");
   sums->setAlignment(Align(64));
   // One zero tile row: a tile loaded from it with stride 0 is zero.
   AllocaInst *zeroRow = entryAlloca(b, ArrayType::get(f32, AmxTileRows), "zero.row");
@@ -95,27 +95,99 @@ Function *GemmEmitter::amxKernelFunction() {
                        Align(64));
   Value *m = b.getInt16(AmxTileRows), *n = b.getInt16(tileBytes), *k = b.getInt16(tileBytes);
   Value *ldcBytes = b.CreateMul(ldc, b.getInt64(4));
-  Value *hasEpilogue = b.CreateICmpNE(flags, b.getInt32(0));
+  const bool addBias = flags & AddBias, addResidual = flags & AddResidual, relu = flags & Relu;
+  // A block's C columns, pointers and edge facts, for panel jp.
+  struct Block {
+    Value *c, *res, *cols, *whole, *toC;
+  };
+  auto block = [&](Value *jp) {
+    Value *col0 = b.CreateMul(jp, b.getInt64(AmxCols));
+    Block blk;
+    blk.c = b.CreateInBoundsGEP(f32, cRow, col0);
+    blk.res = b.CreateGEP(f32, resRow, col0); // null without a residual
+    blk.cols = smin(b, b.getInt64(AmxCols), b.CreateSub(allCols, col0));
+    // A whole block of C is summed in the tiles themselves: loaded into them on later k
+    // blocks, stored from them unless the epilogue runs. Any other block goes through a
+    // scratch tile of sums.
+    blk.whole = b.CreateAnd(b.CreateICmpEQ(rows, b.getInt64(AmxRows)),
+                            b.CreateICmpEQ(blk.cols, b.getInt64(AmxCols)));
+    blk.toC = flags ? b.getFalse() : blk.whole;
+    return blk;
+  };
+  // Two scratch tiles of sums, by the panel's parity: the epilogue of panel jp runs once panel
+  // jp + 1's products are issued, so that its loads of what tilestored wrote overlap them
+  // rather than wait for the stores between two panels' products.
+  auto sumsOf = [&](Value *jp) {
+    return b.CreateInBoundsGEP(
+        f32, sums, b.CreateMul(b.CreateAnd(jp, b.getInt64(1)), b.getInt64(AmxRows * AmxCols)));
+  };
+  // Row by row, in registers: the sums, plus C (an edge block's later k blocks), then the
+  // epilogue's parts; a whole block's rows unmasked.
+  const unsigned vw = AmxTileRows, vecs = AmxCols / vw;
+  auto *vt = FixedVectorType::get(f32, vw);
+  Value *zeroV = ConstantAggregateZero::get(vt);
+  auto rowLoop = [&](const Block &blk, Value *blockSums, bool edge) {
+    SmallVector<Value *, 2> colMask;
+    for (unsigned j = 0; j < vecs; ++j)
+      colMask.push_back(edge ? lanesBelow(b, vw, b.CreateSub(blk.cols, b.getInt64(j * vw)))
+                             : nullptr);
+    auto load = [&](Value *at, unsigned j) -> Value * {
+      if (edge)
+        return b.CreateMaskedLoad(vt, at, Align(4), colMask[j], zeroV);
+      return b.CreateAlignedLoad(vt, at, Align(4));
+    };
+    emitLoop(
+        b, b.getInt64(0), edge ? rows : b.getInt64(AmxRows),
+        [&](Value *i) {
+          Value *sumRow = b.CreateInBoundsGEP(f32, blockSums, b.CreateMul(i, b.getInt64(AmxCols)));
+          Value *cRow = b.CreateInBoundsGEP(f32, blk.c, b.CreateMul(i, ldc));
+          Value *rowBias =
+              addBias ? b.CreateVectorSplat(vw, b.CreateLoad(f32, b.CreateGEP(f32, bias, i)))
+                      : nullptr;
+          for (unsigned j = 0; j < vecs; ++j) {
+            Value *x = b.CreateAlignedLoad(vt, b.CreateConstInBoundsGEP1_32(f32, sumRow, j * vw),
+                                           Align(64));
+            Value *cAt = b.CreateConstGEP1_32(f32, cRow, j * vw);
+            if (edge)
+              x = b.CreateSelect(loadC, b.CreateFAdd(x, load(cAt, j)), x);
+            if (addBias)
+              x = b.CreateFAdd(x, rowBias);
+            if (addResidual)
+              x = b.CreateFAdd(
+                  x, load(b.CreateConstGEP1_32(f32, b.CreateGEP(f32, blk.res, b.CreateMul(i, ldr)),
+                                               j * vw),
+                          j));
+            if (relu)
+              x = b.CreateBinaryIntrinsic(Intrinsic::maximum, x, zeroV);
+            if (edge)
+              b.CreateMaskedStore(x, cAt, Align(4), colMask[j]);
+            else
+              b.CreateAlignedStore(x, cAt, Align(4));
+          }
+        },
+        "ua.row");
+  };
+  auto finish = [&](Value *jp) {
+    Block blk = block(jp);
+    Value *blockSums = sumsOf(jp);
+    emitIf(
+        b, blk.toC, [] {},
+        [&] {
+          emitIf(
+              b, blk.whole, [&] { rowLoop(blk, blockSums, false); },
+              [&] { rowLoop(blk, blockSums, true); });
+        });
+  };
   // Panel by panel: the one configuration serves them all.
   emitLoop(
       b, b.getInt64(0), panels,
       [&](Value *jp) {
-        Value *col0 = b.CreateMul(jp, b.getInt64(AmxCols));
-        Value *bp = b.CreateInBoundsGEP(b.getInt32Ty(), bBlock, b.CreateMul(jp, panelWords));
-        Value *c = b.CreateInBoundsGEP(f32, cRow, col0);
-        Value *res = b.CreateGEP(f32, resRow, col0); // null without a residual
-        Value *cols = smin(b, b.getInt64(AmxCols), b.CreateSub(allCols, col0));
-        // A whole block of C is summed in the tiles themselves: loaded into them on later k
-        // blocks, stored from them unless the epilogue runs. An edge block goes through the
-        // scratch tile of sums and masked accesses.
-        Value *whole = b.CreateAnd(b.CreateICmpEQ(rows, b.getInt64(AmxRows)),
-                                   b.CreateICmpEQ(cols, b.getInt64(AmxCols)));
-        Value *fromC = b.CreateAnd(whole, loadC);
-        Value *toC = b.CreateAnd(whole, b.CreateNot(hasEpilogue));
+        Block blk = block(jp);
+        Value *fromC = b.CreateAnd(blk.whole, loadC);
         // Tile (i, j) of the block: rows 16i .., columns 16j ...
         auto cTile = [&](unsigned t) {
           return b.CreateInBoundsGEP(
-              f32, c,
+              f32, blk.c,
               b.CreateAdd(b.CreateMul(b.getInt64((t / 2) * AmxTileRows), ldc),
                           b.getInt64((t % 2) * AmxTileRows)));
         };
@@ -140,6 +212,7 @@ Function *GemmEmitter::amxKernelFunction() {
         auto load = [&](Value *at, Value *stride) {
           return b.CreateIntrinsic(Intrinsic::x86_tileloadd64_internal, {}, {m, n, at, stride});
         };
+        Value *bp = b.CreateInBoundsGEP(b.getInt32Ty(), bBlock, b.CreateMul(jp, panelWords));
         Value *aAt = b.CreateGEP(i8, ap, b.CreateMul(s, b.getInt64(tileBytes)));
         Value *bAt = b.CreateGEP(i8, bp, b.CreateMul(s, b.getInt64(AmxTileRows * ldb)));
         Value *a[2] = {load(aAt, lda),
@@ -156,67 +229,22 @@ Function *GemmEmitter::amxKernelFunction() {
         s->addIncoming(sn, loop);
         b.CreateCondBr(b.CreateICmpSLT(sn, steps), loop, exit);
         b.SetInsertPoint(exit);
+        emitIf(
+            b, b.CreateICmpSGT(jp, b.getInt64(0)), [&] { finish(b.CreateSub(jp, b.getInt64(1))); },
+            [] {});
+        Value *blockSums = sumsOf(jp);
         for (unsigned t = 0; t < 4; ++t) {
           unsigned at = (t / 2) * AmxTileRows * AmxCols + (t % 2) * AmxTileRows;
           b.CreateIntrinsic(
               Intrinsic::x86_tilestored64_internal, {},
-              {m, n, b.CreateSelect(toC, cTile(t), b.CreateConstInBoundsGEP1_32(f32, sums, at)),
-               b.CreateSelect(toC, ldcBytes, b.getInt64(4 * AmxCols)), next[t]});
+              {m, n,
+               b.CreateSelect(blk.toC, cTile(t), b.CreateConstInBoundsGEP1_32(f32, blockSums, at)),
+               b.CreateSelect(blk.toC, ldcBytes, b.getInt64(4 * AmxCols)), next[t]});
         }
-        // Row by row: the sums plus C (an edge block's later k blocks), the epilogue (on the last
-        // k block), masked stores; in registers, each part chosen by its flag.
-        const unsigned vw = AmxTileRows, vecs = AmxCols / vw;
-        auto *vt = FixedVectorType::get(f32, vw);
-        // -0 adds nothing, not even to -0.
-        Value *zeroV = ConstantAggregateZero::get(vt), *none = ConstantFP::get(vt, -0.0);
-        Value *addC = b.CreateAnd(loadC, b.CreateNot(whole));
-        auto flag = [&](unsigned bit) {
-          return b.CreateICmpNE(b.CreateAnd(flags, b.getInt32(bit)), b.getInt32(0));
-        };
-        Value *addBias = flag(AddBias), *addResidual = flag(AddResidual), *relu = flag(Relu);
-        SmallVector<Value *, 2> colMask, cMask, rMask;
-        for (unsigned j = 0; j < vecs; ++j) {
-          colMask.push_back(lanesBelow(b, vw, b.CreateSub(cols, b.getInt64(j * vw))));
-          cMask.push_back(b.CreateAnd(colMask[j], b.CreateVectorSplat(vw, addC)));
-          rMask.push_back(b.CreateAnd(colMask[j], b.CreateVectorSplat(vw, addResidual)));
-        }
-        emitIf(
-            b, toC, [] {},
-            [&] {
-              emitLoop(
-                  b, b.getInt64(0), rows,
-                  [&](Value *i) {
-                    Value *sumRow =
-                        b.CreateInBoundsGEP(f32, sums, b.CreateMul(i, b.getInt64(AmxCols)));
-                    Value *cRow = b.CreateInBoundsGEP(f32, c, b.CreateMul(i, ldc));
-                    // Without a residual its masked loads read nothing, but at a valid address:
-                    // one near null makes the CPU take a slow assist to suppress the fault.
-                    Value *rRow = b.CreateSelect(
-                        addResidual, b.CreateGEP(f32, res, b.CreateMul(i, ldr)), sumRow);
-                    Value *biasAt = b.CreateSelect(addBias, b.CreateGEP(f32, bias, i),
-                                                   b.CreateConstInBoundsGEP1_32(f32, zeroRow, 0));
-                    Value *rowBias = b.CreateSelect(
-                        addBias, b.CreateVectorSplat(vw, b.CreateLoad(f32, biasAt)), none);
-                    for (unsigned j = 0; j < vecs; ++j) {
-                      Value *x = b.CreateAlignedLoad(
-                          vt, b.CreateConstInBoundsGEP1_32(f32, sumRow, j * vw), Align(64));
-                      x = b.CreateFAdd(
-                          x, b.CreateMaskedLoad(vt, b.CreateConstGEP1_32(f32, cRow, j * vw),
-                                                Align(4), cMask[j], none));
-                      x = b.CreateFAdd(x, rowBias);
-                      x = b.CreateFAdd(
-                          x, b.CreateMaskedLoad(vt, b.CreateConstGEP1_32(f32, rRow, j * vw),
-                                                Align(4), rMask[j], none));
-                      x = b.CreateSelect(relu,
-                                         b.CreateBinaryIntrinsic(Intrinsic::maximum, x, zeroV), x);
-                      b.CreateMaskedStore(x, b.CreateConstGEP1_32(f32, cRow, j * vw), Align(4),
-                                          colMask[j]);
-                    }
-                  },
-                  "ua.row");
-            });
       },
       "ua.panel");
+  // The last panel's epilogue (panels >= 1: an n-block is never empty).
+  finish(b.CreateSub(panels, b.getInt64(1)));
   b.CreateRetVoid();
   return f;
 }

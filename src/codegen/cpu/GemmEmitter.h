@@ -73,8 +73,9 @@ struct TileEpilogue {
 /// The GEMM's epilogue as a TileEpilogue, if it is one.
 std::optional<TileEpilogue> matchTileEpilogue(const kir::EntryKernels &entry,
                                               const kir::GemmCall &g);
-/// The micro-kernel's epilogue flags (an i32 argument).
+/// The micro-kernel's epilogue flags (an i32 argument; AMX's kernel is made for each).
 inline constexpr unsigned AddBias = 1, AddResidual = 2, Relu = 4;
+unsigned tileEpilogueFlags(const std::optional<TileEpilogue> &te);
 
 /// A TileEpilogue's values for one tile: row bias[0] is the tile's first row's; residual points
 /// at the tile's first element (rows ldr apart), residual2 at the folded second block's.
@@ -167,8 +168,9 @@ private:
   /// `steps` tiles of AmxTileRows pairs deep, for the `rows` x `cols` block of C at c (rows ldc
   /// apart): per panel, four 16 x 16 tiles of sums, starting from C (loadC) in a whole block;
   /// stored to C there without an epilogue, else to a scratch tile and from it row by row with
-  /// C (loadC, an edge block), the TileEpilogue by flags and masked stores.
-  Function *amxKernelFunction();
+  /// C (loadC, an edge block), the TileEpilogue's parts in `flags` (a kernel for each) and
+  /// masked stores.
+  Function *amxKernelFunction(unsigned flags);
   /// A tileRows x (tileVecs vectors) register tile over B panels NR columns wide.
   /// With `bf16Dot` the panels hold bf16 k-pairs and kc counts pairs.
   void microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, bool bf16Dot, Value *ap,

@@ -69,4 +69,10 @@ std::optional<TileEpilogue> matchTileEpilogue(const kir::EntryKernels &entry,
   return out;
 }
 
+unsigned tileEpilogueFlags(const std::optional<TileEpilogue> &te) {
+  if (!te)
+    return 0;
+  return (te->bias ? AddBias : 0) | (te->residual ? AddResidual : 0) | (te->relu ? Relu : 0);
+}
+
 } // namespace aotc::cpu::gemm
