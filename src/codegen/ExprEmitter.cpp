@@ -14,6 +14,8 @@ using namespace llvm;
 static DType typeOf(const kir::EntryKernels &entry, kir::ExprId id) { return entry.expr(id).type; }
 
 Value *ExprEmitter::emit(kir::ExprId id) {
+  if (auto sub = substitutes.find(id); sub != substitutes.end())
+    id = sub->second;
   auto it = Cache.find(id);
   if (it != Cache.end())
     return it->second;

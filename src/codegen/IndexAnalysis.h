@@ -7,6 +7,9 @@
 #include "kernel/Kernel.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
 
 namespace aotc::codegen {
 
@@ -39,6 +42,23 @@ bool readsMemory(const kir::EntryKernels &entry, kir::ExprId id);
 /// Whether `id` is a select with an arm that loads from a buffer: the backends that emit it as a
 /// branch (ExprEmitter::lazySelects) load only the arm it takes.
 bool isLoadingSelect(const kir::EntryKernels &entry, const kir::Expr &e);
+
+/// Integer clamps min(max(e, lo), hi) or max(min(e, hi), lo), constants lo <= hi, over an
+/// e = a * loopVar(loop) + r that moves with `loop` (a > 0 a constant, r a constant plus
+/// constant multiples of loop vars whose extents are known constants): a pooling window's padding
+/// read as the nearest edge element.
+struct ClampInterior {
+  /// Each clamp with its operand e, which it passes through unchanged inside [begin, end).
+  llvm::SmallVector<std::pair<kir::ExprId, kir::ExprId>, 4> clamps;
+  /// The points of `loop` where every clamp is the identity: empty when begin >= end.
+  int64_t begin = 0, end = 0;
+};
+/// The clamps of `roots` that read `loop`, and where along it none clamps, given the constant
+/// extents of the other loops (`extent`, nullopt where unknown). nullopt when no clamp reads
+/// `loop`, or when one that does is not of that form or its r has no known range.
+std::optional<ClampInterior>
+clampInterior(const kir::EntryKernels &entry, llvm::ArrayRef<kir::ExprId> roots, unsigned loop,
+              llvm::function_ref<std::optional<int64_t>(unsigned)> extent);
 
 } // namespace aotc::codegen
 

@@ -1,5 +1,6 @@
 // Loop kernels: a task function over a range of the flattened parallel outer loops, the nest of
 // remaining loops, and per outer point the reduce and store stages in order.
+#include "codegen/IndexAnalysis.h"
 #include "codegen/cpu/Emitter.h"
 
 #include "llvm/IR/Intrinsics.h"
@@ -18,8 +19,12 @@ void preferNoGather(Function *f) { addTargetFeature(f, "+prefer-no-gather"); }
 
 class KernelBody {
 public:
-  KernelBody(Builder &b, const kir::LoopKernel &kernel, ExprEmitter &ex)
-      : B(b), K(kernel), Ex(ex) {}
+  KernelBody(Builder &b, const kir::LoopKernel &kernel, const kir::EntryKernels &entry,
+             ExprEmitter &ex)
+      : B(b), K(kernel), Ex(ex) {
+    if (!K.outer.empty())
+      Interior = interior(entry);
+  }
 
   void emit(Value *begin, Value *end) {
     unsigned n = K.outer.size();
@@ -93,12 +98,54 @@ private:
     });
   }
 
+  // Where along the innermost loop no clamp of it clamps (a pooling window's padding read as
+  // the nearest edge element): the stages' offsets and values over the loops' constant extents,
+  // an inner loop's the largest of the stages'.
+  std::optional<codegen::ClampInterior> interior(const kir::EntryKernels &entry) const {
+    unsigned n = K.outer.size();
+    SmallVector<kir::ExprId, 8> roots;
+    for (const kir::Stage &s : K.stages)
+      roots.append({s.offset, s.value});
+    auto extent = [&](unsigned loop) -> std::optional<int64_t> {
+      if (loop < n)
+        return K.outer[loop].constant();
+      std::optional<int64_t> most = 0;
+      for (const kir::Stage &s : K.stages)
+        if (loop - n < s.inner.size()) {
+          std::optional<int64_t> e = s.inner[loop - n].constant();
+          most = e && most ? std::optional<int64_t>(std::max(*most, *e)) : std::nullopt;
+        }
+      return most;
+    };
+    return codegen::clampInterior(entry, roots, n - 1, extent);
+  }
+
   // Outer loop `d` over [begin, end): the innermost of an independent kernel is marked parallel.
+  // Where the innermost clamps indices, its points inside the clamps' interior go without them,
+  // so that their loads are affine and vectorize; the points before and after keep them.
   void loop(unsigned d, Value *begin, Value *end, function_ref<void(Value *)> body) {
-    if (K.independent && d + 1 == K.outer.size())
-      emitParallelLoop(B, begin, end, body, "l" + Twine(d), true);
-    else
-      emitLoop(B, begin, end, body, "l" + Twine(d));
+    bool innermost = d + 1 == K.outer.size();
+    auto range = [&](Value *from, Value *to, const Twine &name) {
+      if (K.independent && innermost)
+        emitParallelLoop(B, from, to, body, name, true);
+      else
+        emitLoop(B, from, to, body, name);
+    };
+    if (!innermost || !Interior) {
+      range(begin, end, "l" + Twine(d));
+      return;
+    }
+    auto within = [&](int64_t at, Value *lo, Value *hi) {
+      return B.CreateBinaryIntrinsic(
+          Intrinsic::smin, B.CreateBinaryIntrinsic(Intrinsic::smax, B.getInt64(at), lo), hi);
+    };
+    Value *from = within(Interior->begin, begin, end), *to = within(Interior->end, from, end);
+    range(begin, from, "l" + Twine(d) + ".lo");
+    for (auto [clamp, operand] : Interior->clamps)
+      Ex.substitutes[clamp] = operand;
+    range(from, to, "l" + Twine(d));
+    Ex.substitutes.clear();
+    range(to, end, "l" + Twine(d) + ".hi");
   }
 
   // Inner windows of up to this many constant points are unrolled (ExprEmitter::emitStage).
@@ -110,6 +157,7 @@ private:
   const kir::LoopKernel &K;
   ExprEmitter &Ex;
   SmallVector<Value *, 4> Extents;
+  std::optional<codegen::ClampInterior> Interior;
 };
 
 // The task of a loop kernel over the buffers `usedList` (by slot), which it reads from its
@@ -144,7 +192,7 @@ Function *emitKernelTask(ModuleEmitter &me, const kir::EntryKernels &entry,
     ExprEmitter ex(me.math(), b, entry, symIndex, syms, buffers);
     ex.failedCheck = entryAlloca(b, b.getInt32Ty(), "failed.check");
     b.CreateStore(b.getInt32(0), ex.failedCheck);
-    KernelBody kb(b, kernel, ex);
+    KernelBody kb(b, kernel, entry, ex);
     unsigned nargs = body->arg_size();
     kb.emit(body->getArg(nargs - 2), body->getArg(nargs - 1));
     // Kernels without checks fold this away.
