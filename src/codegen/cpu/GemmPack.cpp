@@ -7,6 +7,19 @@
 
 namespace aotc::cpu::gemm {
 
+Value *GemmEmitter::rowAhead(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc,
+                             Value *p, Value *n0) {
+  Value *ahead = smin(b, b.CreateAdd(p, b.getInt64(PrefetchRows)), b.CreateSub(kc, b.getInt64(1)));
+  return ptrB(b, v, bi, b.CreateAdd(k0, ahead), n0);
+}
+
+void GemmEmitter::prefetchPanelRow(Builder &b, const GemmValues &v, Value *row, Value *j) {
+  Type *bElem = bElementType(b, v);
+  unsigned lineElems = 512 / bElem->getPrimitiveSizeInBits(); // a cache line's
+  for (unsigned at = 0; at < T.nr(); at += lineElems)
+    emitPrefetch(b, b.CreateGEP(bElem, row, b.CreateAdd(j, b.getInt64(at))), 2);
+}
+
 void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0,
                         Value *n1, Value *bp) {
   // Panel jp holds columns n0 + jp*NR ..; element (p, j) at bp[(jp*kc + p)*NR + j], zero-padded.
@@ -25,16 +38,18 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
         // Row by row, each row's n0 .. n1 read front to back (a weight streamed from memory
         // reads at the prefetchers' pace, not a panel's 128 bytes every row stride) and dealt
         // out to the panels; masked vector loads, the last panel's padding zeroed by the mask.
+        Type *bElem = bElementType(b, v);
         emitLoop(
             b, b.getInt64(0), kc,
             [&](Value *p) {
               Value *src = ptrB(b, v, bi, b.CreateAdd(k0, p), n0);
+              Value *ahead = rowAhead(b, v, bi, k0, kc, p, n0);
               emitLoop(
                   b, b.getInt64(0), panels,
                   [&](Value *jp) {
                     Value *jn = smin(b, nr, b.CreateSub(b.CreateSub(n1, n0), b.CreateMul(jp, nr)));
-                    Type *bElem = bElementType(b, v);
                     Value *from = b.CreateInBoundsGEP(bElem, src, b.CreateMul(jp, nr));
+                    prefetchPanelRow(b, v, ahead, b.CreateMul(jp, nr));
                     Value *row = dst(jp, p, b.getInt64(0));
                     for (unsigned q = 0; q < T.nrVecs; ++q)
                       b.CreateAlignedStore(
@@ -449,10 +464,14 @@ void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *bi, Value *
                        b.CreateAdd(k0, b.CreateSelect(second, b.CreateAdd(p2, b.getInt64(1)),
                                                       b.getInt64(0))),
                        n0);
+              Value *ahead0 = rowAhead(b, v, bi, k0, kc, p2, n0),
+                    *ahead1 = rowAhead(b, v, bi, k0, kc, b.CreateAdd(p2, b.getInt64(1)), n0);
               emitLoop(
                   b, b.getInt64(0), panels,
                   [&](Value *jp) {
                     Value *jn = smin(b, nr, b.CreateSub(b.CreateSub(n1, n0), b.CreateMul(jp, nr)));
+                    prefetchPanelRow(b, v, ahead0, b.CreateMul(jp, nr));
+                    prefetchPanelRow(b, v, ahead1, b.CreateMul(jp, nr));
                     for (unsigned q = 0; q < T.nrVecs; ++q) {
                       Value *at = b.CreateAdd(b.CreateMul(jp, nr), b.getInt64(q * vw));
                       Value *m = lanesBelow(b, vw, b.CreateSub(jn, b.getInt64(q * vw)));
