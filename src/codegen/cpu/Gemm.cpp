@@ -951,6 +951,8 @@ Function *GemmEmitter::smallTask() {
               emitLoop(
                   b, b.getInt64(0), v.k,
                   [&](Value *kk) {
+                    prefetchRow(b, v, rowAhead(b, v, bi, b.getInt64(0), v.k, kk, n0), b.getInt64(0),
+                                SmallNChunk);
                     emitLoop(
                         b, b.getInt64(0), v.m,
                         [&](Value *i) {

@@ -159,14 +159,15 @@ private:
   /// A new no-inline kernel function `void name(params)` whose first two pointers are read-only
   /// inputs, the builder at its entry.
   Function *kernelFunction(const std::string &name, ArrayRef<Type *> params, Builder &b);
-  /// B's rows along n stream from memory when B is a weight (a prefill's linears), and the
-  /// hardware prefetchers ramp up on each row anew: the packers prefetch each panel's part of
-  /// the row PrefetchRows on (into L2) as they read it. rowAhead points at that row from n0
-  /// (the block's last past kc); prefetchPanelRow prefetches the NR elements from column j.
+  /// B's rows along n stream from memory when B is a weight (a prefill's linears, a decode
+  /// step's), and the hardware prefetchers ramp up on each row anew: the packers and the small
+  /// path prefetch the part of the row PrefetchRows on (into L2) that they read of this one.
+  /// rowAhead points at that row from n0 (the block's last past kc); prefetchRow prefetches
+  /// `elems` elements of it from column j.
   static constexpr unsigned PrefetchRows = 8;
   Value *rowAhead(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *p,
                   Value *n0);
-  void prefetchPanelRow(Builder &b, const GemmValues &v, Value *row, Value *j);
+  void prefetchRow(Builder &b, const GemmValues &v, Value *row, Value *j, unsigned elems);
   /// AMX's A micro-panel: rows i0 .. i0 + AmxRows - 1 of A (zero past mrEff), each 2 * `pairs`
   /// bf16 along k from k0 (zero past kc), rounded; row r at ap + r * 4 * pairs bytes.
   void packARowsBf16(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,

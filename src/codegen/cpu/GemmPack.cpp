@@ -13,10 +13,11 @@ Value *GemmEmitter::rowAhead(Builder &b, const GemmValues &v, Value *bi, Value *
   return ptrB(b, v, bi, b.CreateAdd(k0, ahead), n0);
 }
 
-void GemmEmitter::prefetchPanelRow(Builder &b, const GemmValues &v, Value *row, Value *j) {
+void GemmEmitter::prefetchRow(Builder &b, const GemmValues &v, Value *row, Value *j,
+                              unsigned elems) {
   Type *bElem = bElementType(b, v);
   unsigned lineElems = 512 / bElem->getPrimitiveSizeInBits(); // a cache line's
-  for (unsigned at = 0; at < T.nr(); at += lineElems)
+  for (unsigned at = 0; at < elems; at += lineElems)
     emitPrefetch(b, b.CreateGEP(bElem, row, b.CreateAdd(j, b.getInt64(at))), 2);
 }
 
@@ -49,7 +50,7 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
                   [&](Value *jp) {
                     Value *jn = smin(b, nr, b.CreateSub(b.CreateSub(n1, n0), b.CreateMul(jp, nr)));
                     Value *from = b.CreateInBoundsGEP(bElem, src, b.CreateMul(jp, nr));
-                    prefetchPanelRow(b, v, ahead, b.CreateMul(jp, nr));
+                    prefetchRow(b, v, ahead, b.CreateMul(jp, nr), T.nr());
                     Value *row = dst(jp, p, b.getInt64(0));
                     for (unsigned q = 0; q < T.nrVecs; ++q)
                       b.CreateAlignedStore(
@@ -470,8 +471,8 @@ void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *bi, Value *
                   b, b.getInt64(0), panels,
                   [&](Value *jp) {
                     Value *jn = smin(b, nr, b.CreateSub(b.CreateSub(n1, n0), b.CreateMul(jp, nr)));
-                    prefetchPanelRow(b, v, ahead0, b.CreateMul(jp, nr));
-                    prefetchPanelRow(b, v, ahead1, b.CreateMul(jp, nr));
+                    prefetchRow(b, v, ahead0, b.CreateMul(jp, nr), T.nr());
+                    prefetchRow(b, v, ahead1, b.CreateMul(jp, nr), T.nr());
                     for (unsigned q = 0; q < T.nrVecs; ++q) {
                       Value *at = b.CreateAdd(b.CreateMul(jp, nr), b.getInt64(q * vw));
                       Value *m = lanesBelow(b, vw, b.CreateSub(jn, b.getInt64(q * vw)));
