@@ -36,7 +36,7 @@ uint64_t gemmStackBytes(Variant v) {
                              std::max<uint64_t>(uint64_t(t.mr) * t.kc, gemm::amxAPanelWords(t)) +
                              gemm::convTableEntries(t)) +
                      8ull * gemm::AmxRows * gemm::AmxCols + 320;
-  uint64_t small = 4ull * SmallM * SmallNChunk + 64;
+  uint64_t small = 4ull * SmallM * 2 * SmallNChunk + 64;
   return std::max(blocked, small);
 }
 
@@ -169,8 +169,9 @@ void storeOut(Builder &b, ExprEmitter &ex, const kir::GemmCall &g, const GemmVal
   b.CreateStore(val, b.CreateInBoundsGEP(b.getFloatTy(), v.out, outOffset(b, v, bi, i, j)));
 }
 
-// GEMM task closure: { ptr entryClosure, i64 mChunk, i64 mChunks, i64 nBlocks, i64 nBlock,
-// i64 group (images per blocked task), i64 fold (a group's columns packed without padding),
+// GEMM task closure: { ptr entryClosure, i64 mChunk, i64 mChunks, i64 nBlocks, i64 nBlock (the
+// small path: its chunk width), i64 group (images per blocked task), i64 fold (a group's columns
+// packed without padding),
 // ptr slot 0, ptr slot 1, ... (the GEMM's buffers, TaskKey::slots) }.
 StructType *gemmClosureType(LLVMContext &c, unsigned slots) {
   Type *i64 = Type::getInt64Ty(c), *ptr = PointerType::getUnqual(c);
@@ -891,10 +892,15 @@ Function *GemmEmitter::smallTask() {
   Function *fn = startTask(".small", b, ts);
   GemmValues v = gemmValues(b, Entry, G, SymIndex, ts.syms, ts.buffers);
   Type *f32 = b.getFloatTy();
-  AllocaInst *accBuf = entryAlloca(b, ArrayType::get(f32, SmallM * SmallNChunk), "acc");
+  // Row i of the accumulator at i * accRow, whatever the chunk: a constant stride.
+  const unsigned accRowFloats = 2 * SmallNChunk;
+  AllocaInst *accBuf = entryAlloca(b, ArrayType::get(f32, SmallM * accRowFloats), "acc");
+  Value *accRow = b.getInt64(accRowFloats);
   accBuf->setAlignment(Align(64));
   ExprEmitter ex(ME.math(), b, Entry, SymIndex, ts.syms, ts.buffers);
-  Value *chunk = b.getInt64(SmallNChunk);
+  // The chunk width the dispatch chose (at most 2 * SmallNChunk).
+  StructType *gct = gemmClosureType(c, Slots.size());
+  Value *chunk = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 4));
   Value *nChunks = emitCeilDiv(b, v.n, chunk);
   emitLoop(
       b, ts.begin, ts.end,
@@ -942,36 +948,43 @@ Function *GemmEmitter::smallTask() {
                         b, b.getInt64(0), jn,
                         [&](Value *j) {
                           b.CreateStore(ConstantFP::get(f32, 0.0),
-                                        b.CreateInBoundsGEP(f32, accBuf,
-                                                            b.CreateAdd(b.CreateMul(i, chunk), j)));
+                                        b.CreateInBoundsGEP(
+                                            f32, accBuf, b.CreateAdd(b.CreateMul(i, accRow), j)));
                         },
                         "zj");
                   },
                   "zi");
-              emitLoop(
-                  b, b.getInt64(0), v.k,
-                  [&](Value *kk) {
-                    prefetchRow(b, v, rowAhead(b, v, bi, b.getInt64(0), v.k, kk, n0), b.getInt64(0),
-                                SmallNChunk);
-                    emitLoop(
-                        b, b.getInt64(0), v.m,
-                        [&](Value *i) {
-                          Value *a = loadA(b, v, bi, i, kk);
-                          emitLoop(
-                              b, b.getInt64(0), jn,
-                              [&](Value *j) {
-                                Value *y = loadB(b, v, bi, kk, b.CreateAdd(n0, j));
-                                Value *dst = b.CreateInBoundsGEP(
-                                    f32, accBuf, b.CreateAdd(b.CreateMul(i, chunk), j));
-                                Value *acc = b.CreateLoad(f32, dst);
-                                b.CreateStore(b.CreateIntrinsic(Intrinsic::fma, {f32}, {a, y, acc}),
-                                              dst);
-                              },
-                              "j");
-                        },
-                        "i");
-                  },
-                  "kk");
+              // The updates over `cols` columns: a whole SmallNChunk chunk (the common case)
+              // has a constant width.
+              auto updates = [&](Value *cols) {
+                emitLoop(
+                    b, b.getInt64(0), v.k,
+                    [&](Value *kk) {
+                      prefetchRow(b, v, rowAhead(b, v, bi, b.getInt64(0), v.k, kk, n0),
+                                  b.getInt64(0), cols);
+                      emitLoop(
+                          b, b.getInt64(0), v.m,
+                          [&](Value *i) {
+                            Value *a = loadA(b, v, bi, i, kk);
+                            emitLoop(
+                                b, b.getInt64(0), cols,
+                                [&](Value *j) {
+                                  Value *y = loadB(b, v, bi, kk, b.CreateAdd(n0, j));
+                                  Value *dst = b.CreateInBoundsGEP(
+                                      f32, accBuf, b.CreateAdd(b.CreateMul(i, accRow), j));
+                                  Value *acc = b.CreateLoad(f32, dst);
+                                  b.CreateStore(
+                                      b.CreateIntrinsic(Intrinsic::fma, {f32}, {a, y, acc}), dst);
+                                },
+                                "j");
+                          },
+                          "i");
+                    },
+                    "kk");
+              };
+              emitIf(
+                  b, b.CreateICmpEQ(jn, b.getInt64(SmallNChunk)),
+                  [&] { updates(b.getInt64(SmallNChunk)); }, [&] { updates(jn); });
               emitLoop(
                   b, b.getInt64(0), v.m,
                   [&](Value *i) {
@@ -980,7 +993,7 @@ Function *GemmEmitter::smallTask() {
                         [&](Value *j) {
                           Value *s = b.CreateLoad(
                               f32, b.CreateInBoundsGEP(f32, accBuf,
-                                                       b.CreateAdd(b.CreateMul(i, chunk), j)));
+                                                       b.CreateAdd(b.CreateMul(i, accRow), j)));
                           storeOut(b, ex, G, v, bi, i, b.CreateAdd(n0, j), s, true);
                         },
                         "wj");
@@ -1204,21 +1217,33 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
   }
   b.CreateBr(doneBB);
   b.SetInsertPoint(packBB);
+  Value *threads =
+      b.CreateSExt(b.CreateLoad(b.getInt32Ty(), b.CreateStructGEP(me.execType(), exec,
+                                                                  ModuleEmitter::ExecNumThreads)),
+                   b.getInt64Ty());
+  threads = b.CreateBinaryIntrinsic(Intrinsic::smax, threads, b.getInt64(1));
   emitIf(
       b, useSmall,
       [&] {
-        Value *nChunks = emitCeilDiv(b, v.n, b.getInt64(SmallNChunk));
-        Value *total = b.CreateMul(v.batch, nChunks);
-        Value *per = b.CreateMul(b.CreateMul(v.m, b.getInt64(SmallNChunk)),
+        // Chunks of SmallNChunk columns; where they are few, as many as a multiple of the thread
+        // count, fewer and wider (whole groups of four vectors, the vectorized loop's step; at
+        // most twice as wide): a 768-column projection in 3 chunks of 256 left a thread idle a
+        // third of the time, and 4 of 192 read its rows in shorter runs.
+        Value *chunks = emitCeilDiv(b, v.n, b.getInt64(SmallNChunk));
+        Value *few =
+            b.CreateICmpSLT(b.CreateMul(v.batch, chunks), b.CreateMul(threads, b.getInt64(4)));
+        Value *even = b.CreateBinaryIntrinsic(Intrinsic::smax, threads,
+                                              b.CreateMul(b.CreateUDiv(chunks, threads), threads));
+        Value *step = b.getInt64(4 * t.vecWidth);
+        Value *wide = b.CreateMul(emitCeilDiv(b, emitCeilDiv(b, v.n, even), step), step);
+        Value *chunk = b.CreateSelect(few, wide, b.getInt64(SmallNChunk));
+        b.CreateStore(chunk, b.CreateStructGEP(gct, gclosure, 4));
+        Value *total = b.CreateMul(v.batch, emitCeilDiv(b, v.n, chunk));
+        Value *per = b.CreateMul(b.CreateMul(v.m, chunk),
                                  b.CreateBinaryIntrinsic(Intrinsic::smax, v.k, b.getInt64(1)));
         emitDispatch(me, b, exec, small, gclosure, total, per);
       },
       [&] {
-        Value *threads = b.CreateSExt(
-            b.CreateLoad(b.getInt32Ty(),
-                         b.CreateStructGEP(me.execType(), exec, ModuleEmitter::ExecNumThreads)),
-            b.getInt64Ty());
-        threads = b.CreateBinaryIntrinsic(Intrinsic::smax, threads, b.getInt64(1));
         // n-blocks of equal width (whole NR panels, at most NC), so that none idles a thread;
         // where there are few, a multiple of the thread count of them.
         Value *nBlocks = emitCeilDiv(b, v.n, b.getInt64(t.nc));

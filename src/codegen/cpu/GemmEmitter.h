@@ -167,7 +167,7 @@ private:
   static constexpr unsigned PrefetchRows = 8;
   Value *rowAhead(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *p,
                   Value *n0);
-  void prefetchRow(Builder &b, const GemmValues &v, Value *row, Value *j, unsigned elems);
+  void prefetchRow(Builder &b, const GemmValues &v, Value *row, Value *j, Value *elems);
   /// AMX's A micro-panel: rows i0 .. i0 + AmxRows - 1 of A (zero past mrEff), each 2 * `pairs`
   /// bf16 along k from k0 (zero past kc), rounded; row r at ap + r * 4 * pairs bytes.
   void packARowsBf16(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,

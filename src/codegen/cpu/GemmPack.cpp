@@ -13,12 +13,15 @@ Value *GemmEmitter::rowAhead(Builder &b, const GemmValues &v, Value *bi, Value *
   return ptrB(b, v, bi, b.CreateAdd(k0, ahead), n0);
 }
 
-void GemmEmitter::prefetchRow(Builder &b, const GemmValues &v, Value *row, Value *j,
-                              unsigned elems) {
+void GemmEmitter::prefetchRow(Builder &b, const GemmValues &v, Value *row, Value *j, Value *elems) {
   Type *bElem = bElementType(b, v);
-  unsigned lineElems = 512 / bElem->getPrimitiveSizeInBits(); // a cache line's
-  for (unsigned at = 0; at < elems; at += lineElems)
-    emitPrefetch(b, b.CreateGEP(bElem, row, b.CreateAdd(j, b.getInt64(at))), 2);
+  Value *lineElems = b.getInt64(512 / bElem->getPrimitiveSizeInBits()); // a cache line's
+  emitLoop(
+      b, b.getInt64(0), emitCeilDiv(b, elems, lineElems),
+      [&](Value *line) {
+        emitPrefetch(b, b.CreateGEP(bElem, row, b.CreateAdd(j, b.CreateMul(line, lineElems))), 2);
+      },
+      "pf");
 }
 
 void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0,
@@ -50,7 +53,7 @@ void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, V
                   [&](Value *jp) {
                     Value *jn = smin(b, nr, b.CreateSub(b.CreateSub(n1, n0), b.CreateMul(jp, nr)));
                     Value *from = b.CreateInBoundsGEP(bElem, src, b.CreateMul(jp, nr));
-                    prefetchRow(b, v, ahead, b.CreateMul(jp, nr), T.nr());
+                    prefetchRow(b, v, ahead, b.CreateMul(jp, nr), nr);
                     Value *row = dst(jp, p, b.getInt64(0));
                     for (unsigned q = 0; q < T.nrVecs; ++q)
                       b.CreateAlignedStore(
@@ -471,8 +474,8 @@ void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *bi, Value *
                   b, b.getInt64(0), panels,
                   [&](Value *jp) {
                     Value *jn = smin(b, nr, b.CreateSub(b.CreateSub(n1, n0), b.CreateMul(jp, nr)));
-                    prefetchRow(b, v, ahead0, b.CreateMul(jp, nr), T.nr());
-                    prefetchRow(b, v, ahead1, b.CreateMul(jp, nr), T.nr());
+                    prefetchRow(b, v, ahead0, b.CreateMul(jp, nr), nr);
+                    prefetchRow(b, v, ahead1, b.CreateMul(jp, nr), nr);
                     for (unsigned q = 0; q < T.nrVecs; ++q) {
                       Value *at = b.CreateAdd(b.CreateMul(jp, nr), b.getInt64(q * vw));
                       Value *m = lanesBelow(b, vw, b.CreateSub(jn, b.getInt64(q * vw)));

@@ -199,6 +199,10 @@ const GemmCase Cases[] = {
     {1, 52, 300, 49, false, false},
     {1, 8, 7, 0, false, false},
     {1, 37, 23, 0, true, false},
+    // The small path's chunks where they are few: 600 columns as two of 320 (wider than
+    // SmallNChunk) on two threads, three of 256 on one; 1000 as four, the last short.
+    {1, 3, 600, 70, false, false},
+    {1, 8, 1000, 33, false, false},
     // The dot path (A and B contiguous along k, m <= 64): MLP-sized, k tails, edge tiles.
     {1, 32, 1024, 784, true, false},
     {2, 5, 33, 17, true, false},
@@ -631,6 +635,7 @@ const Bf16Case Bf16Cases[] = {
     {1, 1000, 300, false},
     {8, 37, 29, false},
     {5, 33, 17, true},
+    {4, 700, 45, false},
     // The dot path: m up to 128, k tails.
     {32, 1024, 784, true},
     {128, 37, 70, true},
