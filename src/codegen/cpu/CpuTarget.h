@@ -51,7 +51,8 @@ static_assert(PanelRows % gemmTiling(Variant::X86_64_V3).mr == 0 &&
 /// run's sizes (Gemm.cpp), and pack-weights packs A at compile time exactly where that pick is
 /// the blocked path, the only one that reads packed panels.
 struct GemmPolicy {
-  /// m up to this: a GEMV-like path streaming B in chunks of SmallNChunk columns, A in place.
+  /// m up to this: a GEMV-like path streaming B in chunks of SmallNChunk columns (where they are
+  /// few, as many as a multiple of the thread count, up to twice as wide), A in place.
   static constexpr int64_t SmallM = 8, SmallNChunk = 256;
   /// A and B both contiguous along k (nn.Linear's weight as B) and m up to DotMaxM: dot products
   /// over chunks of DotNChunk columns, nothing packed; packing B (a transpose, element by
