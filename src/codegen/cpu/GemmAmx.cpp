@@ -167,16 +167,18 @@ Function *GemmEmitter::amxKernelFunction(unsigned flags) {
         },
         "ua.row");
   };
+  // Without an epilogue a whole block went from the tiles to C (toC): only edge blocks are
+  // left to finish.
   auto finish = [&](Value *jp) {
     Block blk = block(jp);
     Value *blockSums = sumsOf(jp);
     emitIf(
-        b, blk.toC, [] {},
+        b, blk.whole,
         [&] {
-          emitIf(
-              b, blk.whole, [&] { rowLoop(blk, blockSums, false); },
-              [&] { rowLoop(blk, blockSums, true); });
-        });
+          if (flags)
+            rowLoop(blk, blockSums, false);
+        },
+        [&] { rowLoop(blk, blockSums, true); });
   };
   // Panel by panel: the one configuration serves them all.
   emitLoop(
