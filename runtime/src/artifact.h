@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 #define AOTC_ARTIFACT_MAGIC 0x43544f41u /* "AOTC" little-endian */
-#define AOTC_ARTIFACT_FORMAT 6u
+#define AOTC_ARTIFACT_FORMAT 7u
 /* CPU code variants carried by every artifact; run[] below is indexed by these. */
 #define AOTC_VARIANT_X86_64_V3 0 /* AVX2 + FMA: the portable baseline */
 #define AOTC_VARIANT_X86_64_V4 1 /* AVX-512 F/BW/DQ/VL */
@@ -133,6 +133,7 @@ typedef struct aotc_weight_desc {
    * this one out (offset and nbytes 0): aotc_weight_layout of runtime.h says how. */
   int32_t held_by, held_winograd_tile;
   int64_t held_rows, held_cols, held_panel_rows;
+  int64_t held_pair_cols, held_pair_transposed; /* format 7: a bf16 holder's k-pair panels */
 } aotc_weight_desc;
 
 /* The images of the CUDA kernels. A cubin runs on a device of the same major compute capability

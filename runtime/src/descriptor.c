@@ -218,6 +218,15 @@ static int descriptor_ok(checker *c, const aotc_artifact_desc *desc) {
          desc->weights[w->held_by].held_by != -1))
       return fail_at(c, "weight \"%s\" is held by weight %d, which cannot hold it", w->name,
                      (int)w->held_by);
+    /* k-pair panels: an even width up to 64, in a bf16 holder, nothing else of a layout. */
+    if (w->held_pair_cols != 0 || w->held_pair_transposed != 0) {
+      const int64_t pc = w->held_pair_cols;
+      if (w->held_by < 0 || pc < 2 || pc > 64 || pc % 2 || w->held_pair_transposed < 0 ||
+          w->held_pair_transposed > 1 || w->held_panel_rows || w->held_winograd_tile ||
+          w->held_rows < 1 || w->held_cols < 1 ||
+          desc->weights[w->held_by].dtype != AOTC_DTYPE_BF16)
+        return fail_at(c, "weight \"%s\" claims k-pair panels its holder cannot have", w->name);
+    }
   }
   return 1;
 }

@@ -246,7 +246,7 @@ void unpackHeldWeight(const HeldWeight &held, const float *holder, float *out) {
   float u[36];
   for (int64_t r = 0; r < held.m; ++r)
     for (int64_t c = 0; c < held.k; ++c) {
-      int64_t pos = held.panelRows ? panelOffset(r, c, held.k, held.panelRows) : r * held.k + c;
+      int64_t pos = held.position(r, c);
       float *to = out + (r * held.k + c) * taps;
       if (!held.winogradTile) {
         *to = holder[pos];
@@ -269,6 +269,9 @@ std::string operandText(const MatrixOperand &m) {
                        symStr(w->width), symStr(w->kernelH), symStr(w->kernelW), symStr(w->strideH),
                        symStr(w->strideW), symStr(w->padH), symStr(w->padW), symStr(w->dilH),
                        symStr(w->dilW), symStr(w->outWidth));
+  if (m.pairPanelCols)
+    return fmt::format("b{}[{} + bf16 k-pair panels of {} columns]", m.buffer, symStr(m.offset),
+                       m.pairPanelCols);
   if (m.panelRows && m.batchStride == SymExpr(0))
     return fmt::format("b{}[{} + panels of {} rows]", m.buffer, symStr(m.offset), m.panelRows);
   if (m.panelRows)
@@ -439,8 +442,12 @@ void print(const Program &program, llvm::raw_ostream &os) {
     os << " only in weight " << h.holder;
     if (h.winogradTile)
       os << fmt::format(" as winograd F({0}x{0}, 3x3)", h.winogradTile);
-    os << (h.panelRows ? fmt::format(" in panels of {} rows", h.panelRows) : " dense")
-       << (program.weights[h.holder].dtype == DType::BF16 ? ", rounded to bf16" : "") << "\n";
+    if (h.pairPanelCols)
+      os << fmt::format(" as k-pair panels of {} columns{}", h.pairPanelCols,
+                        h.pairTransposed ? ", transposed" : "");
+    else
+      os << (h.panelRows ? fmt::format(" in panels of {} rows", h.panelRows) : " dense");
+    os << (program.weights[h.holder].dtype == DType::BF16 ? ", rounded to bf16" : "") << "\n";
   }
   for (const EntryKernels &e : program.entries) {
     os << "\n";

@@ -160,6 +160,11 @@ struct MatrixOperand {
   /// (row, col) at offset + panelOffset(row, col, k, panelRows) with k the GEMM's; rows past m are
   /// zero, the strides are unused.
   unsigned panelRows = 0;
+  /// A B operand only, when not 0: bf16 k-pair panels pairPanelCols columns wide (a constant B
+  /// weight packed at compile time in the layout the backend's bf16 kernels read in place):
+  /// element (row, col) at offset + pairPanelOffset(row, col, k, pairPanelCols) with k the
+  /// GEMM's, the padding zero; the strides are unused.
+  unsigned pairPanelCols = 0;
   /// An A operand only, when not 0: the Winograd F(t x t, 3x3) transform (t = winogradTile, 2 or
   /// 4) of a filter [m, k, 3, 3] whose taps for (row, col) are 9 contiguous elements, row-major,
   /// at offset + row * rowStride + col * colStride. Batch b, 0..(t+2)^2 - 1, is component
@@ -180,6 +185,21 @@ struct MatrixOperand {
 
 inline int64_t panelOffset(int64_t row, int64_t col, int64_t k, int64_t panelRows) {
   return row / panelRows * panelRows * k + col * panelRows + row % panelRows;
+}
+
+/// The k-pair panel layout of a K x N operand: panels of `cols` columns, each ceil(K / 2) word
+/// rows padded to a multiple of cols / 2, word (p, j) holding rows 2p and 2p + 1 of the panel's
+/// column j side by side. pairPanelOffset is (row, col)'s element, pairPanelElements the
+/// layout's size (whole panels).
+inline int64_t pairPanelWordRows(int64_t k, int64_t cols) {
+  int64_t unit = cols / 2;
+  return ((k + 1) / 2 + unit - 1) / unit * unit;
+}
+inline int64_t pairPanelOffset(int64_t row, int64_t col, int64_t k, int64_t cols) {
+  return (col / cols * pairPanelWordRows(k, cols) + row / 2) * cols * 2 + col % cols * 2 + row % 2;
+}
+inline int64_t pairPanelElements(int64_t k, int64_t n, int64_t cols) {
+  return (n + cols - 1) / cols * pairPanelWordRows(k, cols) * cols * 2;
 }
 
 /// Winograd F(t x t, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks"),
@@ -310,19 +330,32 @@ struct EntryKernels {
 /// reads it (pack-weights records it): the weight as a [m, k * taps] row-major matrix, taps 9
 /// for a Winograd filter (its (t+2)^2 transformed components in the holder, each `k * m`
 /// elements or panels apart) else 1, stored in the holder as panels of panelRows rows
-/// (panelOffset) or dense [m, k]. A bf16 holder (bf16-weights: dense, no transform) holds the
-/// elements rounded to bf16.
+/// (panelOffset) or dense [m, k]. A bf16 holder (bf16-weights: no transform) holds the elements
+/// rounded to bf16, dense or, with pairPanelCols, as the k-pair panels of a GEMM's B operand:
+/// (row, col) is B's (row, col), or with pairTransposed B's (col, row).
 struct HeldWeight {
   uint32_t holder = 0;
   int64_t m = 0, k = 0;
   unsigned panelRows = 0;
   int winogradTile = 0;
+  unsigned pairPanelCols = 0;
+  bool pairTransposed = false;
+  /// Where (row, col) is in one component of the holder.
+  int64_t position(int64_t row, int64_t col) const {
+    if (pairPanelCols)
+      return pairTransposed ? pairPanelOffset(col, row, k, pairPanelCols)
+                            : pairPanelOffset(row, col, m, pairPanelCols);
+    return panelRows ? panelOffset(row, col, k, panelRows) : row * k + col;
+  }
   /// Elements of the weight per (row, col): a 3x3 filter's 9, else 1.
   int taps() const { return winogradTile ? 9 : 1; }
   /// Components in the holder: (t+2)^2 for a Winograd filter, else 1.
   int components() const { return winogradTile ? (winogradTile + 2) * (winogradTile + 2) : 1; }
   /// Elements of one component in the holder.
   int64_t componentStride() const {
+    if (pairPanelCols)
+      return pairTransposed ? pairPanelElements(k, m, pairPanelCols)
+                            : pairPanelElements(m, k, pairPanelCols);
     return panelRows ? (m + panelRows - 1) / panelRows * panelRows * k : m * k;
   }
 };

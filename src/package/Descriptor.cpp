@@ -64,7 +64,9 @@ public:
          AOTC_CFIELD(aotc_weight_desc, held_winograd_tile, I32),
          AOTC_CFIELD(aotc_weight_desc, held_rows, I64),
          AOTC_CFIELD(aotc_weight_desc, held_cols, I64),
-         AOTC_CFIELD(aotc_weight_desc, held_panel_rows, I64)},
+         AOTC_CFIELD(aotc_weight_desc, held_panel_rows, I64),
+         AOTC_CFIELD(aotc_weight_desc, held_pair_cols, I64),
+         AOTC_CFIELD(aotc_weight_desc, held_pair_transposed, I64)},
         sizeof(aotc_weight_desc));
     ArtifactTy = mirrorCStruct(Ctx, dl, "aotc_artifact_desc",
                                {AOTC_CFIELD(aotc_artifact_desc, magic, I32),
@@ -130,7 +132,8 @@ public:
           WeightTy, {str(w.name), i32(runtimeDType(w.dtype)), i32(w.shape.size()),
                      array(I64, dims, "aotc_weight_shape"), i64(w.offset), i64(w.nbytes),
                      i32(w.stored ? -1 : static_cast<int32_t>(held.holder)), i32(held.winogradTile),
-                     i64(held.m), i64(held.k), i64(held.panelRows)}));
+                     i64(held.m), i64(held.k), i64(held.panelRows), i64(held.pairPanelCols),
+                     i64(held.pairTransposed)}));
     }
     llvm::Constant *blob = c.weightSymbol.empty() ? null() : external(c.weightSymbol);
     llvm::Constant *program = c.programBlob.empty() ? null() : bytes(c.programBlob, "aotc_program");

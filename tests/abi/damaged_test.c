@@ -127,6 +127,11 @@ int main(void) {
   expect_refused(AOTC_FAKE_MODEL_HELDBYSELF, "heldbyself",
                  "aotc_model_create: the artifact is damaged: weight \"w\" is held by weight 0, "
                  "which cannot hold it (re-export the model)");
+  /* k-pair panels (format 7) on a weight no bf16 weight holds. */
+  expect_refused(
+      AOTC_FAKE_MODEL_PAIRS, "pairs",
+      "aotc_model_create: the artifact is damaged: weight \"w\" claims k-pair panels its "
+      "holder cannot have (re-export the model)");
   rmdir(dir);
   free(library);
   return harness_finish("abi_damaged_test");

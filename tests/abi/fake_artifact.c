@@ -22,9 +22,14 @@ static const int64_t shape4[] = {4};
 #ifndef AOTC_FAKE_HELD_BY
 #define AOTC_FAKE_HELD_BY -1
 #endif
+/* AOTC_FAKE_PAIR_COLS=N: w, stored as itself, claims k-pair panels N columns wide, which only a
+ * weight held by a bf16 one has (format 7). */
+#ifndef AOTC_FAKE_PAIR_COLS
+#define AOTC_FAKE_PAIR_COLS 0
+#endif
 static const aotc_weight_desc weights[] = {
-    {"w", AOTC_DTYPE_F32, 1, shape4, 0, 16, AOTC_FAKE_HELD_BY, 0, 0, 0, 0},
-    {"acc", AOTC_DTYPE_F32, 1, shape4, 16, 16, -1, 0, 0, 0, 0},
+    {"w", AOTC_DTYPE_F32, 1, shape4, 0, 16, AOTC_FAKE_HELD_BY, 0, 0, 0, 0, AOTC_FAKE_PAIR_COLS, 0},
+    {"acc", AOTC_DTYPE_F32, 1, shape4, 16, 16, -1, 0, 0, 0, 0, 0, 0},
 };
 static const uint8_t program[] = "fake program";
 

@@ -143,7 +143,8 @@ int main(void) {
     aotc_weight_layout layout;
     memset(&layout, 0x5a, sizeof layout);
     CHECK_OK(aotc_model_weight_layout(single, i, &layout));
-    CHECK(layout.held_by == -1 && layout.rows == 0 && layout.reserved[2] == 0);
+    CHECK(layout.held_by == -1 && layout.rows == 0 && layout.pair_cols == 0 &&
+          layout.reserved[0] == 0);
   }
   aotc_weight_layout layout;
   CHECK_ERROR(aotc_model_weight_layout(single, weights, &layout), AOTC_ERROR_INVALID_ARGUMENT,

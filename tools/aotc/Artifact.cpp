@@ -197,22 +197,33 @@ llvm::Error Artifact::unpackHeld(llvm::ArrayRef<std::string> names, const std::v
   if (layout.held_by >= static_cast<int32_t>(names.size()))
     return bad("no such weight");
   const HostTensor &holder = Weights.find(names[layout.held_by])->second;
-  kir::HeldWeight h{static_cast<uint32_t>(layout.held_by), layout.rows, layout.cols,
-                    static_cast<unsigned>(layout.panel_rows), layout.winograd_tile};
-  // A bf16 holder is a dense copy, rounded (bf16-weights): recovered widened.
+  kir::HeldWeight h{static_cast<uint32_t>(layout.held_by),
+                    layout.rows,
+                    layout.cols,
+                    static_cast<unsigned>(layout.panel_rows),
+                    layout.winograd_tile,
+                    static_cast<unsigned>(layout.pair_cols),
+                    layout.pair_transposed != 0};
+  // A bf16 holder is a copy, rounded (bf16-weights), dense or as k-pair panels: recovered
+  // widened.
   bool bf16 = holder.dtype() == DType::BF16;
   if (out.dtype() != DType::F32 || (holder.dtype() != DType::F32 && !bf16) || held[layout.held_by])
     return bad("not an f32 weight stored as itself");
   if (bf16 && (h.winogradTile || h.panelRows))
-    return bad("a bf16 holder is dense");
+    return bad("a bf16 holder is dense or k-pair panels");
+  if (layout.pair_cols &&
+      (!bf16 || layout.pair_cols < 2 || layout.pair_cols > 64 || layout.pair_cols % 2 ||
+       layout.pair_transposed < 0 || layout.pair_transposed > 1))
+    return bad("k-pair panels");
   if ((h.winogradTile != 0 && h.winogradTile != 2 && h.winogradTile != 4) || h.m < 1 || h.k < 1 ||
       layout.panel_rows < 0 || layout.panel_rows > 64 || h.m * h.k * h.taps() != out.numel() ||
       layout.component_stride != h.componentStride() ||
       h.components() * h.componentStride() > holder.numel())
     return bad("sizes");
   if (bf16) {
-    for (int64_t i = 0; i < out.numel(); ++i)
-      out.setDouble(i, holder.getDouble(i));
+    for (int64_t r = 0; r < h.m; ++r)
+      for (int64_t c = 0; c < h.k; ++c)
+        out.setDouble(r * h.k + c, holder.getDouble(h.position(r, c)));
     return llvm::Error::success();
   }
   kir::unpackHeldWeight(h, reinterpret_cast<const float *>(holder.data()),

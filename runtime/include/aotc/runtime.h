@@ -220,13 +220,17 @@ AOTC_API aotc_status aotc_model_weight_info(const aotc_model *model, int32_t ind
  * Winograd filter F(t x t, 3x3), else just 0), at b * component_stride + p(r, c) in the holder
  * (p = r * cols + c, or with panel_rows P: r / P * P * cols + c * P + r % P); a Winograd
  * filter's components are those of G g G^T, from which g is recovered. A bf16 holder (a weight
- * that GEMMs exported at --precision bf16 read only in bf16) is a dense copy, each element
- * rounded to bf16. held_by is -1 for a weight stored as itself. Weights of f32 only. */
+ * that GEMMs exported at --precision bf16 read only in bf16) holds each element rounded to bf16:
+ * a dense copy, or with pair_cols C the k-pair panels of a GEMM's B operand, K x N: element
+ * (r, c) is B's (k = r, n = c), or with pair_transposed B's (k = c, n = r), and B's (k, n) is at
+ * ((n / C) * P + k / 2) * 2C + (n % C) * 2 + k % 2, P = ceil(K / 2) rounded up to a multiple of
+ * C / 2 (the padding zero). held_by is -1 for a weight stored as itself. Weights of f32 only. */
 typedef struct aotc_weight_layout {
   int32_t held_by;
   int32_t winograd_tile; /* 0, 2 or 4 */
   int64_t rows, cols, panel_rows, component_stride;
-  int64_t reserved[3];
+  int64_t pair_cols, pair_transposed;
+  int64_t reserved[1];
 } aotc_weight_layout;
 AOTC_STATIC_ASSERT(sizeof(aotc_weight_layout) == 64, "aotc_weight_layout layout");
 AOTC_API aotc_status aotc_model_weight_layout(const aotc_model *model, int32_t index,

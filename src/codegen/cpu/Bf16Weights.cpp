@@ -1,6 +1,7 @@
 // bf16-weights: constant GEMM B operands stored in bf16 at --precision bf16 (see Bf16Weights.h).
 #include "codegen/cpu/Bf16Weights.h"
 #include "aotc/tensor/HostTensor.h"
+#include "codegen/cpu/CpuTarget.h"
 #include "codegen/cpu/DerivedWeights.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -10,6 +11,8 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
+#include <tuple>
 
 namespace aotc::cpu {
 
@@ -36,12 +39,40 @@ private:
     };
     // Batched GEMMs fold several images' columns into one packed block, which reads a bf16 B
     // nowhere.
-    if (isF32Weight(g.b) && g.batch.constant() == 1)
+    if (isF32Weight(g.b) && g.batch.constant() == 1) {
+      if (auto at = pairAddressing(g))
+        return pairPanels(entry, g.b, *at);
       return round(entry, g.b);
+    }
     // A weight as A (a convolution's filter) when B is not one.
     if (isF32Weight(g.a) && entry.buffers[g.b.buffer].kind != kir::Buffer::Kind::Weight)
       return round(entry, g.a);
     return llvm::Error::success();
+  }
+
+  // A B weight read at constant addressing, k x n: the k-pair panels' source.
+  struct PairAddressing {
+    uint32_t weight;
+    int64_t offset, rowStride, colStride, k, n;
+    auto key() const { return std::tie(weight, offset, rowStride, colStride, k, n); }
+    bool operator<(const PairAddressing &o) const { return key() < o.key(); }
+  };
+
+  std::optional<PairAddressing> pairAddressing(const kir::GemmCall &g) {
+    auto k = g.k.constant(), n = g.n.constant(), off = g.b.offset.constant(),
+         rs = g.b.rowStride.constant(), cs = g.b.colStride.constant();
+    if (!k || !n || !off || !rs || !cs || *k < 1 || *n < 1 || *off < 0 || *rs < 0 || *cs < 0)
+      return std::nullopt;
+    return PairAddressing{0, *off, *rs, *cs, *k, *n};
+  }
+
+  // Points `operand` at buffer `weight` of `entry`, one buffer per entry and weight.
+  void pointAt(kir::EntryKernels &entry, kir::MatrixOperand &operand, uint32_t weight) {
+    auto it = llvm::find_if(entry.buffers, [&](const kir::Buffer &b) {
+      return b.kind == kir::Buffer::Kind::Weight && b.index == weight;
+    });
+    operand.buffer =
+        it != entry.buffers.end() ? it - entry.buffers.begin() : addWeightBuffer(entry, P, weight);
   }
 
   // Points `operand` at its weight's bf16 copy.
@@ -49,45 +80,105 @@ private:
     auto weight = rounded(entry.buffers[operand.buffer].index);
     if (!weight)
       return weight.takeError();
-    // One buffer per entry and weight.
-    auto it = llvm::find_if(entry.buffers, [&](const kir::Buffer &b) {
-      return b.kind == kir::Buffer::Kind::Weight && b.index == *weight;
-    });
-    operand.buffer =
-        it != entry.buffers.end() ? it - entry.buffers.begin() : addWeightBuffer(entry, P, *weight);
+    pointAt(entry, operand, *weight);
     return llvm::Error::success();
   }
 
-  // The index of weight `source`'s bf16 copy, made on first use.
-  llvm::Expected<uint32_t> rounded(uint32_t source) {
-    if (auto it = Made.find(source); it != Made.end())
-      return it->second;
+  // Points B at its k-pair panels.
+  llvm::Error pairPanels(kir::EntryKernels &entry, kir::MatrixOperand &operand, PairAddressing at) {
+    at.weight = entry.buffers[operand.buffer].index;
+    auto weight = paired(at);
+    if (!weight)
+      return weight.takeError();
+    pointAt(entry, operand, *weight);
+    operand.offset = 0;
+    operand.rowStride = 0;
+    operand.colStride = 0;
+    operand.pairPanelCols = PairPanelCols;
+    return llvm::Error::success();
+  }
+
+  // Adds a bf16 weight "<source's name><suffix>" of `shape`, its data (with WithData) zero and
+  // then fill(element, data), element(i) reading source's f32 element i; returns its index.
+  llvm::Expected<uint32_t> addCopy(
+      uint32_t source, llvm::StringRef suffix, llvm::SmallVector<int64_t, 4> shape,
+      llvm::function_ref<void(llvm::function_ref<float(int64_t)>, std::vector<uint16_t> &)> fill) {
     const kir::Weight &src = P.weights[source];
-    std::string name = freshWeightName(P, Exported, src.name + ".bf16");
     kir::Weight w;
-    w.name = name;
+    w.name = freshWeightName(P, Exported, src.name + suffix.str());
     w.dtype = DType::BF16;
-    w.shape = src.shape;
+    w.shape = std::move(shape);
     if (WithData) {
       const Weight *data = Exported.findWeight(src.name);
       if (!data || data->dtype() != DType::F32 || data->bytes().size() != 4 * src.numel())
         return llvm::createStringError(fmt::format(
             "bf16-weights: the program has no f32 data of {} elements for weight \"{}\"",
             src.numel(), src.name));
-      auto out = std::make_shared<std::vector<uint16_t>>(src.numel());
       const uint8_t *bytes = data->bytes().data();
-      for (size_t i = 0; i < out->size(); ++i) {
-        float x;
-        std::memcpy(&x, bytes + 4 * i, 4);
-        (*out)[i] = floatToBFloat16(x);
-      }
+      auto out = std::make_shared<std::vector<uint16_t>>(w.numel(), 0);
+      fill(
+          [bytes](int64_t i) {
+            float x;
+            std::memcpy(&x, bytes + 4 * i, 4);
+            return x;
+          },
+          *out);
       llvm::ArrayRef<uint8_t> view(reinterpret_cast<const uint8_t *>(out->data()),
                                    out->size() * sizeof(uint16_t));
       Exported.weights.emplace_back(
-          name, DType::BF16, std::vector<int64_t>(w.shape.begin(), w.shape.end()), view, out);
+          w.name, DType::BF16, std::vector<int64_t>(w.shape.begin(), w.shape.end()), view, out);
     }
     P.weights.push_back(w);
-    uint32_t index = P.weights.size() - 1;
+    return P.weights.size() - 1;
+  }
+
+  // The index of the k-pair panels of `at`, made on first use.
+  llvm::Expected<uint32_t> paired(const PairAddressing &at) {
+    if (auto it = MadePairs.find(at); it != MadePairs.end())
+      return it->second;
+    const kir::Weight &src = P.weights[at.weight];
+    int64_t last = at.offset + (at.k - 1) * at.rowStride + (at.n - 1) * at.colStride;
+    if (last >= static_cast<int64_t>(src.numel()))
+      return llvm::createStringError(fmt::format(
+          "bf16-weights: a GEMM reads weight \"{}\" past its {} elements", src.name, src.numel()));
+    auto made =
+        addCopy(at.weight, ".bf16pairs", {kir::pairPanelElements(at.k, at.n, PairPanelCols)},
+                [&](auto element, std::vector<uint16_t> &out) {
+                  for (int64_t r = 0; r < at.k; ++r)
+                    for (int64_t c = 0; c < at.n; ++c)
+                      out[kir::pairPanelOffset(r, c, at.k, PairPanelCols)] =
+                          floatToBFloat16(element(at.offset + r * at.rowStride + c * at.colStride));
+                });
+    if (!made)
+      return made.takeError();
+    uint32_t index = *made;
+    MadePairs[at] = index;
+    // The panels hold the original when B reads it whole, as [k, n] (Conv1D) or [n, k]
+    // (nn.Linear).
+    kir::Weight &original = P.weights[at.weight];
+    bool whole = at.offset == 0 && static_cast<uint64_t>(at.k * at.n) == original.numel();
+    if (!original.heldBy && whole && (at.colStride == 1 || at.rowStride == 1)) {
+      bool transposed = at.rowStride == 1 && at.colStride == at.k;
+      if (transposed || (at.colStride == 1 && at.rowStride == at.n))
+        original.heldBy = kir::HeldWeight{
+            index,     transposed ? at.n : at.k, transposed ? at.k : at.n, 0, 0, PairPanelCols,
+            transposed};
+    }
+    return index;
+  }
+
+  // The index of weight `source`'s bf16 copy, made on first use.
+  llvm::Expected<uint32_t> rounded(uint32_t source) {
+    if (auto it = Made.find(source); it != Made.end())
+      return it->second;
+    auto made = addCopy(source, ".bf16", P.weights[source].shape,
+                        [&](auto element, std::vector<uint16_t> &out) {
+                          for (size_t i = 0; i < out.size(); ++i)
+                            out[i] = floatToBFloat16(element(i));
+                        });
+    if (!made)
+      return made.takeError();
+    uint32_t index = *made;
     Made[source] = index;
     // The copy holds the original, rounded: where no kernel reads the f32 any more, the
     // artifact stores the bf16 only (pack-weights prefers an exact holder, panels, made later).
@@ -105,6 +196,7 @@ private:
   ExportedProgram &Exported;
   bool WithData;
   std::map<uint32_t, uint32_t> Made;
+  std::map<PairAddressing, uint32_t> MadePairs;
 };
 
 } // namespace

@@ -14,10 +14,13 @@ namespace aotc::cpu {
 
 /// For every f32 GEMM of precision bf16 (in every entry, cond branches included) whose B is an
 /// immutable f32 weight read in place (no conv window, no panels) and whose batch is 1, or else
-/// whose A is one (no panels, no Winograd transform) and B is not a weight, adds a weight
-/// "<name>.bf16" (one per weight: every element rounded to nearest even, NaN kept; its data
-/// appended to `exported`) and points the operand at it with the same addressing. The copy holds
-/// the original (kir::HeldWeight, dense, rounded), so the blob leaves the f32 out unless another
+/// whose A is one (no panels, no Winograd transform) and B is not a weight, adds a bf16 weight
+/// (every element rounded to nearest even, NaN kept; its data appended to `exported`) and points
+/// the operand at it. A B of constant sizes and addressing gets "<name>.bf16pairs", its k-pair
+/// panels (kir::MatrixOperand::pairPanelCols, PairPanelCols wide; one per weight and
+/// addressing); any other operand "<name>.bf16", a dense copy read with the same addressing (one
+/// per weight). The copy holds the original (kir::HeldWeight, rounded; panels where B reads the
+/// whole weight as [k, n] or [n, k]), so the blob leaves the f32 out unless another
 /// kernel reads it (an embedding tied to the LM head, CUDA's GEMMs); tools recover it widened
 /// from the bf16. Run before pack-weights (which packs the f32 A operands left) and
 /// kir::layoutWeights. Without `withData` the bf16 weights are only declared.

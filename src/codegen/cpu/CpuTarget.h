@@ -23,8 +23,8 @@ struct GemmTiling {
   unsigned mr;       // rows of the register tile (broadcast operand A)
   unsigned nrVecs;   // vectors per row of the register tile (NR = nrVecs * vecWidth)
   unsigned kc, nc;   // k and n extents of one packed B block
-  unsigned nr() const { return nrVecs * vecWidth; }
-  unsigned paddedNc() const { return (nc + nr() - 1) / nr() * nr(); } // whole NR panels
+  constexpr unsigned nr() const { return nrVecs * vecWidth; }
+  constexpr unsigned paddedNc() const { return (nc + nr() - 1) / nr() * nr(); } // whole NR panels
 };
 constexpr GemmTiling gemmTiling(Variant v) {
   // 12 x 32 on zmm: 24 accumulators, 2 B vectors and a broadcast fill the 32 registers; a KC x NC
@@ -46,6 +46,14 @@ DotTile dotTile(Variant v);
 inline constexpr int64_t PanelRows = 12;
 static_assert(PanelRows % gemmTiling(Variant::X86_64_V3).mr == 0 &&
               PanelRows % gemmTiling(Variant::X86_64_V4).mr == 0);
+
+/// Columns of a constant bf16 B operand's k-pair panels (kir::MatrixOperand::pairPanelCols,
+/// bf16-weights): the bf16 kernels' panels (x86-64-v4's NR, AMX's two tiles side by side), which
+/// they read in place; its word rows padded to 16, an AMX tile's depth. x86-64-v3's panels are
+/// halves of them.
+inline constexpr int64_t PairPanelCols = 32;
+static_assert(PairPanelCols == gemmTiling(Variant::X86_64_V4).nr() &&
+              PairPanelCols % gemmTiling(Variant::X86_64_V3).nr() == 0);
 
 /// The GEMM dispatch policy, in one place: the generated code picks a path per call from the
 /// run's sizes (Gemm.cpp), and pack-weights packs A at compile time exactly where that pick is

@@ -12,6 +12,7 @@
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/IntrinsicsX86.h"
 
+#include <functional>
 #include <limits>
 #include <optional>
 
@@ -64,7 +65,9 @@ GemmValues gemmValues(Builder &b, const kir::EntryKernels &entry, const kir::Gem
                   std::nullopt,
                   g.a.panelRows,
                   entry.buffers[g.a.buffer].dtype == DType::BF16,
-                  entry.buffers[g.b.buffer].dtype == DType::BF16};
+                  entry.buffers[g.b.buffer].dtype == DType::BF16,
+                  g.b.pairPanelCols};
+  assert((!v.bPairCols || (v.bBf16 && !g.b.conv)) && "k-pair panels hold a bf16 weight");
   assert((!v.bBf16 || !g.b.conv) && "a conv view reads an f32 activation");
   assert((!v.aBf16 || (!v.bBf16 && !v.aPanelRows)) && "a bf16 A is dense, its B f32");
   if (const kir::ConvWindow *w = g.b.conv ? &*g.b.conv : nullptr)
@@ -94,8 +97,24 @@ Type *aElementType(Builder &b, const GemmValues &v) {
 Type *bElementType(Builder &b, const GemmValues &v) {
   return v.bBf16 ? b.getInt16Ty() : b.getFloatTy();
 }
+Value *pairWordRows(Builder &b, const GemmValues &v) {
+  Value *unit = b.getInt64(v.bPairCols / 2);
+  return b.CreateMul(emitCeilDiv(b, emitCeilDiv(b, v.k, b.getInt64(2)), unit), unit);
+}
 Value *ptrB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) {
   Value *off = b.CreateAdd(v.bOff, b.CreateMul(bi, v.bBs));
+  if (v.bPairCols) {
+    // kir::pairPanelOffset
+    Value *cols = b.getInt64(v.bPairCols), *wordRows = pairWordRows(b, v);
+    Value *word =
+        b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(b.CreateUDiv(col, cols), wordRows),
+                                            b.CreateUDiv(row, b.getInt64(2))),
+                                cols),
+                    b.CreateURem(col, cols));
+    off = b.CreateAdd(
+        off, b.CreateAdd(b.CreateMul(word, b.getInt64(2)), b.CreateURem(row, b.getInt64(2))));
+    return b.CreateInBoundsGEP(bElementType(b, v), v.b, off);
+  }
   off = b.CreateAdd(off, b.CreateAdd(b.CreateMul(row, v.bRs), b.CreateMul(col, v.bCs)));
   return b.CreateInBoundsGEP(bElementType(b, v), v.b, off);
 }
@@ -185,7 +204,11 @@ TaskKey gemmKey(const kir::EntryKernels &entry, const kir::GemmCall &g) {
   TaskKey key(entry, "gemm");
   key.text(toString(g.dtype)).sym(g.batch).sym(g.m).sym(g.n).sym(g.k);
   for (const kir::MatrixOperand *o : {&g.a, &g.b}) {
-    key.buffer(o->buffer).number(o->panelRows).number(o->winogradTile).number(o->conv.has_value());
+    key.buffer(o->buffer)
+        .number(o->panelRows)
+        .number(o->pairPanelCols)
+        .number(o->winogradTile)
+        .number(o->conv.has_value());
     for (const SymExpr *x : o->syms())
       key.sym(*x);
   }
@@ -370,10 +393,12 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs,
     accs.push_back(phi);
   }
   SmallVector<Value *, 4> bv;
+  // B's panel rows are 64-byte aligned when packed, not always when read in place (k-pair
+  // panels: as aligned as the weights are).
   Value *brow = b.CreateInBoundsGEP(f32, bp, b.CreateMul(p, b.getInt64(T.nr())));
   for (unsigned j = 0; j < tileVecs; ++j)
     bv.push_back(
-        b.CreateAlignedLoad(vt, b.CreateConstInBoundsGEP1_32(f32, brow, j * vw), Align(4 * vw)));
+        b.CreateAlignedLoad(vt, b.CreateConstInBoundsGEP1_32(f32, brow, j * vw), Align(4)));
   Value *arow = b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, b.getInt64(aStride)));
   SmallVector<Value *, 32> next(nacc);
   for (unsigned i = 0; i < tileRows; ++i) {
@@ -593,6 +618,10 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
   GemmValues v = gemmValues(b, Entry, G, SymIndex, ts.syms, ts.buffers);
   assert((!pairs || ((v.aBf16 || v.bBf16) && !v.aPanelRows)) &&
          "bf16 arithmetic is for a bf16 weight, A packed");
+  // B in k-pair panels (one image) is read in place by the pair kinds: its panels are theirs.
+  const bool inPlaceB = pairs && v.bPairCols;
+  assert((!v.bPairCols || v.bPairCols % T.nr() == 0) && (!inPlaceB || v.bPairCols == T.nr()) &&
+         "k-pair panels are whole panels of the variant's");
   StructType *gct = gemmClosureType(c, Slots.size());
   Value *mChunk = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 1));
   Value *mChunks = b.CreateLoad(b.getInt64Ty(), b.CreateStructGEP(gct, ts.gclosure, 2));
@@ -671,7 +700,9 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                                      b.getInt64(AmxTileRows));
               // Image g's panels follow image g-1's in the B block.
               Value *imageBlock = b.CreateMul(b.CreateMul(imagePanels, kSteps), nr);
-              if (pairs) {
+              if (inPlaceB) {
+                // Nothing to pack: the kernels read the panels where they are.
+              } else if (pairs) {
                 emitLoop(
                     b, b.getInt64(0), images,
                     [&](Value *g) {
@@ -755,14 +786,24 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                             Function *plain = amxKernelFunction(0),
                                      *withEpilogue =
                                          amxKernelFunction(tileEpilogueFlags(tileEpilogue));
+                            // In k-pair panels, the block's first panel at word row k0 / 2.
+                            Value *bBlock =
+                                inPlaceB ? ptrB(b, v, bi, k0, n0)
+                                         : b.CreateInBoundsGEP(f32, bp, b.CreateMul(g, imageBlock));
+                            Value *panelWords = inPlaceB ? b.CreateMul(pairWordRows(b, v), nr)
+                                                         : b.CreateMul(kSteps, nr);
+                            // B read in place streams from memory (where the first row panel
+                            // reads it): each panel's rows are fetched into L2 while the panel
+                            // before is multiplied.
+                            Value *ahead =
+                                inPlaceB ? b.CreateMul(panelWords, b.getInt64(4)) : b.getInt64(0);
                             b.CreateCall(
                                 plain->getFunctionType(), b.CreateSelect(last, withEpilogue, plain),
-                                {aPanel, b.CreateInBoundsGEP(f32, bp, b.CreateMul(g, imageBlock)),
-                                 b.CreateUDiv(kSteps, b.getInt64(AmxTileRows)),
-                                 b.CreateMul(kSteps, nr), imagePanels,
+                                {aPanel, bBlock, b.CreateUDiv(kSteps, b.getInt64(AmxTileRows)),
+                                 panelWords, imagePanels,
                                  b.CreateInBoundsGEP(f32, v.out, outOffset(b, v, bi, i0, n0)), v.n,
                                  mrEff, b.CreateSub(n1, n0), lda, b.CreateNot(first), epi.bias,
-                                 epi.residual, epi.ldr});
+                                 epi.residual, epi.ldr, ahead});
                           },
                           "ag");
                     emitLoop(
@@ -786,8 +827,10 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                           Value *nrEff2 = b.CreateSelect(folded, rest, b.getInt64(0));
                           Value *bi2 = smin(b, b.CreateAdd(bi, b.getInt64(1)),
                                             b.CreateSub(v.batch, b.getInt64(1)));
-                          Value *panel = b.CreateInBoundsGEP(
-                              f32, bp, b.CreateMul(b.CreateMul(jp, kSteps), nr));
+                          Value *panel =
+                              inPlaceB ? ptrB(b, v, bi, k0, col0)
+                                       : b.CreateInBoundsGEP(
+                                             f32, bp, b.CreateMul(b.CreateMul(jp, kSteps), nr));
                           // Every tile accumulates in C itself; the epilogue runs in place once
                           // the last k block is in.
                           Value *cBlock =
@@ -908,6 +951,10 @@ Function *GemmEmitter::smallTask() {
         Value *bi = b.CreateUDiv(t, nChunks);
         Value *n0 = b.CreateMul(b.CreateURem(t, nChunks), chunk);
         Value *jn = smin(b, chunk, b.CreateSub(v.n, n0));
+        if (v.bPairCols) {
+          smallPairPanels(b, v, bi, n0, jn, accBuf, accRow, ex);
+          return;
+        }
         // B's k runs contiguously (nn.Linear's transposed weight): dot products along k.
         // An empty k sum takes this path too, for any m.
         Value *dotForm =
@@ -1004,6 +1051,99 @@ Function *GemmEmitter::smallTask() {
       "task");
   b.CreateRetVoid();
   return fn;
+}
+
+void GemmEmitter::smallPairPanels(Builder &b, const GemmValues &v, Value *bi, Value *n0, Value *jn,
+                                  Value *accBuf, Value *accRow, ExprEmitter &ex) {
+  // Rows in groups of R, R x (panel width) sums in registers: up to 8 rows in zmm (16 sums, 2
+  // words and their 4 halves of 32), 2 in ymm. A group's rows past m repeat row m - 1 and are
+  // not stored. The chunk's columns start a panel (chunks are multiples of 4 vectors).
+  Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
+  const unsigned width = v.bPairCols, maxRows = T.vecWidth >= 16 ? 8 : 2;
+  auto *words = FixedVectorType::get(i32, width);
+  auto *sums = FixedVectorType::get(f32, width);
+  Value *cols = b.getInt64(width);
+  Value *pairs = b.CreateUDiv(v.k, b.getInt64(2));
+  Value *oddK = b.CreateICmpNE(b.CreateAnd(v.k, b.getInt64(1)), b.getInt64(0));
+  Value *lastRow = b.CreateSub(v.m, b.getInt64(1));
+  auto panelRows = [&](unsigned rows, Value *col0) {
+    SmallVector<AllocaInst *, 8> acc;
+    for (unsigned r = 0; r < rows; ++r)
+      acc.push_back(entryAlloca(b, sums, "pacc"));
+    Value *groups = emitCeilDiv(b, v.m, b.getInt64(rows));
+    emitLoop(
+        b, b.getInt64(0), groups,
+        [&](Value *gi) {
+          Value *i0 = b.CreateMul(gi, b.getInt64(rows));
+          SmallVector<Value *, 8> row;
+          for (unsigned r = 0; r < rows; ++r) {
+            row.push_back(smin(b, b.CreateAdd(i0, b.getInt64(r)), lastRow));
+            b.CreateStore(ConstantAggregateZero::get(sums), acc[r]);
+          }
+          // Sums over k rows 2p (and 2p + 1 when `both`) of word row p.
+          auto step = [&](Value *p, bool both) {
+            Value *kk = b.CreateMul(p, b.getInt64(2));
+            Value *x = b.CreateAlignedLoad(words, ptrB(b, v, bi, kk, col0), Align(4));
+            Value *lo = b.CreateBitCast(b.CreateShl(x, ConstantInt::get(words, 16)), sums);
+            Value *hi = b.CreateBitCast(b.CreateAnd(x, ConstantInt::get(words, 0xffff0000u)), sums);
+            for (unsigned r = 0; r < rows; ++r) {
+              Value *s = b.CreateLoad(sums, acc[r]);
+              Value *a0 = b.CreateVectorSplat(width, loadA(b, v, bi, row[r], kk));
+              s = b.CreateIntrinsic(Intrinsic::fma, {sums}, {a0, lo, s});
+              if (both) {
+                Value *a1 = b.CreateVectorSplat(
+                    width, loadA(b, v, bi, row[r], b.CreateAdd(kk, b.getInt64(1))));
+                s = b.CreateIntrinsic(Intrinsic::fma, {sums}, {a1, hi, s});
+              }
+              b.CreateStore(s, acc[r]);
+            }
+          };
+          emitLoop(
+              b, b.getInt64(0), pairs, [&](Value *p) { step(p, true); }, "pp");
+          emitIf(
+              b, oddK, [&] { step(pairs, false); }, [] {});
+          for (unsigned r = 0; r < rows; ++r)
+            emitIf(
+                b, b.CreateICmpSLT(b.CreateAdd(i0, b.getInt64(r)), v.m),
+                [&] {
+                  Value *at = b.CreateInBoundsGEP(
+                      f32, accBuf, b.CreateMul(b.CreateAdd(i0, b.getInt64(r)), accRow));
+                  b.CreateAlignedStore(b.CreateLoad(sums, acc[r]), at, Align(4));
+                },
+                [] {});
+        },
+        "pg");
+  };
+  emitLoop(
+      b, b.getInt64(0), emitCeilDiv(b, jn, cols),
+      [&](Value *q) {
+        Value *col0 = b.CreateAdd(n0, b.CreateMul(q, cols));
+        // The fewest rows per group that take m at once, at most maxRows.
+        std::function<void(unsigned)> pick = [&](unsigned rows) {
+          if (rows >= maxRows)
+            return panelRows(maxRows, col0);
+          emitIf(
+              b, b.CreateICmpSLE(v.m, b.getInt64(rows)), [&] { panelRows(rows, col0); },
+              [&] { pick(rows * 2); });
+        };
+        pick(1);
+        Value *valid = smin(b, cols, b.CreateSub(v.n, col0));
+        emitLoop(
+            b, b.getInt64(0), v.m,
+            [&](Value *i) {
+              emitLoop(
+                  b, b.getInt64(0), valid,
+                  [&](Value *j) {
+                    Value *s = b.CreateLoad(
+                        f32,
+                        b.CreateInBoundsGEP(f32, accBuf, b.CreateAdd(b.CreateMul(i, accRow), j)));
+                    storeOut(b, ex, G, v, bi, i, b.CreateAdd(col0, j), s, true);
+                  },
+                  "wj");
+            },
+            "wi");
+      },
+      "pq");
 }
 
 Function *GemmEmitter::dotTask() {
@@ -1161,7 +1301,8 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
     bool bf16 = me.variant() == Variant::X86_64_V4 && !g.a.panelRows &&
                 (entry.buffers[g.a.buffer].dtype == DType::BF16 ||
                  entry.buffers[g.b.buffer].dtype == DType::BF16);
-    shared->second = {ge.blockedTask(), ge.smallTask(), g.b.conv ? nullptr : ge.dotTask(),
+    shared->second = {ge.blockedTask(), ge.smallTask(),
+                      g.b.conv || g.b.pairPanelCols ? nullptr : ge.dotTask(),
                       bf16 ? ge.blockedTask(BlockedKind::Bf16Dot) : nullptr,
                       bf16 ? ge.blockedTask(BlockedKind::Amx) : nullptr};
   }
@@ -1191,9 +1332,10 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
   // their packers read B: through a conv window, or along n or along k (packBPairs).
   Value *features = b.CreateLoad(
       b.getInt32Ty(), b.CreateStructGEP(me.execType(), exec, ModuleEmitter::ExecCpuFeatures));
-  Value *packable = g.b.conv ? b.getTrue()
-                             : b.CreateOr(b.CreateICmpEQ(v.bCs, b.getInt64(1)),
-                                          b.CreateICmpEQ(v.bRs, b.getInt64(1)));
+  Value *packable =
+      g.b.conv || g.b.pairPanelCols
+          ? b.getTrue()
+          : b.CreateOr(b.CreateICmpEQ(v.bCs, b.getInt64(1)), b.CreateICmpEQ(v.bRs, b.getInt64(1)));
   auto has = [&](uint32_t feature) {
     return b.CreateAnd(packable, b.CreateICmpNE(b.CreateAnd(features, feature), b.getInt32(0)));
   };

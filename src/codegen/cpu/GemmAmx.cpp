@@ -78,13 +78,14 @@ Function *GemmEmitter::amxKernelFunction(unsigned flags) {
   Builder b(ctx);
   Type *ptr = b.getPtrTy(), *i64 = b.getInt64Ty(), *i8 = b.getInt8Ty(), *f32 = b.getFloatTy();
   Function *f = kernelFunction(
-      name, {ptr, ptr, i64, i64, i64, ptr, i64, i64, i64, i64, b.getInt1Ty(), ptr, ptr, i64}, b);
+      name, {ptr, ptr, i64, i64, i64, ptr, i64, i64, i64, i64, b.getInt1Ty(), ptr, ptr, i64, i64},
+      b);
   addTargetFeature(f, "+amx-tile,+amx-bf16");
   Value *ap = f->getArg(0), *bBlock = f->getArg(1), *steps = f->getArg(2),
         *panelWords = f->getArg(3), *panels = f->getArg(4), *cRow = f->getArg(5),
         *ldc = f->getArg(6), *rows = f->getArg(7), *allCols = f->getArg(8), *lda = f->getArg(9),
         *loadC = f->getArg(10), *bias = f->getArg(11), *resRow = f->getArg(12),
-        *ldr = f->getArg(13);
+        *ldr = f->getArg(13), *aheadBytes = f->getArg(14);
   const unsigned tileBytes = 64, ldb = 4 * AmxCols; // a B panel's word rows
   AllocaInst *sums = entryAlloca(b, ArrayType::get(f32, 2 * AmxRows * AmxCols), "sums");
   sums->setAlignment(Align(64));
@@ -217,6 +218,16 @@ Function *GemmEmitter::amxKernelFunction(unsigned flags) {
         Value *bp = b.CreateInBoundsGEP(b.getInt32Ty(), bBlock, b.CreateMul(jp, panelWords));
         Value *aAt = b.CreateGEP(i8, ap, b.CreateMul(s, b.getInt64(tileBytes)));
         Value *bAt = b.CreateGEP(i8, bp, b.CreateMul(s, b.getInt64(AmxTileRows * ldb)));
+        // The next B block's rows of this step, into L2 (aheadBytes on; a B read in place
+        // streams from memory).
+        emitIf(
+            b, b.CreateICmpNE(aheadBytes, b.getInt64(0)),
+            [&] {
+              Value *ahead = b.CreateGEP(i8, bAt, aheadBytes);
+              for (unsigned l = 0; l < AmxTileRows * ldb / 64; ++l)
+                emitPrefetch(b, b.CreateConstGEP1_32(i8, ahead, l * 64), 2);
+            },
+            [] {});
         Value *a[2] = {load(aAt, lda),
                        load(b.CreateGEP(i8, aAt, b.CreateMul(lda, b.getInt64(AmxTileRows))), lda)};
         Value *bt[2] = {load(bAt, b.getInt64(ldb)),
@@ -225,10 +236,10 @@ Function *GemmEmitter::amxKernelFunction(unsigned flags) {
         for (unsigned t = 0; t < 4; ++t) {
           next.push_back(b.CreateIntrinsic(Intrinsic::x86_tdpbf16ps_internal, {},
                                            {m, n, k, acc[t], a[t / 2], bt[t % 2]}));
-          acc[t]->addIncoming(next[t], loop);
+          acc[t]->addIncoming(next[t], b.GetInsertBlock());
         }
         Value *sn = b.CreateAdd(s, b.getInt64(1), "s.next", true, true);
-        s->addIncoming(sn, loop);
+        s->addIncoming(sn, b.GetInsertBlock());
         b.CreateCondBr(b.CreateICmpSLT(sn, steps), loop, exit);
         b.SetInsertPoint(exit);
         emitIf(

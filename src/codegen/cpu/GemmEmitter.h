@@ -34,6 +34,7 @@ struct GemmValues {
   unsigned aPanelRows = 0; // A is stored as panels of this many rows (kir::MatrixOperand)
   bool aBf16 = false;      // A is a bf16 buffer (bf16-weights, a convolution's weight)
   bool bBf16 = false;      // B is a bf16 buffer (bf16-weights): read widened to f32
+  unsigned bPairCols = 0;  // B is bf16 k-pair panels this wide (kir::MatrixOperand)
 };
 
 /// The GEMM's values at the builder's position.
@@ -51,9 +52,12 @@ Value *loadBVector(Builder &b, const GemmValues &v, Value *at, unsigned lanes,
                    Value *mask = nullptr);
 /// A[bi, row, col] as an f32.
 Value *loadA(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col);
-/// Addresses of A[bi, row, col] and B[bi, row, col] (B not through a conv window).
+/// Addresses of A[bi, row, col] and B[bi, row, col] (B not through a conv window; in k-pair
+/// panels, the element's: word (row / 2, col) of its panel where row is even).
 Value *ptrA(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col);
 Value *ptrB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col);
+/// Word rows of each of B's k-pair panels (kir::pairPanelWordRows).
+Value *pairWordRows(Builder &b, const GemmValues &v);
 /// B[bi, row, col], through the window of a conv view (0 outside the input).
 Value *loadB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col);
 /// The element offset of out[bi, i, j].
@@ -126,12 +130,20 @@ public:
   /// computed with vdpbf16ps or AMX tiles.
   Function *blockedTask(BlockedKind kind = BlockedKind::F32);
   Function *smallTask();
+  /// The dot-product path, for a B along k; none for a B in k-pair panels.
   Function *dotTask();
 
 private:
+  /// The small path's sums for B in k-pair panels: the chunk's panels one at a time, each read
+  /// front to back (one stream), into the accumulator rows (accRow floats apart).
+  void smallPairPanels(Builder &b, const GemmValues &v, Value *bi, Value *n0, Value *jn,
+                       Value *accBuf, Value *accRow, ExprEmitter &ex);
   Function *startTask(const Twine &suffix, Builder &b, TaskSetup &ts);
+  /// With B in k-pair panels, widens them (packBFromPairs).
   void packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0, Value *n1,
              Value *bp);
+  void packBFromPairs(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0,
+                      Value *n1, Value *bp);
   void convColumns(Builder &b, const GemmValues &v, Value *n0, Value *n1, Value *fold,
                    Value *images, Value *cols);
   void packBFolded(Builder &b, const GemmValues &v, Value *bi0, Value *images, Value *k0, Value *kc,
@@ -178,7 +190,8 @@ private:
   /// apart): per panel, four 16 x 16 tiles of sums, starting from C (loadC) in a whole block;
   /// stored to C there without an epilogue, else to a scratch tile and from it row by row with
   /// C (loadC, an edge block), the TileEpilogue's parts in `flags` (a kernel for each) and
-  /// masked stores.
+  /// masked stores. Where aheadBytes is not 0, each step also prefetches into L2 the B rows
+  /// aheadBytes on (a B read in place: the next panel's).
   Function *amxKernelFunction(unsigned flags);
   /// A tileRows x (tileVecs vectors) register tile over B panels NR columns wide.
   /// With `bf16Dot` the panels hold bf16 k-pairs and kc counts pairs.

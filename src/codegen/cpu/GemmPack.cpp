@@ -24,8 +24,44 @@ void GemmEmitter::prefetchRow(Builder &b, const GemmValues &v, Value *row, Value
       "pf");
 }
 
+void GemmEmitter::packBFromPairs(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc,
+                                 Value *n0, Value *n1, Value *bp) {
+  // packB's layout. A panel of NR columns lies in one k-pair panel (NR divides its width, n0 is
+  // a multiple of NR), whose padding is zero: each row is NR words of its k-pair row, widened.
+  Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
+  unsigned nrCols = T.nr();
+  Value *nr = b.getInt64(nrCols);
+  Value *panels = emitCeilDiv(b, b.CreateSub(n1, n0), nr);
+  auto *words = FixedVectorType::get(i32, nrCols);
+  emitLoop(
+      b, b.getInt64(0), kc,
+      [&](Value *p) {
+        Value *row = b.CreateAdd(k0, p);
+        Value *odd = b.CreateICmpNE(b.CreateAnd(row, b.getInt64(1)), b.getInt64(0));
+        Value *even = b.CreateAnd(row, b.getInt64(~int64_t(1)));
+        emitLoop(
+            b, b.getInt64(0), panels,
+            [&](Value *jp) {
+              Value *x = b.CreateAlignedLoad(
+                  words, ptrB(b, v, bi, even, b.CreateAdd(n0, b.CreateMul(jp, nr))), Align(4));
+              // A bf16's bits are the high half of its f32: row 2q's the low half of the word.
+              Value *lo = b.CreateShl(x, ConstantInt::get(words, 16));
+              Value *hi = b.CreateAnd(x, ConstantInt::get(words, 0xffff0000u));
+              Value *at = b.CreateInBoundsGEP(f32, bp,
+                                              b.CreateMul(b.CreateAdd(b.CreateMul(jp, kc), p), nr));
+              b.CreateAlignedStore(
+                  b.CreateBitCast(b.CreateSelect(odd, hi, lo), FixedVectorType::get(f32, nrCols)),
+                  at, Align(4 * T.vecWidth));
+            },
+            "pbj");
+      },
+      "pbp");
+}
+
 void GemmEmitter::packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0,
                         Value *n1, Value *bp) {
+  if (v.bPairCols)
+    return packBFromPairs(b, v, bi, k0, kc, n0, n1, bp);
   // Panel jp holds columns n0 + jp*NR ..; element (p, j) at bp[(jp*kc + p)*NR + j], zero-padded.
   Value *nr = b.getInt64(T.nr());
   Value *panels = emitCeilDiv(b, b.CreateSub(n1, n0), nr);

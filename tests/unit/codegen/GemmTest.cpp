@@ -504,10 +504,13 @@ INSTANTIATE_TEST_SUITE_P(
 
 // B a bf16 weight (bf16-weights at --precision bf16): [k, n] (Conv1D) or [n, k] (nn.Linear),
 // read widened to f32 on every path (small for m <= 8, dot products for a [n, k] B up to m 128,
-// blocked packing past them or for a [k, n] B), the sums and the epilogue in f32. Where the CPU
-// has AVX512_BF16 or AMX (exec.cpu_features), the blocked path of x86-64-v4 rounds A to bf16 as
-// well and multiplies k-pairs with vdpbf16ps or AMX tiles; every way the host has is run. Against a
-// double reference over the same bf16 values (and A rounded where it is), at the f32 bound.
+// blocked packing past them or for a [k, n] B), the sums and the epilogue in f32. Or, as
+// bf16-weights stores a B of constant addressing, the same values in k-pair panels
+// (kir::pairPanelOffset): small and blocked paths only, the bf16 kinds reading them in place,
+// f32's widening them. Where the CPU has AVX512_BF16 or AMX (exec.cpu_features), the blocked
+// path of x86-64-v4 rounds A to bf16 as well and multiplies k-pairs with vdpbf16ps or AMX tiles;
+// every way the host has is run. Against a double reference over the same bf16 values (and A
+// rounded where it is), at the f32 bound.
 struct Bf16Case {
   int64_t m, n, k;
   bool transposedB;
@@ -519,7 +522,7 @@ std::string name(const Bf16Case &g) {
                      g.transposedA ? "_aT" : "");
 }
 
-class Bf16WeightGemmTest : public ::testing::TestWithParam<std::tuple<Variant, Bf16Case>> {
+class Bf16WeightGemmTest : public ::testing::TestWithParam<std::tuple<Variant, Bf16Case, bool>> {
 protected:
   void SetUp() override {
     if (!hostSupports(std::get<0>(GetParam())))
@@ -528,16 +531,20 @@ protected:
 };
 
 TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
-  auto [variant, g] = GetParam();
-  const int64_t wOffset = 64, biasOffset = wOffset + (g.k * g.n * 2 + 63) / 64 * 64;
+  auto [variant, g, pairs] = GetParam();
+  const int64_t wElems = pairs ? kir::pairPanelElements(g.k, g.n, PairPanelCols) : g.k * g.n;
+  const int64_t wOffset = 64, biasOffset = wOffset + (wElems * 2 + 63) / 64 * 64;
   kir::Program p;
   p.name = "gemm";
   kir::Weight w;
   w.name = "w.bf16";
   w.dtype = DType::BF16;
-  w.shape = {g.transposedB ? g.n : g.k, g.transposedB ? g.k : g.n};
+  if (pairs)
+    w.shape = {wElems};
+  else
+    w.shape = {g.transposedB ? g.n : g.k, g.transposedB ? g.k : g.n};
   w.offset = wOffset;
-  w.nbytes = g.k * g.n * 2;
+  w.nbytes = wElems * 2;
   kir::Weight bias;
   bias.name = "bias";
   bias.shape = {g.n};
@@ -553,7 +560,7 @@ TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
       {"a", DType::F32, {g.transposedA ? SymExpr(g.k) : m, g.transposedA ? m : g.k}});
   e.outputs.push_back({"y", DType::F32, {m, g.n}});
   e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, m * g.k),
-               makeBuffer(kir::Buffer::Kind::Weight, 0, g.k * g.n, DType::BF16),
+               makeBuffer(kir::Buffer::Kind::Weight, 0, wElems, DType::BF16),
                makeBuffer(kir::Buffer::Kind::Output, 0, m * g.n),
                makeBuffer(kir::Buffer::Kind::Weight, 1, g.n)};
   kir::GemmCall c;
@@ -570,6 +577,11 @@ TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
   c.b.batchStride = 0;
   c.b.rowStride = g.transposedB ? 1 : g.n;
   c.b.colStride = g.transposedB ? g.k : 1;
+  if (pairs) {
+    c.b.rowStride = 0;
+    c.b.colStride = 0;
+    c.b.pairPanelCols = PairPanelCols;
+  }
   c.out = 2;
   c.epilogue = biasRelu(e, 3);
   e.steps.push_back(c);
@@ -587,15 +599,24 @@ TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
     x = floatToBFloat16(d(rng));
   for (float &x : biasData)
     x = d(rng);
-  std::vector<uint8_t> blob(p.weightBytes);
-  std::memcpy(blob.data() + wOffset, b.data(), b.size() * 2);
-  std::memcpy(blob.data() + biasOffset, biasData.data(), g.n * 4);
   auto B = [&](int64_t kk, int64_t j) {
     return bfloat16ToFloat(g.transposedB ? b[j * g.k + kk] : b[kk * g.n + j]);
   };
+  // The panels' padding is zero (the layout's), which AMX's tiles and an odd k's last pair read.
+  std::vector<uint16_t> stored = b;
+  if (pairs) {
+    stored.assign(wElems, 0);
+    for (int64_t kk = 0; kk < g.k; ++kk)
+      for (int64_t j = 0; j < g.n; ++j)
+        stored[kir::pairPanelOffset(kk, j, g.k, PairPanelCols)] =
+            g.transposedB ? b[j * g.k + kk] : b[kk * g.n + j];
+  }
+  std::vector<uint8_t> blob(p.weightBytes);
+  std::memcpy(blob.data() + wOffset, stored.data(), stored.size() * 2);
+  std::memcpy(blob.data() + biasOffset, biasData.data(), g.n * 4);
   // The dot products need A's rows along k.
-  const bool blocked =
-      g.m > GemmPolicy::SmallM && (!g.transposedB || g.transposedA || g.m > GemmPolicy::DotMaxM);
+  const bool blocked = g.m > GemmPolicy::SmallM &&
+                       (pairs || !g.transposedB || g.transposedA || g.m > GemmPolicy::DotMaxM);
   for (uint32_t features : bf16FeatureSets(variant))
     for (int threads : {1, 2}) {
       std::vector<float> y(g.m * g.n, NAN);
@@ -636,6 +657,9 @@ const Bf16Case Bf16Cases[] = {
     {8, 37, 29, false},
     {5, 33, 17, true},
     {4, 700, 45, false},
+    // k-pair panels' groups of rows: 2, and 3 (a group's last row repeated).
+    {2, 96, 31, true},
+    {3, 70, 64, false},
     // The dot path: m up to 128, k tails.
     {32, 1024, 784, true},
     {128, 37, 70, true},
@@ -656,10 +680,10 @@ const Bf16Case Bf16Cases[] = {
 INSTANTIATE_TEST_SUITE_P(
     Cpu, Bf16WeightGemmTest,
     ::testing::Combine(::testing::Values(Variant::X86_64_V3, Variant::X86_64_V4),
-                       ::testing::ValuesIn(Bf16Cases)),
+                       ::testing::ValuesIn(Bf16Cases), ::testing::Bool()),
     [](const auto &info) {
       return std::string(std::get<0>(info.param) == Variant::X86_64_V4 ? "v4_" : "v3_") +
-             name(std::get<1>(info.param));
+             name(std::get<1>(info.param)) + (std::get<2>(info.param) ? "_pairs" : "");
     });
 
 } // namespace

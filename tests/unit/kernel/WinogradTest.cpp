@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 #include <vector>
 
 namespace aotc {
@@ -262,6 +263,38 @@ TEST(Winograd, HeldWeightsUnpack) {
           ASSERT_NEAR(back[i], weight[i], 4e-7) << tile << " " << panelRows << " " << i;
       }
     }
+}
+
+// bf16-weights' k-pair panels of a B operand K x N, as runtime.h documents them: ((n / C) * P +
+// k / 2) * 2C + (n % C) * 2 + k % 2 with P = ceil(K / 2) rounded up to C / 2. Every element has
+// a place of its own inside the holder, and a held weight finds its elements there read as
+// [k, n] (Conv1D) or transposed (nn.Linear's [n, k]).
+TEST(PairPanels, LayoutAndHeldWeights) {
+  for (auto [kDim, nDim, cols] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 32},
+                                  {7, 33, 32},
+                                  {16, 32, 32},
+                                  {33, 70, 32},
+                                  {48, 16, 8}}) {
+    int64_t wordRows = ((kDim + 1) / 2 + cols / 2 - 1) / (cols / 2) * (cols / 2);
+    ASSERT_EQ(kir::pairPanelWordRows(kDim, cols), wordRows);
+    int64_t size = kir::pairPanelElements(kDim, nDim, cols);
+    ASSERT_EQ(size, (nDim + cols - 1) / cols * wordRows * cols * 2);
+    std::vector<int> seen(size, 0);
+    for (int64_t kk = 0; kk < kDim; ++kk)
+      for (int64_t n = 0; n < nDim; ++n) {
+        int64_t at = kir::pairPanelOffset(kk, n, kDim, cols);
+        ASSERT_EQ(at, ((n / cols) * wordRows + kk / 2) * 2 * cols + (n % cols) * 2 + kk % 2);
+        ASSERT_GE(at, 0);
+        ASSERT_LT(at, size);
+        ASSERT_EQ(seen[at]++, 0) << kk << "," << n;
+        kir::HeldWeight plain{0, kDim, nDim, 0, 0, unsigned(cols), false};
+        kir::HeldWeight transposed{0, nDim, kDim, 0, 0, unsigned(cols), true};
+        ASSERT_EQ(plain.position(kk, n), at);
+        ASSERT_EQ(transposed.position(n, kk), at);
+        ASSERT_EQ(plain.componentStride(), size);
+        ASSERT_EQ(transposed.componentStride(), size);
+      }
+  }
 }
 
 } // namespace

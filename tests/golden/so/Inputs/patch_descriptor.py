@@ -1,7 +1,7 @@
 """Copies an artifact with one field of its descriptor overwritten, as damage on disk would.
 
 usage: patch_descriptor.py IN.so OUT.so FIELD VALUE
-The descriptor (runtime/src/artifact.h) is found by its magic "AOTC" and format 6 followed by
+The descriptor (runtime/src/artifact.h) is found by its magic "AOTC" and format 7 followed by
 two pointers and the counts of entries and weights; the layout is x86-64's.
 """
 import struct
@@ -13,7 +13,7 @@ FIELDS = {"num_entries": (24, "<i"), "num_weights": (28, "<i"), "weights_size": 
 
 src, dst, field, value = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 data = bytearray(open(src, "rb").read())
-head = struct.pack("<II", 0x43544F41, 6)
+head = struct.pack("<II", 0x43544F41, 7)
 found = []
 i = data.find(head)
 while i >= 0:
