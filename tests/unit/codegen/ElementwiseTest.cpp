@@ -178,8 +178,11 @@ TEST_P(VariantTest, EveryUnaryOp) {
     ASSERT_TRUE(c);
     std::vector<float> x = randomFloats(N, uc.lo, uc.hi, 11 + unsigned(uc.op)), y(N);
     // Special values at the front: the inline functions select them explicitly.
-    float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN,   1.0f,   -1.0f,
-                        0.5f, 2.5f,  -2.5f,    1e-40f,    88.5f, -88.5f, 1e-8f};
+    // exp's subnormal results (-100), its last one (-103.9) and the zeros past it, which it
+    // computes as exp(0) (-104.5, -1e30).
+    float specials[] = {0.0f,   -0.0f, INFINITY, -INFINITY, NAN,     1.0f,
+                        -1.0f,  0.5f,  2.5f,     -2.5f,     1e-40f,  88.5f,
+                        -88.5f, 1e-8f, -100.0f,  -103.9f,   -104.5f, -1e30f};
     std::copy(std::begin(specials), std::end(specials), x.begin());
     TestExec ex(2);
     const void *in[] = {x.data()};
