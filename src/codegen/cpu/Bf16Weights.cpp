@@ -40,7 +40,7 @@ private:
     // Batched GEMMs fold several images' columns into one packed block, which reads a bf16 B
     // nowhere.
     if (isF32Weight(g.b) && g.batch.constant() == 1) {
-      if (auto at = pairAddressing(g))
+      if (auto at = pairAddressing(entry, g))
         return pairPanels(entry, g.b, *at);
       return round(entry, g.b);
     }
@@ -58,12 +58,13 @@ private:
     bool operator<(const PairAddressing &o) const { return key() < o.key(); }
   };
 
-  std::optional<PairAddressing> pairAddressing(const kir::GemmCall &g) {
+  std::optional<PairAddressing> pairAddressing(const kir::EntryKernels &entry,
+                                               const kir::GemmCall &g) {
     auto k = g.k.constant(), n = g.n.constant(), off = g.b.offset.constant(),
          rs = g.b.rowStride.constant(), cs = g.b.colStride.constant();
     if (!k || !n || !off || !rs || !cs || *k < 1 || *n < 1 || *off < 0 || *rs < 0 || *cs < 0)
       return std::nullopt;
-    return PairAddressing{0, *off, *rs, *cs, *k, *n};
+    return PairAddressing{entry.buffers[g.b.buffer].index, *off, *rs, *cs, *k, *n};
   }
 
   // Points `operand` at buffer `weight` of `entry`, one buffer per entry and weight.
@@ -85,8 +86,8 @@ private:
   }
 
   // Points B at its k-pair panels.
-  llvm::Error pairPanels(kir::EntryKernels &entry, kir::MatrixOperand &operand, PairAddressing at) {
-    at.weight = entry.buffers[operand.buffer].index;
+  llvm::Error pairPanels(kir::EntryKernels &entry, kir::MatrixOperand &operand,
+                         const PairAddressing &at) {
     auto weight = paired(at);
     if (!weight)
       return weight.takeError();
