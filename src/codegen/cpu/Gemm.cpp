@@ -1032,25 +1032,30 @@ Function *GemmEmitter::smallTask() {
               emitIf(
                   b, b.CreateICmpEQ(jn, b.getInt64(SmallNChunk)),
                   [&] { updates(b.getInt64(SmallNChunk)); }, [&] { updates(jn); });
-              emitLoop(
-                  b, b.getInt64(0), v.m,
-                  [&](Value *i) {
-                    emitLoop(
-                        b, b.getInt64(0), jn,
-                        [&](Value *j) {
-                          Value *s = b.CreateLoad(
-                              f32, b.CreateInBoundsGEP(f32, accBuf,
-                                                       b.CreateAdd(b.CreateMul(i, accRow), j)));
-                          storeOut(b, ex, G, v, bi, i, b.CreateAdd(n0, j), s, true);
-                        },
-                        "wj");
-                  },
-                  "wi");
+              storeSums(b, ex, v, bi, accBuf, accRow, n0, jn);
             });
       },
       "task");
   b.CreateRetVoid();
   return fn;
+}
+
+void GemmEmitter::storeSums(Builder &b, ExprEmitter &ex, const GemmValues &v, Value *bi,
+                            Value *accBuf, Value *accRow, Value *col0, Value *cols) {
+  Type *f32 = b.getFloatTy();
+  emitLoop(
+      b, b.getInt64(0), v.m,
+      [&](Value *i) {
+        emitLoop(
+            b, b.getInt64(0), cols,
+            [&](Value *j) {
+              Value *s = b.CreateLoad(
+                  f32, b.CreateInBoundsGEP(f32, accBuf, b.CreateAdd(b.CreateMul(i, accRow), j)));
+              storeOut(b, ex, G, v, bi, i, b.CreateAdd(col0, j), s, true);
+            },
+            "wj");
+      },
+      "wi");
 }
 
 void GemmEmitter::smallPairPanels(Builder &b, const GemmValues &v, Value *bi, Value *n0, Value *jn,
@@ -1127,21 +1132,7 @@ void GemmEmitter::smallPairPanels(Builder &b, const GemmValues &v, Value *bi, Va
               [&] { pick(rows * 2); });
         };
         pick(1);
-        Value *valid = smin(b, cols, b.CreateSub(v.n, col0));
-        emitLoop(
-            b, b.getInt64(0), v.m,
-            [&](Value *i) {
-              emitLoop(
-                  b, b.getInt64(0), valid,
-                  [&](Value *j) {
-                    Value *s = b.CreateLoad(
-                        f32,
-                        b.CreateInBoundsGEP(f32, accBuf, b.CreateAdd(b.CreateMul(i, accRow), j)));
-                    storeOut(b, ex, G, v, bi, i, b.CreateAdd(col0, j), s, true);
-                  },
-                  "wj");
-            },
-            "wi");
+        storeSums(b, ex, v, bi, accBuf, accRow, col0, smin(b, cols, b.CreateSub(v.n, col0)));
       },
       "pq");
 }

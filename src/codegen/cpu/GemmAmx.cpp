@@ -218,8 +218,8 @@ Function *GemmEmitter::amxKernelFunction(unsigned flags) {
         Value *bp = b.CreateInBoundsGEP(b.getInt32Ty(), bBlock, b.CreateMul(jp, panelWords));
         Value *aAt = b.CreateGEP(i8, ap, b.CreateMul(s, b.getInt64(tileBytes)));
         Value *bAt = b.CreateGEP(i8, bp, b.CreateMul(s, b.getInt64(AmxTileRows * ldb)));
-        // The next B block's rows of this step, into L2 (aheadBytes on; a B read in place
-        // streams from memory).
+        // The B rows aheadBytes on (the next panel's) of this step, into L2: a B read in place
+        // streams from memory.
         emitIf(
             b, b.CreateICmpNE(aheadBytes, b.getInt64(0)),
             [&] {

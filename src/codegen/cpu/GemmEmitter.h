@@ -138,6 +138,9 @@ private:
   /// front to back (one stream), into the accumulator rows (accRow floats apart).
   void smallPairPanels(Builder &b, const GemmValues &v, Value *bi, Value *n0, Value *jn,
                        Value *accBuf, Value *accRow, ExprEmitter &ex);
+  /// out[bi, i, col0 + j] = epilogue(accumulator row i's j), for every row and j < cols.
+  void storeSums(Builder &b, ExprEmitter &ex, const GemmValues &v, Value *bi, Value *accBuf,
+                 Value *accRow, Value *col0, Value *cols);
   Function *startTask(const Twine &suffix, Builder &b, TaskSetup &ts);
   /// With B in k-pair panels, widens them (packBFromPairs).
   void packB(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0, Value *n1,
