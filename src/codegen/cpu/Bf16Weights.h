@@ -20,10 +20,12 @@ namespace aotc::cpu {
 /// panels (kir::MatrixOperand::pairPanelCols, PairPanelCols wide; one per weight and
 /// addressing); any other operand "<name>.bf16", a dense copy read with the same addressing (one
 /// per weight). The copy holds the original (kir::HeldWeight, rounded; panels where B reads the
-/// whole weight as [k, n] or [n, k]), so the blob leaves the f32 out unless another
-/// kernel reads it (an embedding tied to the LM head, CUDA's GEMMs); tools recover it widened
-/// from the bf16. Run before pack-weights (which packs the f32 A operands left) and
-/// kir::layoutWeights. Without `withData` the bf16 weights are only declared.
+/// whole weight as [k, n] or [n, k]). Where no GEMM or attention operand reads such an original
+/// in f32 any more, the loop kernels and epilogues that read it (an embedding table tied to the
+/// LM head) read its holder's elements instead (kir::HeldWeight::position, widened): the blob
+/// then leaves the f32 out, unless CUDA's kernels read it; tools recover it widened from the
+/// bf16. Run before pack-weights (which packs the f32 A operands left) and kir::layoutWeights.
+/// Without `withData` the bf16 weights are only declared.
 llvm::Error storeBf16Weights(kir::Program &program, ExportedProgram &exported,
                              bool withData = true);
 
