@@ -90,8 +90,9 @@ public:
   /// loads only from the arm it takes: a concatenation of n inputs then reads each element once,
   /// not n times. For backends whose kernels do not rely on straight-line code to vectorize.
   bool lazySelects = false;
-  /// Expressions emitted as another: clamps that the caller proved pass their operand through
-  /// over the points it emits (clampInterior).
+  /// Expressions emitted as another (followed until one has no substitute): clamps that the
+  /// caller proved pass their operand through over the points it emits (clampInterior), selects
+  /// whose condition it decided before a loop.
   llvm::DenseMap<kir::ExprId, kir::ExprId> substitutes;
 
   /// The value of `id` in its dtype's value type. Results are cached until clearCache().

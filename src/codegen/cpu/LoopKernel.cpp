@@ -3,6 +3,7 @@
 #include "codegen/IndexAnalysis.h"
 #include "codegen/cpu/Emitter.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/IR/Intrinsics.h"
 
 #include <limits>
@@ -21,7 +22,7 @@ class KernelBody {
 public:
   KernelBody(Builder &b, const kir::LoopKernel &kernel, const kir::EntryKernels &entry,
              ExprEmitter &ex)
-      : B(b), K(kernel), Ex(ex) {
+      : B(b), K(kernel), Entry(entry), Ex(ex) {
     if (!K.outer.empty())
       Interior = interior(entry);
   }
@@ -120,18 +121,118 @@ private:
     return codegen::clampInterior(entry, roots, n - 1, extent);
   }
 
-  // Outer loop `d` over [begin, end): the innermost of an independent kernel is marked parallel.
-  // Where the innermost clamps indices, its points inside the clamps' interior go without them,
-  // so that their loads are affine and vectorize; the points before and after keep them.
+  // Outer loop `d` over [begin, end).
   void loop(unsigned d, Value *begin, Value *end, function_ref<void(Value *)> body) {
-    bool innermost = d + 1 == K.outer.size();
+    if (d + 1 == K.outer.size())
+      unswitched(d, begin, end, body);
+    else
+      emitLoop(B, begin, end, body, "l" + Twine(d));
+  }
+
+  // The innermost outer loop `d`, once per arm of each select whose condition only the outer
+  // loops around it decide (a concatenation or a padding along an outer dim): the condition is
+  // computed before the loop, and each copy of the loop reads one arm's elements with no
+  // per-point select of addresses. At most MaxUnswitchedLoops copies in all.
+  void unswitched(unsigned d, Value *begin, Value *end, function_ref<void(Value *)> body) {
+    kir::ExprId cond = Unswitched + 1 < MaxUnswitchedLoops ? invariantCondition(d) : kir::NoExpr;
+    if (cond == kir::NoExpr) {
+      innermost(d, begin, end, body);
+      return;
+    }
+    ++Unswitched;
+    Ex.clearCache();
+    Value *taken = Ex.emit(cond);
+    Ex.clearCache();
+    Function *f = B.GetInsertBlock()->getParent();
+    LLVMContext &c = f->getContext();
+    BasicBlock *join = BasicBlock::Create(c, "unswitch.join", f);
+    BasicBlock *arms[2] = {BasicBlock::Create(c, "unswitch.true", f, join),
+                           BasicBlock::Create(c, "unswitch.false", f, join)};
+    B.CreateCondBr(taken, arms[0], arms[1]);
+    SmallVector<kir::ExprId, 8> selects = selectsOn(cond);
+    for (unsigned arm = 0; arm < 2; ++arm) {
+      B.SetInsertPoint(arms[arm]);
+      for (kir::ExprId s : selects)
+        Ex.substitutes[s] = Entry.expr(s).operands[1 + arm];
+      unswitched(d, begin, end, body);
+      for (kir::ExprId s : selects)
+        Ex.substitutes.erase(s);
+      B.CreateBr(join);
+    }
+    B.SetInsertPoint(join);
+  }
+
+  // Calls fn(id) on every expression the stages read (through the emitter's substitutes),
+  // once each.
+  void forEachReached(function_ref<void(kir::ExprId)> fn) {
+    DenseSet<kir::ExprId> seen;
+    SmallVector<kir::ExprId, 32> work;
+    for (const kir::Stage &s : K.stages)
+      work.append({s.offset, s.value});
+    while (!work.empty()) {
+      kir::ExprId id = work.pop_back_val();
+      while (id != kir::NoExpr && Ex.substitutes.count(id))
+        id = Ex.substitutes.lookup(id);
+      if (id == kir::NoExpr || !seen.insert(id).second)
+        continue;
+      fn(id);
+      work.append(Entry.expr(id).operands.begin(), Entry.expr(id).operands.end());
+    }
+  }
+
+  // The condition of a select that the stages read and that no loop from `d` on decides: index
+  // arithmetic over the loops before d and the symbols; NoExpr when there is none.
+  kir::ExprId invariantCondition(unsigned d) {
+    kir::ExprId found = kir::NoExpr;
+    forEachReached([&](kir::ExprId id) {
+      const kir::Expr &e = Entry.expr(id);
+      if (found == kir::NoExpr && e.kind == kir::ExprKind::Select &&
+          decidedBefore(e.operands[0], d))
+        found = e.operands[0];
+    });
+    return found;
+  }
+
+  bool decidedBefore(kir::ExprId id, unsigned d) const {
+    const kir::Expr &e = Entry.expr(id);
+    switch (e.kind) {
+    case kir::ExprKind::Const:
+    case kir::ExprKind::Dim:
+      return true;
+    case kir::ExprKind::LoopVar:
+      return e.index < d;
+    case kir::ExprKind::Unary:
+    case kir::ExprKind::Binary:
+    case kir::ExprKind::Select:
+    case kir::ExprKind::Cast:
+      return llvm::all_of(e.operands, [&](kir::ExprId o) { return decidedBefore(o, d); });
+    default:
+      return false;
+    }
+  }
+
+  // The selects on `cond` that the stages read.
+  SmallVector<kir::ExprId, 8> selectsOn(kir::ExprId cond) {
+    SmallVector<kir::ExprId, 8> out;
+    forEachReached([&](kir::ExprId id) {
+      const kir::Expr &e = Entry.expr(id);
+      if (e.kind == kir::ExprKind::Select && e.operands[0] == cond)
+        out.push_back(id);
+    });
+    return out;
+  }
+
+  // The innermost outer loop `d` over [begin, end): marked parallel in an independent kernel.
+  // Where it clamps indices, its points inside the clamps' interior go without them, so that
+  // their loads are affine and vectorize; the points before and after keep them.
+  void innermost(unsigned d, Value *begin, Value *end, function_ref<void(Value *)> body) {
     auto range = [&](Value *from, Value *to, const Twine &name) {
-      if (K.independent && innermost)
+      if (K.independent)
         emitParallelLoop(B, from, to, body, name, true);
       else
         emitLoop(B, from, to, body, name);
     };
-    if (!innermost || !Interior) {
+    if (!Interior) {
       range(begin, end, "l" + Twine(d));
       return;
     }
@@ -144,9 +245,13 @@ private:
     for (auto [clamp, operand] : Interior->clamps)
       Ex.substitutes[clamp] = operand;
     range(from, to, "l" + Twine(d));
-    Ex.substitutes.clear();
+    for (auto [clamp, operand] : Interior->clamps)
+      Ex.substitutes.erase(clamp);
     range(to, end, "l" + Twine(d) + ".hi");
   }
+
+  // Copies of the innermost loop that unswitched() may emit.
+  static constexpr unsigned MaxUnswitchedLoops = 64;
 
   // Inner windows of up to this many constant points are unrolled (ExprEmitter::emitStage).
   static constexpr int64_t MaxUnrolledPoints = 16;
@@ -155,8 +260,10 @@ private:
 
   Builder &B;
   const kir::LoopKernel &K;
+  const kir::EntryKernels &Entry;
   ExprEmitter &Ex;
   SmallVector<Value *, 4> Extents;
+  unsigned Unswitched = 0; // unswitched()'s branches so far: each adds a copy of the loop
   std::optional<codegen::ClampInterior> Interior;
 };
 

@@ -437,6 +437,122 @@ TEST_P(VariantTest, ShapesAndGuards) {
   EXPECT_EQ(c->shapes(0)(big, out), 1);
 }
 
+// The stack of three caches, each the concatenation of a past [batch, past, 20] and a new
+// [batch, 20] along the positions (GPT-2's present): out[l, b, t, j] picks its input by selects
+// on outer loops and on the symbol past, which the innermost loop j does not change, so the
+// kernel branches on them before it (one copy of the loop per input). A second kernel chains 69
+// such selects (out2[i, j] = x[i, j] + i over 70 rows), past the copies the code may make: the
+// rest stay selects. Every element is checked, at 1 and 2 threads.
+TEST_P(VariantTest, SelectsDecidedByOuterLoops) {
+  constexpr int64_t J = 20, Rows = 70;
+  kir::Program p;
+  p.name = "stack_cat";
+  kir::EntryKernels e;
+  e.name = "f";
+  e.symbols = {"batch", "past"};
+  SymExpr batch = SymExpr::symbol("batch"), past = SymExpr::symbol("past");
+  for (int l = 0; l < 3; ++l) {
+    e.inputs.push_back({"past" + std::to_string(l), DType::F32, {batch, past, J}});
+    e.buffers.push_back(makeBuffer(kir::Buffer::Kind::Input, 2 * l, batch * past * J));
+    e.inputs.push_back({"new" + std::to_string(l), DType::F32, {batch, J}});
+    e.buffers.push_back(makeBuffer(kir::Buffer::Kind::Input, 2 * l + 1, batch * J));
+  }
+  e.inputs.push_back({"x", DType::F32, {Rows, J}});
+  e.buffers.push_back(makeBuffer(kir::Buffer::Kind::Input, 6, Rows * J));
+  e.outputs.push_back({"out", DType::F32, {3, batch, past + 1, J}});
+  e.buffers.push_back(makeBuffer(kir::Buffer::Kind::Output, 0, batch * (past + 1) * (3 * J)));
+  e.outputs.push_back({"out2", DType::F32, {Rows, J}});
+  e.buffers.push_back(makeBuffer(kir::Buffer::Kind::Output, 1, Rows * J));
+  ExprBuilder eb{e};
+  kir::ExprId l = eb.loopVar(0), b = eb.loopVar(1), t = eb.loopVar(2), j = eb.loopVar(3);
+  kir::ExprId pastDim = eb.dim(past);
+  auto add = [&](kir::ExprId x, kir::ExprId y) {
+    return eb.binary(BinaryOp::Add, x, y, DType::I64);
+  };
+  auto mul = [&](kir::ExprId x, kir::ExprId y) {
+    return eb.binary(BinaryOp::Mul, x, y, DType::I64);
+  };
+  // The past row is clamped, as lowering clamps a concatenation's arms.
+  kir::ExprId row = eb.binary(BinaryOp::Min, t, add(pastDim, eb.ci(-1)), DType::I64);
+  auto cat = [&](uint32_t layer) {
+    kir::ExprId fromPast =
+        eb.load(2 * layer, add(mul(add(mul(b, pastDim), row), eb.ci(J)), j), DType::F32);
+    kir::ExprId fromNew = eb.load(2 * layer + 1, add(mul(b, eb.ci(J)), j), DType::F32);
+    return eb.select(eb.binary(BinaryOp::Lt, t, pastDim, DType::Bool), fromPast, fromNew,
+                     DType::F32);
+  };
+  kir::ExprId value = eb.select(
+      eb.binary(BinaryOp::Lt, l, eb.ci(1), DType::Bool), cat(0),
+      eb.select(eb.binary(BinaryOp::Lt, l, eb.ci(2), DType::Bool), cat(1), cat(2), DType::F32),
+      DType::F32);
+  kir::LoopKernel k;
+  k.name = "stack_cat";
+  k.outer = {3, batch, past + 1, J};
+  k.parallelLoops = 4;
+  k.independent = true;
+  kir::Stage st;
+  st.buffer = 7;
+  st.offset =
+      add(mul(add(mul(add(mul(l, eb.dim(batch)), b), add(pastDim, eb.ci(1))), t), eb.ci(J)), j);
+  st.value = value;
+  k.stages.push_back(st);
+  e.steps.push_back(k);
+  // out2[i, j] = x[i, j] + i as select(i < 1, x[0, j] + 0, select(i < 2, x[1, j] + 1, ...)).
+  kir::ExprId i = eb.loopVar(0);
+  kir::ExprId chain =
+      eb.binary(BinaryOp::Add, eb.load(6, add(eb.ci((Rows - 1) * J), eb.loopVar(1)), DType::F32),
+                eb.cf(Rows - 1), DType::F32);
+  for (int64_t r = Rows - 2; r >= 0; --r)
+    chain =
+        eb.select(eb.binary(BinaryOp::Lt, i, eb.ci(r + 1), DType::Bool),
+                  eb.binary(BinaryOp::Add, eb.load(6, add(eb.ci(r * J), eb.loopVar(1)), DType::F32),
+                            eb.cf(r), DType::F32),
+                  chain, DType::F32);
+  kir::LoopKernel k2;
+  k2.name = "chain";
+  k2.outer = {Rows, J};
+  k2.parallelLoops = 1;
+  k2.independent = true;
+  st.buffer = 8;
+  st.offset = eb.linear({{0, J}, {1, 1}});
+  st.value = chain;
+  k2.stages = {st};
+  e.steps.push_back(k2);
+  p.entries.push_back(e);
+  auto c = compile(p);
+  ASSERT_TRUE(c);
+  for (int threads : {1, 2})
+    for (auto [nb, np] : {std::pair<int64_t, int64_t>{1, 1}, {3, 5}, {2, 40}}) {
+      std::vector<std::vector<float>> ins;
+      for (int layer = 0; layer < 3; ++layer) {
+        ins.push_back(randomFloats(nb * np * J, -1, 1, 10 * layer + 1));
+        ins.push_back(randomFloats(nb * J, -1, 1, 10 * layer + 2));
+      }
+      ins.push_back(randomFloats(Rows * J, -1, 1, 99));
+      std::vector<float> out(3 * nb * (np + 1) * J, NAN), out2(Rows * J, NAN);
+      const void *in[7];
+      for (int a = 0; a < 7; ++a)
+        in[a] = ins[a].data();
+      void *outs[] = {out.data(), out2.data()};
+      int64_t syms[] = {nb, np};
+      TestExec ex(threads);
+      ASSERT_EQ(c->run(0)(&ex.exec, in, outs, syms), 0);
+      for (int64_t layer = 0; layer < 3; ++layer)
+        for (int64_t bb = 0; bb < nb; ++bb)
+          for (int64_t tt = 0; tt <= np; ++tt)
+            for (int64_t jj = 0; jj < J; ++jj) {
+              float want = tt < np ? ins[2 * layer][(bb * np + tt) * J + jj]
+                                   : ins[2 * layer + 1][bb * J + jj];
+              ASSERT_EQ(out[((layer * nb + bb) * (np + 1) + tt) * J + jj], want)
+                  << "threads " << threads << " batch " << nb << " past " << np << " at " << layer
+                  << "," << bb << "," << tt << "," << jj;
+            }
+      for (int64_t r = 0; r < Rows; ++r)
+        for (int64_t jj = 0; jj < J; ++jj)
+          ASSERT_EQ(out2[r * J + jj], ins[6][r * J + jj] + float(r)) << r << "," << jj;
+    }
+}
+
 } // namespace
 
 // A cond picks one branch by a bool buffer; each branch gathers table[ids[i]] through an index
