@@ -434,6 +434,14 @@ llvm::Error Lowerer::lowerLinalg(const Node &n) {
     std::vector<LValue *> deps;
     if (mask)
       deps.push_back(mask);
+    // A key computed here that another node reads too (a cache's concatenation, which the
+    // model also returns) is realized once, in its own layout, and read by the GEMM through
+    // transposed strides; the others read it from there instead of computing it again. A key
+    // read only here, or a view, is realized transposed: B along n, which the blocked path
+    // packs faster than short dot products (e = 64) along k.
+    if (k->kind != LKind::View && k->uses > 1)
+      if (auto l = realize(k); !l)
+        return l.takeError();
     auto scores = gemm(
         qRows, transposeLast(*this, k), "sdpa_scores",
         [this, mask, causal, scale, qt, scoresIndex](Scope &s, llvm::ArrayRef<ExprId> at,
