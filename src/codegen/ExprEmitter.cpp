@@ -14,8 +14,7 @@ using namespace llvm;
 static DType typeOf(const kir::EntryKernels &entry, kir::ExprId id) { return entry.expr(id).type; }
 
 Value *ExprEmitter::emit(kir::ExprId id) {
-  for (auto sub = substitutes.find(id); sub != substitutes.end(); sub = substitutes.find(id))
-    id = sub->second;
+  id = resolve(id);
   auto it = Cache.find(id);
   if (it != Cache.end())
     return it->second;

@@ -94,6 +94,12 @@ public:
   /// caller proved pass their operand through over the points it emits (clampInterior), selects
   /// whose condition it decided before a loop.
   llvm::DenseMap<kir::ExprId, kir::ExprId> substitutes;
+  /// What emit(id) emits: `id` after its chain of substitutes.
+  kir::ExprId resolve(kir::ExprId id) const {
+    for (auto sub = substitutes.find(id); sub != substitutes.end(); sub = substitutes.find(id))
+      id = sub->second;
+    return id;
+  }
 
   /// The value of `id` in its dtype's value type. Results are cached until clearCache().
   llvm::Value *emit(kir::ExprId id);

@@ -171,44 +171,30 @@ private:
       work.append({s.offset, s.value});
     while (!work.empty()) {
       kir::ExprId id = work.pop_back_val();
-      while (id != kir::NoExpr && Ex.substitutes.count(id))
-        id = Ex.substitutes.lookup(id);
-      if (id == kir::NoExpr || !seen.insert(id).second)
+      if (id == kir::NoExpr)
+        continue;
+      id = Ex.resolve(id);
+      if (!seen.insert(id).second)
         continue;
       fn(id);
       work.append(Entry.expr(id).operands.begin(), Entry.expr(id).operands.end());
     }
   }
 
-  // The condition of a select that the stages read and that no loop from `d` on decides: index
-  // arithmetic over the loops before d and the symbols; NoExpr when there is none.
+  // The condition of a select that the stages read and that no loop from `d` on decides
+  // (codegen::isInvariant with the loops before d fixed); NoExpr when there is none.
   kir::ExprId invariantCondition(unsigned d) {
+    auto before = [d](unsigned loop) { return loop < d; };
+    auto none = [](unsigned) { return false; };
+    codegen::LoopRoles roles{before, none};
     kir::ExprId found = kir::NoExpr;
     forEachReached([&](kir::ExprId id) {
       const kir::Expr &e = Entry.expr(id);
       if (found == kir::NoExpr && e.kind == kir::ExprKind::Select &&
-          decidedBefore(e.operands[0], d))
+          codegen::isInvariant(Entry, e.operands[0], roles))
         found = e.operands[0];
     });
     return found;
-  }
-
-  bool decidedBefore(kir::ExprId id, unsigned d) const {
-    const kir::Expr &e = Entry.expr(id);
-    switch (e.kind) {
-    case kir::ExprKind::Const:
-    case kir::ExprKind::Dim:
-      return true;
-    case kir::ExprKind::LoopVar:
-      return e.index < d;
-    case kir::ExprKind::Unary:
-    case kir::ExprKind::Binary:
-    case kir::ExprKind::Select:
-    case kir::ExprKind::Cast:
-      return llvm::all_of(e.operands, [&](kir::ExprId o) { return decidedBefore(o, d); });
-    default:
-      return false;
-    }
   }
 
   // The selects on `cond` that the stages read.
