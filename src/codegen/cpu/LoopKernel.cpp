@@ -1,6 +1,7 @@
 // Loop kernels: a task function over a range of the flattened parallel outer loops, the nest of
 // remaining loops, and per outer point the reduce and store stages in order.
 #include "codegen/IndexAnalysis.h"
+#include "codegen/cpu/CpuTarget.h"
 #include "codegen/cpu/Emitter.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -21,10 +22,11 @@ void preferNoGather(Function *f) { addTargetFeature(f, "+prefer-no-gather"); }
 class KernelBody {
 public:
   KernelBody(Builder &b, const kir::LoopKernel &kernel, const kir::EntryKernels &entry,
-             ExprEmitter &ex)
-      : B(b), K(kernel), Entry(entry), Ex(ex) {
+             ExprEmitter &ex, unsigned vecWidth)
+      : B(b), K(kernel), Entry(entry), Ex(ex), VecWidth(vecWidth) {
     if (!K.outer.empty())
       Interior = interior(entry);
+    Rerunnable = rerunnable();
   }
 
   void emit(Value *begin, Value *end) {
@@ -208,15 +210,59 @@ private:
     return out;
   }
 
+  // Whether running a point again after later points changes nothing: no stage reads a buffer
+  // that one stores (so every point reads what it read the first time; of the points writing
+  // one element, the last in order stays the last), and every stage's inner window is unrolled
+  // (the innermost loop is then the one that vectorizes, and a point costs one lane).
+  bool rerunnable() {
+    DenseSet<uint32_t> stored;
+    for (const kir::Stage &s : K.stages) {
+      if (s.kind == kir::Stage::Kind::Store)
+        stored.insert(s.buffer);
+      int64_t points = 1;
+      for (const SymExpr &e : s.inner) {
+        std::optional<int64_t> n = e.constant();
+        if (!n || *n > MaxUnrolledPoints || (points *= *n) > MaxUnrolledPoints)
+          return false;
+      }
+    }
+    bool reads = false;
+    forEachReached([&](kir::ExprId id) {
+      const kir::Expr &e = Entry.expr(id);
+      reads |= e.kind == kir::ExprKind::Load && stored.count(e.index);
+    });
+    return !reads;
+  }
+
   // The innermost outer loop `d` over [begin, end): marked parallel in an independent kernel.
   // Where it clamps indices, its points inside the clamps' interior go without them, so that
   // their loads are affine and vectorize; the points before and after keep them.
   void innermost(unsigned d, Value *begin, Value *end, function_ref<void(Value *)> body) {
-    auto range = [&](Value *from, Value *to, const Twine &name) {
+    auto plain = [&](Value *from, Value *to, const Twine &name) {
       if (K.independent)
         emitParallelLoop(B, from, to, body, name, true);
       else
         emitLoop(B, from, to, body, name);
+    };
+    // A range longer than a vector whose length is not a multiple of it runs its whole vectors,
+    // then the last vector's worth of points again (some for the second time) instead of a
+    // scalar remainder: 56 points (a map's row) took 3 vectors of 16 and 8 scalar points, most
+    // of the time of a pooling over them.
+    auto range = [&](Value *from, Value *to, const Twine &name) {
+      if (!Rerunnable) {
+        plain(from, to, name);
+        return;
+      }
+      Value *w = B.getInt64(VecWidth);
+      Value *n = B.CreateSub(to, from);
+      Value *rest = B.CreateURem(n, w);
+      emitIf(
+          B, B.CreateAnd(B.CreateICmpSGT(n, w), B.CreateICmpNE(rest, B.getInt64(0))),
+          [&] {
+            plain(from, B.CreateSub(to, rest), name);
+            plain(B.CreateSub(to, w), to, name + ".last");
+          },
+          [&] { plain(from, to, name); });
     };
     if (!Interior) {
       range(begin, end, "l" + Twine(d));
@@ -249,8 +295,10 @@ private:
   const kir::EntryKernels &Entry;
   ExprEmitter &Ex;
   SmallVector<Value *, 4> Extents;
+  unsigned VecWidth;       // f32 lanes of the variant's vectors
   unsigned Unswitched = 0; // unswitched()'s branches so far: each adds a copy of the loop
   std::optional<codegen::ClampInterior> Interior;
+  bool Rerunnable = false;
 };
 
 // The task of a loop kernel over the buffers `usedList` (by slot), which it reads from its
@@ -285,7 +333,7 @@ Function *emitKernelTask(ModuleEmitter &me, const kir::EntryKernels &entry,
     ExprEmitter ex(me.math(), b, entry, symIndex, syms, buffers);
     ex.failedCheck = entryAlloca(b, b.getInt32Ty(), "failed.check");
     b.CreateStore(b.getInt32(0), ex.failedCheck);
-    KernelBody kb(b, kernel, entry, ex);
+    KernelBody kb(b, kernel, entry, ex, gemmTiling(me.variant()).vecWidth);
     unsigned nargs = body->arg_size();
     kb.emit(body->getArg(nargs - 2), body->getArg(nargs - 1));
     // Kernels without checks fold this away.

@@ -553,6 +553,79 @@ TEST_P(VariantTest, SelectsDecidedByOuterLoops) {
     }
 }
 
+// Rows whose width is not a multiple of the vector run their whole vectors, then the last
+// vector's worth of points again, where running a point twice changes nothing. Over rows of w
+// (1, 15, 16, 17, 56 and 57; two threads cut rows apart): out[i, j] = 2 x[i, j] + j; third[i,
+// j / 3] = x[i, j] (three points write each element: the last must win); and z = x,
+// then z = z + 1 in place, a kernel that reads what it stores and so must run each point once.
+TEST_P(VariantTest, LastVectorRunsAgain) {
+  constexpr int64_t Rows = 3;
+  kir::Program p;
+  p.name = "last_vector";
+  kir::EntryKernels e;
+  e.name = "f";
+  e.symbols = {"w"};
+  SymExpr w = SymExpr::symbol("w");
+  e.inputs.push_back({"x", DType::F32, {Rows, w}});
+  e.buffers.push_back(makeBuffer(kir::Buffer::Kind::Input, 0, Rows * w));
+  e.outputs.push_back({"out", DType::F32, {Rows, w}});
+  e.buffers.push_back(makeBuffer(kir::Buffer::Kind::Output, 0, Rows * w));
+  e.outputs.push_back({"third", DType::F32, {Rows, w}});
+  e.buffers.push_back(makeBuffer(kir::Buffer::Kind::Output, 1, Rows * w));
+  e.outputs.push_back({"z", DType::F32, {Rows, w}});
+  e.buffers.push_back(makeBuffer(kir::Buffer::Kind::Output, 2, Rows * w));
+  ExprBuilder eb{e};
+  kir::ExprId i = eb.loopVar(0), j = eb.loopVar(1), wDim = eb.dim(w);
+  kir::ExprId at =
+      eb.binary(BinaryOp::Add, eb.binary(BinaryOp::Mul, i, wDim, DType::I64), j, DType::I64);
+  kir::ExprId x = eb.load(0, at, DType::F32);
+  auto kernel = [&](const char *name, uint32_t buffer, kir::ExprId offset, kir::ExprId value) {
+    kir::LoopKernel k;
+    k.name = name;
+    k.outer = {Rows, w};
+    k.parallelLoops = 2;
+    kir::Stage st;
+    st.buffer = buffer;
+    st.offset = offset;
+    st.value = value;
+    k.stages.push_back(st);
+    e.steps.push_back(k);
+  };
+  kernel("affine", 1, at,
+         eb.binary(BinaryOp::Add, eb.binary(BinaryOp::Mul, eb.cf(2), x, DType::F32),
+                   eb.cast(j, DType::F32), DType::F32));
+  kernel("thirds", 2,
+         eb.binary(BinaryOp::Add, eb.binary(BinaryOp::Mul, i, wDim, DType::I64),
+                   eb.binary(BinaryOp::Div, j, eb.ci(3), DType::I64), DType::I64),
+         x);
+  kernel("copy", 3, at, x);
+  kernel("in_place", 3, at,
+         eb.binary(BinaryOp::Add, eb.load(3, at, DType::F32), eb.cf(1), DType::F32));
+  p.entries.push_back(e);
+  auto c = compile(p);
+  ASSERT_TRUE(c);
+  for (int threads : {1, 2})
+    for (int64_t nw : {1, 15, 16, 17, 56, 57}) {
+      std::vector<float> xs = randomFloats(Rows * nw, -1, 1, 7 + nw);
+      std::vector<float> out(Rows * nw, NAN), third(Rows * nw, NAN), z(Rows * nw, NAN);
+      const void *in[] = {xs.data()};
+      void *outs[] = {out.data(), third.data(), z.data()};
+      int64_t syms[] = {nw};
+      TestExec ex(threads);
+      ASSERT_EQ(c->run(0)(&ex.exec, in, outs, syms), 0);
+      for (int64_t r = 0; r < Rows; ++r)
+        for (int64_t jj = 0; jj < nw; ++jj) {
+          float v = xs[r * nw + jj];
+          ASSERT_EQ(out[r * nw + jj], 2 * v + float(jj)) << threads << " " << nw << " " << r;
+          ASSERT_EQ(z[r * nw + jj], v + 1) << threads << " " << nw << " " << r << "," << jj;
+          if (jj < (nw + 2) / 3) {
+            ASSERT_EQ(third[r * nw + jj], xs[r * nw + std::min(3 * jj + 2, nw - 1)])
+                << threads << " " << nw << " " << r << "," << jj;
+          }
+        }
+    }
+}
+
 } // namespace
 
 // A cond picks one branch by a bool buffer; each branch gathers table[ids[i]] through an index
