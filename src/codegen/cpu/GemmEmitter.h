@@ -110,8 +110,13 @@ enum class BlockedKind { F32, Bf16Dot, Amx };
 // k, a B tile 16 k-pairs x 16 columns (a B panel's word rows, NR = 32 columns: two tiles side
 // by side). The kernel's block is 2 x 2 C tiles.
 inline constexpr unsigned AmxTileRows = 16, AmxRows = 32, AmxCols = 32;
-/// Words of an AMX A micro-panel at the deepest k block of pairs (2 * kc).
-constexpr unsigned amxAPanelWords(const GemmTiling &t) { return AmxRows * t.kc; }
+/// The deepest k block (bf16 elements) of AMX's kernel on a B read in place (k-pair panels): K up
+/// to it runs in one block, C never read back; a packed B's blocks are 2 * kc deep (its buffer).
+inline constexpr unsigned AmxInPlaceDepth = 1536;
+/// Words of an AMX A micro-panel at the deepest k block.
+constexpr unsigned amxAPanelWords(const GemmTiling &t) {
+  return AmxRows * std::max(t.kc, AmxInPlaceDepth / 2);
+}
 
 /// Transposes the square block of `x` (x.size() vectors of x.size() lanes) in registers.
 void transposeSquare(Builder &b, MutableArrayRef<Value *> x);

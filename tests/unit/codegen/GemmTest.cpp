@@ -617,6 +617,27 @@ TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
   // The dot products need A's rows along k.
   const bool blocked = g.m > GemmPolicy::SmallM &&
                        (pairs || !g.transposedB || g.transposedA || g.m > GemmPolicy::DotMaxM);
+  // The reference (sum, sum of magnitudes) with A as it is [0] and rounded to bf16 [1].
+  std::vector<std::pair<double, double>> want[2];
+  auto reference = [&](bool roundsA) -> const std::vector<std::pair<double, double>> & {
+    std::vector<std::pair<double, double>> &r = want[roundsA];
+    if (!r.empty())
+      return r;
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        double s = 0, mag = 0;
+        for (int64_t kk = 0; kk < g.k; ++kk) {
+          float x = g.transposedA ? a[kk * g.m + i] : a[i * g.k + kk];
+          if (roundsA)
+            x = bfloat16ToFloat(floatToBFloat16(x));
+          double t = double(x) * B(kk, j);
+          s += t;
+          mag += std::fabs(t);
+        }
+        r.push_back({std::max(0.0, s + biasData[j]), mag});
+      }
+    return r;
+  };
   for (uint32_t features : bf16FeatureSets(variant))
     for (int threads : {1, 2}) {
       std::vector<float> y(g.m * g.n, NAN);
@@ -629,18 +650,10 @@ TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
       // AMX takes the dot-product path's GEMMs too.
       const bool roundsA = features == AOTC_CPU_FEATURE_AMX_BF16 ? g.m > GemmPolicy::SmallM
                                                                  : blocked && features != 0;
+      const std::vector<std::pair<double, double>> &r = reference(roundsA);
       for (int64_t i = 0; i < g.m; ++i)
         for (int64_t j = 0; j < g.n; ++j) {
-          double s = 0, mag = 0;
-          for (int64_t kk = 0; kk < g.k; ++kk) {
-            float x = g.transposedA ? a[kk * g.m + i] : a[i * g.k + kk];
-            if (roundsA)
-              x = bfloat16ToFloat(floatToBFloat16(x));
-            double t = double(x) * B(kk, j);
-            s += t;
-            mag += std::fabs(t);
-          }
-          s = std::max(0.0, s + biasData[j]);
+          auto [s, mag] = r[i * g.n + j];
           float got = y[i * g.n + j];
           ASSERT_FALSE(std::isnan(got)) << i << "," << j;
           ASSERT_LE(std::fabs(got - s), 1e-5 * std::max(1.0, mag))
@@ -672,6 +685,9 @@ const Bf16Case Bf16Cases[] = {
     {300, 100, 515, true},
     {150, 70, 33, false},
     {131, 47, 7, true},
+    // Over 1 MiB of C a task: AMX on k-pair panels takes k blocks up to 1536 deep (1600 = 800 +
+    // 800).
+    {1000, 300, 1600, true},
     // A's columns along k (packed element by element), B either way.
     {45, 40, 37, true, true},
     {20, 70, 300, false, true},
