@@ -15,7 +15,6 @@ void GemmEmitter::packARowsBf16(Builder &b, const GemmValues &v, Value *bi, Valu
   // Row r's 2 * pairs bf16 at ap + r * 4 * pairs bytes: a multiple of 64 (whole tiles of k).
   Type *f32 = b.getFloatTy(), *i16 = b.getInt16Ty(), *bf16 = b.getBFloatTy();
   const unsigned half = AmxTileRows, chunk = 2 * AmxTileRows; // bf16 of one tile row
-  auto *halfV = FixedVectorType::get(bf16, half);
   Value *width = b.CreateMul(pairs, b.getInt64(2));
   emitLoop(
       b, b.getInt64(0), b.getInt64(AmxRows),
@@ -39,15 +38,10 @@ void GemmEmitter::packARowsBf16(Builder &b, const GemmValues &v, Value *bi, Valu
                           lanesBelow(b, half, b.CreateSub(kc, b.CreateAdd(kk, b.getInt64(from))));
                       Value *none = Constant::getNullValue(m->getType());
                       // A bf16 A widens exactly: the rounding gives it back.
-                      Value *x =
-                          loadAVector(b, v, b.CreateConstGEP1_32(aElementType(b, v), at, from),
-                                      half, b.CreateSelect(exists, m, none));
-                      return b.CreateFPTrunc(x, halfV);
+                      return loadAVector(b, v, b.CreateConstGEP1_32(aElementType(b, v), at, from),
+                                         half, b.CreateSelect(exists, m, none));
                     };
-                    SmallVector<int, 32> both;
-                    for (unsigned l = 0; l < chunk; ++l)
-                      both.push_back(l);
-                    b.CreateAlignedStore(b.CreateShuffleVector(part(0), part(half), both),
+                    b.CreateAlignedStore(roundedConcat(b, part(0), part(half)),
                                          b.CreateInBoundsGEP(i16, dst, kk), Align(64));
                   },
                   "pak");

@@ -118,6 +118,10 @@ constexpr unsigned amxAPanelWords(const GemmTiling &t) {
   return AmxRows * std::max(t.kc, AmxInPlaceDepth / 2);
 }
 
+/// f32 vectors x and y rounded to bf16, one vector of x's lanes then y's (vcvtne2ps2bf16 where
+/// they have 16 lanes: for functions with AVX512_BF16 only).
+Value *roundedConcat(Builder &b, Value *x, Value *y);
+
 /// Transposes the square block of `x` (x.size() vectors of x.size() lanes) in registers.
 void transposeSquare(Builder &b, MutableArrayRef<Value *> x);
 

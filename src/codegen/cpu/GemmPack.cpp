@@ -3,6 +3,8 @@
 // MR-row micro-panels.
 #include "codegen/cpu/GemmEmitter.h"
 
+#include "llvm/IR/IntrinsicsX86.h"
+
 #include <limits>
 
 namespace aotc::cpu::gemm {
@@ -286,6 +288,29 @@ static Value *interleave(Builder &b, Value *x, Value *y) {
   return b.CreateShuffleVector(x, y, at);
 }
 
+Value *roundedConcat(Builder &b, Value *x, Value *y) {
+  unsigned n = cast<FixedVectorType>(x->getType())->getNumElements();
+  if (n == 16)
+    return b.CreateIntrinsic(Intrinsic::x86_avx512bf16_cvtne2ps2bf16_512, {}, {y, x});
+  auto *half = FixedVectorType::get(b.getBFloatTy(), n);
+  SmallVector<int, 32> at;
+  for (unsigned l = 0; l < 2 * n; ++l)
+    at.push_back(int(l));
+  return b.CreateShuffleVector(b.CreateFPTrunc(x, half), b.CreateFPTrunc(y, half), at);
+}
+
+// The lanes of f32 vectors x and y rounded to bf16 and interleaved: (x[l], y[l]) are the k-pair
+// of lane l. One conversion of both and one permutation of words where vectors have 16 lanes
+// (five shuffles and conversions, each of the conversions two, were most of a convolution's
+// packer).
+static Value *roundedPairs(Builder &b, Value *x, Value *y) {
+  unsigned n = cast<FixedVectorType>(x->getType())->getNumElements();
+  SmallVector<int, 32> at;
+  for (unsigned l = 0; l < n; ++l)
+    at.append({int(l), int(n + l)});
+  return b.CreateShuffleVector(roundedConcat(b, x, y), at);
+}
+
 // packB through the im2col window: per k row the (channel, tap) and so the base address are
 // fixed; each vector of NR-panel columns is a masked load per run of adjacent inputs (the
 // segments table), two loads and a shuffle for a stride-2 run, or one masked gather with 32-bit
@@ -408,7 +433,6 @@ void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k
   }
   // k-pairs (packBPairs' layout): rows 2p and 2p + 1 into a scratch pair of vectors, rounded
   // and interleaved; rows past kc zero (read at the block's first row).
-  auto *halfV = FixedVectorType::get(b.getBFloatTy(), vw);
   auto *wordV = FixedVectorType::get(i32, vw);
   AllocaInst *two = entryAlloca(b, ArrayType::get(f32, 2 * vw), "conv.pair");
   two->setAlignment(Align(64));
@@ -433,10 +457,10 @@ void GemmEmitter::packBConv(Builder &b, const GemmValues &v, Value *bi, Value *k
                 vector(r1, j0, second);
                 auto half = [&](Value *at, Value *in) {
                   Value *x = b.CreateAlignedLoad(fv, at, Align(64));
-                  return b.CreateFPTrunc(b.CreateSelect(in, x, zero), halfV);
+                  return b.CreateSelect(in, x, zero);
                 };
                 b.CreateAlignedStore(
-                    b.CreateBitCast(interleave(b, half(two, in0), half(second, in1)), wordV),
+                    b.CreateBitCast(roundedPairs(b, half(two, in0), half(second, in1)), wordV),
                     b.CreateConstInBoundsGEP1_32(i32, dstRow, q * vw), Align(4 * vw));
               }
             },
@@ -584,7 +608,6 @@ void GemmEmitter::packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *
   Value *mr = b.getInt64(T.mr);
   unsigned vw = T.vecWidth;
   auto *wordV = FixedVectorType::get(i32, vw);
-  auto *halfV = FixedVectorType::get(bf16, vw);
   Value *kcp = emitCeilDiv(b, kc, b.getInt64(2));
   emitIf(
       b, b.CreateICmpEQ(v.aCs, b.getInt64(1)),
@@ -595,8 +618,7 @@ void GemmEmitter::packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *
           Value *firstMr = lanesBelow(b, vw, b.getInt64(T.mr));
           Value *none = Constant::getNullValue(firstMr->getType());
           for (unsigned t = 0; t < vw / 2; ++t) {
-            Value *pair = interleave(b, b.CreateFPTrunc(x[2 * t], halfV),
-                                     b.CreateFPTrunc(x[2 * t + 1], halfV));
+            Value *pair = roundedPairs(b, x[2 * t], x[2 * t + 1]);
             Value *p = b.CreateAdd(b.CreateUDiv(p0, b.getInt64(2)), b.getInt64(t));
             Value *store = b.CreateSelect(b.CreateICmpSLT(b.getInt64(2 * t), valid), firstMr, none);
             b.CreateMaskedStore(b.CreateBitCast(pair, wordV),
