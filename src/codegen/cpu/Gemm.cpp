@@ -1410,12 +1410,17 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
         group = b.CreateSelect(b.CreateICmpEQ(v.aBs, b.getInt64(0)), group, b.getInt64(1));
         Value *groups = emitCeilDiv(b, v.batch, group);
         // Split m only as far as needed to give every thread a task: each m-chunk packs B again.
+        // Chunks of whole row panels of the kernel that runs: AMX's 32 rows (chunks of 12-row
+        // panels gave m = 64 two AMX blocks and a 4-row one, and A packed where it is read in
+        // place in whole blocks).
         Value *have = b.CreateMul(groups, nBlocks);
         Value *want = emitCeilDiv(b, threads, have);
-        Value *rowPanels = emitCeilDiv(b, v.m, b.getInt64(t.mr));
+        Value *mr = blockedAmx ? b.CreateSelect(useAmx, b.getInt64(gemm::AmxRows), b.getInt64(t.mr))
+                               : b.getInt64(t.mr);
+        Value *rowPanels = emitCeilDiv(b, v.m, mr);
         Value *mChunks = b.CreateBinaryIntrinsic(Intrinsic::smin, want, rowPanels);
         Value *panelsPerChunk = emitCeilDiv(b, rowPanels, mChunks);
-        Value *mChunk = b.CreateMul(panelsPerChunk, b.getInt64(t.mr));
+        Value *mChunk = b.CreateMul(panelsPerChunk, mr);
         mChunks = emitCeilDiv(b, v.m, mChunk);
         b.CreateStore(mChunk, b.CreateStructGEP(gct, gclosure, 1));
         b.CreateStore(mChunks, b.CreateStructGEP(gct, gclosure, 2));
