@@ -110,12 +110,13 @@ enum class BlockedKind { F32, Bf16Dot, Amx };
 // k, a B tile 16 k-pairs x 16 columns (a B panel's word rows, NR = 32 columns: two tiles side
 // by side). The kernel's block is 2 x 2 C tiles.
 inline constexpr unsigned AmxTileRows = 16, AmxRows = 32, AmxCols = 32;
-/// The deepest k block (bf16 elements) of AMX's kernel on a B read in place (k-pair panels): K up
-/// to it runs in one block, C never read back; a packed B's blocks are 2 * kc deep (its buffer).
-inline constexpr unsigned AmxInPlaceDepth = 1536;
+/// The deepest k block (bf16 elements) of AMX's kernel, the A micro-panel buffer's: a B read in
+/// place (k-pair panels) takes K up to it in one block where C is large; a packed B's blocks are
+/// as deep as its buffer holds the block's panels, up to it.
+inline constexpr unsigned AmxMaxDepth = 1536;
 /// Words of an AMX A micro-panel at the deepest k block.
 constexpr unsigned amxAPanelWords(const GemmTiling &t) {
-  return AmxRows * std::max(t.kc, AmxInPlaceDepth / 2);
+  return AmxRows * std::max(t.kc, AmxMaxDepth / 2);
 }
 
 /// f32 vectors x and y rounded to bf16, one vector of x's lanes then y's (vcvtne2ps2bf16 where

@@ -436,9 +436,12 @@ TEST_P(ConvViewTest, MatchesDoubleReference) {
 const ConvCase ConvCases[] = {
     // ResNet-like 3x3 pad 1 with n over one NC block, m a multiple of neither MR.
     {2, 16, 20, 19, 40, 3, 3, 1, 1, 1, 1, 1, 1},
-    // k = 288 (two k blocks of 160 and 128 in bf16's AMX tiles, which read whole blocks of a
-    // bf16 filter in place), m = 64.
+    // k = 288 (f32's two k blocks of 144; one AMX block, whose tiles read a bf16 filter in
+    // place), m = 64.
     {1, 32, 10, 12, 64, 3, 3, 1, 1, 1, 1, 1, 1},
+    // k = 1800: AMX's k blocks as deep as its B buffer holds for 4 panels, at most 1536 (two
+    // blocks of 912 and 888).
+    {1, 200, 10, 12, 64, 3, 3, 1, 1, 1, 1, 1, 1},
     // The stem: 7x7 stride 2 pad 3, k = 147 across one block, n over several blocks.
     {1, 3, 37, 41, 24, 7, 7, 2, 2, 3, 3, 1, 1},
     // 1x1 stride 2 (downsample), k over two k blocks.
