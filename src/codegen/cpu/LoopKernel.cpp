@@ -246,8 +246,8 @@ private:
     };
     // A range longer than a vector whose length is not a multiple of it runs its whole vectors,
     // then the last vector's worth of points again (some for the second time) instead of a
-    // scalar remainder: 56 points (a map's row) took 3 vectors of 16 and 8 scalar points, most
-    // of the time of a pooling over them.
+    // scalar remainder: a 3x3 pooling's 55 interior points of a row of 56 took 3 vectors of 16
+    // and 7 scalar points, which were most of its time.
     auto range = [&](Value *from, Value *to, const Twine &name) {
       if (!Rerunnable) {
         plain(from, to, name);
