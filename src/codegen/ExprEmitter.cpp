@@ -134,6 +134,14 @@ static std::optional<int64_t> constantPoints(const kir::Stage &s, unsigned j, in
   return points;
 }
 
+bool ExprEmitter::unrollsWindow(const kir::Stage &s, int64_t maxUnrolledPoints) {
+  if (s.inner.empty())
+    return true;
+  std::optional<int64_t> points =
+      maxUnrolledPoints ? constantPoints(s, 0, maxUnrolledPoints) : std::nullopt;
+  return points && *points <= maxUnrolledPoints;
+}
+
 void ExprEmitter::innerLoops(const kir::Stage &s, unsigned j, Value *lin, unsigned firstInnerLoop,
                              int64_t maxUnrolledPoints, function_ref<void(Value *)> body) {
   if (j == s.inner.size()) {

@@ -119,6 +119,8 @@ public:
   /// choice; 0: never).
   void emitStage(unsigned si, const kir::Stage &s, unsigned firstInnerLoop,
                  int64_t maxUnrolledPoints);
+  /// Whether emitStage unrolls all of `s`'s inner window (no inner loop left) at this limit.
+  static bool unrollsWindow(const kir::Stage &s, int64_t maxUnrolledPoints);
 
 private:
   /// Runs `body` at every inner point of `s` from inner loop `j` on; `lin` is the row-major linear

@@ -672,6 +672,7 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
         Value *m1 = smin(b, v.m, b.CreateAdd(m0, mChunk));
         Value *n0 = b.CreateMul(nb, nBlock);
         Value *n1 = smin(b, v.n, b.CreateAdd(n0, nBlock));
+        Value *imagePanels = emitCeilDiv(b, b.CreateSub(n1, n0), nr);
         Value *kcTask = kcMax;
         if (amx && inPlaceB)
           kcTask = b.CreateSelect(
@@ -683,9 +684,8 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
         // pass over C and the wait for the tiles' last products (ResNet-50 bf16 b1 10.9 ->
         // 10.4 ms).
         if (amx && !inPlaceB) {
-          Value *blockPanels = emitCeilDiv(b, b.CreateSub(n1, n0), nr);
           Value *words = b.getInt64(uint64_t(T.kc) * T.paddedNc());
-          Value *pairsFit = b.CreateUDiv(words, b.CreateMul(b.CreateMul(images, blockPanels), nr));
+          Value *pairsFit = b.CreateUDiv(words, b.CreateMul(b.CreateMul(images, imagePanels), nr));
           Value *depth = b.CreateMul(b.CreateUDiv(pairsFit, b.getInt64(AmxTileRows)),
                                      b.getInt64(2 * AmxTileRows));
           depth = b.CreateBinaryIntrinsic(Intrinsic::umin, depth, b.getInt64(AmxMaxDepth));
@@ -696,13 +696,12 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
         // pays a whole pass over C for little work.
         Value *kcEven = emitCeilDiv(b, v.k, kBlocks);
         // k-pairs do not straddle blocks: every block but the last even; with AMX whole tiles
-        // deep (32), so that a bf16 A's tiles can be read in place. (kcMax is a multiple of
+        // deep (32), so that a bf16 A's tiles can be read in place. (kcTask is a multiple of
         // 32: the blocks stay kBlocks at most.)
         if (pairs) {
           Value *unit = b.getInt64(amx ? 2 * AmxTileRows : 2);
           kcEven = b.CreateMul(emitCeilDiv(b, kcEven, unit), unit);
         }
-        Value *imagePanels = emitCeilDiv(b, b.CreateSub(n1, n0), nr);
         // Folded, the images' columns follow one another without padding (the n-block is all of
         // n, at least NR wide): panel jp holds columns jp*NR .. of the concatenation, a tile
         // spans at most two images. Else each image's columns start a panel.

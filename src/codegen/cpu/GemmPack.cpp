@@ -280,12 +280,18 @@ void GemmEmitter::convColumns(Builder &b, const GemmValues &v, Value *n0, Value 
 }
 
 // The lanes of x and y alternating: x0 y0 x1 y1 ...
-static Value *interleave(Builder &b, Value *x, Value *y) {
-  unsigned n = cast<FixedVectorType>(x->getType())->getNumElements();
+// The shuffle mask that interleaves two vectors of n lanes: lane l of the first, then of the
+// second.
+static SmallVector<int, 32> interleaveMask(unsigned n) {
   SmallVector<int, 32> at;
   for (unsigned l = 0; l < n; ++l)
     at.append({int(l), int(n + l)});
-  return b.CreateShuffleVector(x, y, at);
+  return at;
+}
+
+static Value *interleave(Builder &b, Value *x, Value *y) {
+  return b.CreateShuffleVector(
+      x, y, interleaveMask(cast<FixedVectorType>(x->getType())->getNumElements()));
 }
 
 Value *roundedConcat(Builder &b, Value *x, Value *y) {
@@ -304,11 +310,9 @@ Value *roundedConcat(Builder &b, Value *x, Value *y) {
 // (five shuffles and conversions, each of the conversions two, were most of a convolution's
 // packer).
 static Value *roundedPairs(Builder &b, Value *x, Value *y) {
-  unsigned n = cast<FixedVectorType>(x->getType())->getNumElements();
-  SmallVector<int, 32> at;
-  for (unsigned l = 0; l < n; ++l)
-    at.append({int(l), int(n + l)});
-  return b.CreateShuffleVector(roundedConcat(b, x, y), at);
+  return b.CreateShuffleVector(
+      roundedConcat(b, x, y),
+      interleaveMask(cast<FixedVectorType>(x->getType())->getNumElements()));
 }
 
 // packB through the im2col window: per k row the (channel, tap) and so the base address are

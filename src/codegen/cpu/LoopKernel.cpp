@@ -219,12 +219,8 @@ private:
     for (const kir::Stage &s : K.stages) {
       if (s.kind == kir::Stage::Kind::Store)
         stored.insert(s.buffer);
-      int64_t points = 1;
-      for (const SymExpr &e : s.inner) {
-        std::optional<int64_t> n = e.constant();
-        if (!n || *n > MaxUnrolledPoints || (points *= *n) > MaxUnrolledPoints)
-          return false;
-      }
+      if (!ExprEmitter::unrollsWindow(s, MaxUnrolledPoints))
+        return false;
     }
     bool reads = false;
     forEachReached([&](kir::ExprId id) {
