@@ -203,11 +203,14 @@ const GemmCase Cases[] = {
     // SmallNChunk) on two threads, three of 256 on one; 1000 as four, the last short.
     {1, 3, 600, 70, false, false},
     {1, 8, 1000, 33, false, false},
-    // The dot path (A and B contiguous along k, m <= 64): MLP-sized, k tails, edge tiles.
+    // The dot path (A and B contiguous along k, m <= DotMaxM): MLP-sized, k tails, edge tiles.
     {1, 32, 1024, 784, true, false},
     {2, 5, 33, 17, true, false},
     {1, 3, 5, 1, true, false},
     {2, 64, 65, 23, true, false},
+    // Row tiles of 1 and 2 (what is left past whole 4-row tiles, or all of m).
+    {1, 2, 70, 40, true, false},
+    {2, 6, 13, 100, true, false},
     // The dot path up to its largest m, both operands contiguous along k.
     {1, 128, 37, 70, true, false},
     // A shared by all batch elements and narrow n: a blocked task packs the group's columns one
