@@ -157,6 +157,8 @@ private:
              Value *bp);
   void packBFromPairs(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0,
                       Value *n1, Value *bp);
+  void packBColumnsAlongK(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc,
+                          Value *n0, Value *n1, Value *bp);
   void convColumns(Builder &b, const GemmValues &v, Value *n0, Value *n1, Value *fold,
                    Value *images, Value *cols);
   void packBFolded(Builder &b, const GemmValues &v, Value *bi0, Value *images, Value *k0, Value *kc,

@@ -193,6 +193,8 @@ const GemmCase Cases[] = {
     {3, 256, 256, 256, false, false},
     {1, 9, 300, 600, true, false},
     {2, 100, 515, 1000, false, true},
+    // B along k past the dot path's m: whole 16 x 16 transposed blocks, edge panels, k tails.
+    {1, 200, 70, 600, true, false},
     {1, 1000, 17, 3, false, false},
     // n = 49 (a 7x7 map): a whole panel, then one vector and a column (the kernel of columns,
     // summing in C across two k blocks), 4-row tiles at the bottom.
