@@ -183,6 +183,10 @@ private:
                   Value *n0, Value *n1, Value *bp);
   void packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff, Value *k0,
                   Value *kc, Value *ap);
+  void packAPairsStrided(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff,
+                         Value *k0, Value *kc, Value *ap);
+  void packAWordsBf16(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff,
+                      Value *k0, Value *kc, Value *ap);
   /// A new no-inline kernel function `void name(params)` whose first two pointers are read-only
   /// inputs, the builder at its entry.
   Function *kernelFunction(const std::string &name, ArrayRef<Type *> params, Builder &b);

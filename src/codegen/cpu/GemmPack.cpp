@@ -681,11 +681,21 @@ void GemmEmitter::packBPairs(Builder &b, const GemmValues &v, Value *bi, Value *
 void GemmEmitter::packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff,
                              Value *k0, Value *kc, Value *ap) {
   // Word (i, p) at ap[p*MR + i], rows past mrEff zero: packA's layout in words.
-  Type *i32 = b.getInt32Ty(), *bf16 = b.getBFloatTy();
+  Type *i32 = b.getInt32Ty();
   Value *mr = b.getInt64(T.mr);
   unsigned vw = T.vecWidth;
   auto *wordV = FixedVectorType::get(i32, vw);
-  Value *kcp = emitCeilDiv(b, kc, b.getInt64(2));
+  if (v.aBf16) {
+    // A bf16 A (a convolution's filter at --precision bf16) along k holds the words already: two
+    // adjacent elements. vw words (2 * vw elements) of each row are loaded, vw x vw transposed and
+    // stored: no widening, rounding or interleaving (a quarter of ResNet-18 bf16's packing on
+    // Zen 4 was its filters, each packed once per call).
+    emitIf(
+        b, b.CreateICmpEQ(v.aCs, b.getInt64(1)),
+        [&] { packAWordsBf16(b, v, bi, i0, mrEff, k0, kc, ap); },
+        [&] { packAPairsStrided(b, v, bi, i0, mrEff, k0, kc, ap); });
+    return;
+  }
   emitIf(
       b, b.CreateICmpEQ(v.aCs, b.getInt64(1)),
       [&] {
@@ -703,33 +713,76 @@ void GemmEmitter::packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *
           }
         });
       },
-      [&] {
-        Type *i16 = b.getInt16Ty();
-        auto bits = [&](Value *x) { return b.CreateBitCast(b.CreateFPTrunc(x, bf16), i16); };
+      [&] { packAPairsStrided(b, v, bi, i0, mrEff, k0, kc, ap); });
+}
+
+void GemmEmitter::packAPairsStrided(Builder &b, const GemmValues &v, Value *bi, Value *i0,
+                                    Value *mrEff, Value *k0, Value *kc, Value *ap) {
+  // Element by element: A's k not adjacent.
+  Type *i32 = b.getInt32Ty(), *bf16 = b.getBFloatTy();
+  Value *mr = b.getInt64(T.mr);
+  Value *kcp = emitCeilDiv(b, kc, b.getInt64(2));
+  Type *i16 = b.getInt16Ty();
+  auto bits = [&](Value *x) { return b.CreateBitCast(b.CreateFPTrunc(x, bf16), i16); };
+  emitLoop(
+      b, b.getInt64(0), mr,
+      [&](Value *i) {
+        Value *exists = b.CreateICmpSLT(i, mrEff);
+        Value *row = b.CreateAdd(i0, smin(b, i, b.CreateSub(mrEff, b.getInt64(1))));
         emitLoop(
-            b, b.getInt64(0), mr,
-            [&](Value *i) {
-              Value *exists = b.CreateICmpSLT(i, mrEff);
-              Value *row = b.CreateAdd(i0, smin(b, i, b.CreateSub(mrEff, b.getInt64(1))));
-              emitLoop(
-                  b, b.getInt64(0), kcp,
-                  [&](Value *p) {
-                    Value *kk = b.CreateAdd(k0, b.CreateMul(p, b.getInt64(2)));
-                    Value *second =
-                        b.CreateICmpSLT(b.CreateAdd(kk, b.getInt64(1)), b.CreateAdd(k0, kc));
-                    Value *x = loadA(b, v, bi, row, kk);
-                    Value *y = loadA(b, v, bi, row,
-                                     b.CreateSelect(second, b.CreateAdd(kk, b.getInt64(1)), kk));
-                    Value *lo = b.CreateZExt(bits(x), i32);
-                    Value *hi = b.CreateSelect(second, b.CreateZExt(bits(y), i32), b.getInt32(0));
-                    Value *word = b.CreateOr(lo, b.CreateShl(hi, 16));
-                    b.CreateStore(b.CreateSelect(exists, word, b.getInt32(0)),
-                                  b.CreateInBoundsGEP(i32, ap, b.CreateAdd(b.CreateMul(p, mr), i)));
-                  },
-                  "pap");
+            b, b.getInt64(0), kcp,
+            [&](Value *p) {
+              Value *kk = b.CreateAdd(k0, b.CreateMul(p, b.getInt64(2)));
+              Value *second = b.CreateICmpSLT(b.CreateAdd(kk, b.getInt64(1)), b.CreateAdd(k0, kc));
+              Value *x = loadA(b, v, bi, row, kk);
+              Value *y =
+                  loadA(b, v, bi, row, b.CreateSelect(second, b.CreateAdd(kk, b.getInt64(1)), kk));
+              Value *lo = b.CreateZExt(bits(x), i32);
+              Value *hi = b.CreateSelect(second, b.CreateZExt(bits(y), i32), b.getInt32(0));
+              Value *word = b.CreateOr(lo, b.CreateShl(hi, 16));
+              b.CreateStore(b.CreateSelect(exists, word, b.getInt32(0)),
+                            b.CreateInBoundsGEP(i32, ap, b.CreateAdd(b.CreateMul(p, mr), i)));
             },
-            "pai");
-      });
+            "pap");
+      },
+      "pai");
+}
+
+void GemmEmitter::packAWordsBf16(Builder &b, const GemmValues &v, Value *bi, Value *i0,
+                                 Value *mrEff, Value *k0, Value *kc, Value *ap) {
+  Type *i16 = b.getInt16Ty(), *i32 = b.getInt32Ty();
+  Value *mr = b.getInt64(T.mr);
+  unsigned vw = T.vecWidth;
+  auto *halves = FixedVectorType::get(i16, 2 * vw);
+  auto *wordV = FixedVectorType::get(i32, vw);
+  Value *kcp = emitCeilDiv(b, kc, b.getInt64(2));
+  Value *firstMr = lanesBelow(b, vw, b.getInt64(T.mr));
+  Value *noWords = Constant::getNullValue(firstMr->getType());
+  emitLoop(
+      b, b.getInt64(0), emitCeilDiv(b, kcp, b.getInt64(vw)),
+      [&](Value *ch) {
+        Value *p0 = b.CreateMul(ch, b.getInt64(vw));
+        // The chunk's elements, fewer at the block's end (an odd kc's last word gets a zero).
+        Value *elems = lanesBelow(b, 2 * vw, b.CreateSub(kc, b.CreateMul(p0, b.getInt64(2))));
+        Value *none = Constant::getNullValue(elems->getType());
+        SmallVector<Value *, 16> x(vw, ConstantAggregateZero::get(wordV));
+        for (unsigned r = 0; r < T.mr; ++r) {
+          // Rows past mrEff read nothing (their address clamped to a real row).
+          Value *exists = b.CreateICmpSLT(b.getInt64(r), mrEff);
+          Value *row = b.CreateAdd(i0, smin(b, b.getInt64(r), b.CreateSub(mrEff, b.getInt64(1))));
+          Value *at = ptrA(b, v, bi, row, b.CreateAdd(k0, b.CreateMul(p0, b.getInt64(2))));
+          Value *got = b.CreateMaskedLoad(halves, at, Align(2), b.CreateSelect(exists, elems, none),
+                                          ConstantAggregateZero::get(halves));
+          x[r] = b.CreateBitCast(got, wordV);
+        }
+        transposeSquare(b, x);
+        for (unsigned t = 0; t < vw; ++t) {
+          Value *p = b.CreateAdd(p0, b.getInt64(t));
+          b.CreateMaskedStore(x[t], b.CreateInBoundsGEP(i32, ap, b.CreateMul(p, mr)), Align(4),
+                              b.CreateSelect(b.CreateICmpSLT(p, kcp), firstMr, noWords));
+        }
+      },
+      "paw");
 }
 
 void GemmEmitter::forAColumns(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff,
