@@ -611,6 +611,59 @@ TileEpilogueArgs tileEpilogueArgs(Builder &b, ExprEmitter &ex,
 }
 } // namespace
 
+// The next k block's B (rows k0 + kc ..) streams from memory while this block is multiplied:
+// each of the block's `calls` kernel calls prefetches its share of that block's lines into L2,
+// in units of B's contiguous runs (a row along n, or a column along k). GPT-2's weights stream
+// from memory once per call, and packing a block waited for them with the FMAs idle.
+NextBlockPrefetch GemmEmitter::nextBlockPrefetch(Builder &b, const GemmValues &v, Value *bi,
+                                                 Value *k0, Value *kc, Value *kcEven, Value *n0,
+                                                 Value *n1, Value *calls) {
+  Value *k1 = b.CreateAdd(k0, kc);
+  Value *kNext = b.CreateBinaryIntrinsic(Intrinsic::smax, b.getInt64(0),
+                                         smin(b, kcEven, b.CreateSub(v.k, k1)));
+  // Along n (bCs == 1): a unit is one of kNext rows, n1 - n0 long; along k (bRs == 1): one of
+  // n1 - n0 columns, kNext long; else nothing.
+  Value *alongN = b.CreateICmpEQ(v.bCs, b.getInt64(1));
+  Value *alongK = b.CreateAnd(b.CreateNot(alongN), b.CreateICmpEQ(v.bRs, b.getInt64(1)));
+  Value *units =
+      b.CreateSelect(alongN, kNext, b.CreateSelect(alongK, b.CreateSub(n1, n0), b.getInt64(0)));
+  Value *length = b.CreateSelect(alongN, b.CreateSub(n1, n0), kNext);
+  NextBlockPrefetch p;
+  p.bi = bi;
+  p.k1 = k1;
+  p.n0 = n0;
+  p.alongN = alongN;
+  p.units = units;
+  p.lines = emitCeilDiv(b, length, b.getInt64(FloatsPerLine));
+  p.per = emitCeilDiv(b, units, b.CreateBinaryIntrinsic(Intrinsic::smax, calls, b.getInt64(1)));
+  p.v = &v;
+  return p;
+}
+
+void GemmEmitter::prefetchShare(Builder &b, const NextBlockPrefetch &p, Value *call) {
+  const GemmValues &v = *p.v;
+  Value *first = b.CreateMul(call, p.per);
+  emitLoop(
+      b, first, smin(b, p.units, b.CreateAdd(first, p.per)),
+      [&](Value *u) {
+        Value *row = b.CreateSelect(p.alongN, b.CreateAdd(p.k1, u), p.k1);
+        Value *col = b.CreateSelect(p.alongN, p.n0, b.CreateAdd(p.n0, u));
+        Value *at = ptrB(b, v, p.bi, row, col);
+        Value *step = b.CreateSelect(p.alongN, v.bCs, v.bRs);
+        emitLoop(
+            b, b.getInt64(0), p.lines,
+            [&](Value *l) {
+              emitPrefetch(
+                  b,
+                  b.CreateGEP(bElementType(b, v), at,
+                              b.CreateMul(b.CreateMul(l, b.getInt64(FloatsPerLine)), step)),
+                  2);
+            },
+            "pfl");
+      },
+      "pfu");
+}
+
 Function *GemmEmitter::blockedTask(BlockedKind kind) {
   LLVMContext &c = ME.ctx();
   Builder b(c);
@@ -766,6 +819,10 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                     });
               }
               Value *rowPanels = emitCeilDiv(b, b.CreateSub(m1, m0), mr);
+              std::optional<NextBlockPrefetch> ahead;
+              if (!pairs && !v.win)
+                ahead = nextBlockPrefetch(b, v, bi0, k0, kc, kcEven, n0, n1,
+                                          b.CreateMul(rowPanels, panels));
               emitLoop(
                   b, b.getInt64(0), rowPanels,
                   [&](Value *ip) {
@@ -879,6 +936,8 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                                                 b.CreateICmpSLE(tailCols, b.getInt64(TailColumns)));
                           TileEpilogueArgs epi = tileEpilogueArgs(b, ex, tileEpilogue, ts.buffers,
                                                                   last, bi, bi2, i0, col0);
+                          if (ahead)
+                            prefetchShare(b, *ahead, b.CreateAdd(b.CreateMul(ip, panels), jp));
                           auto tile = [&](unsigned tileRows) {
                             auto call = [&](unsigned vecs, Value *cols) {
                               microKernel(b, tileRows, vecs, bf16Dot, aPanel, aStride, panel,

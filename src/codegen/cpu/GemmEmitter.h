@@ -103,6 +103,17 @@ inline constexpr unsigned GemmClosureSlots = 7;
 /// What a GEMM's tasks compute: GEMMs with equal keys share them.
 TaskKey gemmKey(const kir::EntryKernels &entry, const kir::GemmCall &g);
 
+/// The lines of a blocked GEMM's next k block of B, shared out among the block's kernel calls
+/// (GemmEmitter::nextBlockPrefetch).
+struct NextBlockPrefetch {
+  const GemmValues *v;
+  Value *bi, *k1, *n0;
+  Value *alongN; // a unit is a row of B along n, else a column along k
+  Value *units;  // rows or columns to fetch
+  Value *lines;  // cache lines of each
+  Value *per;    // units per kernel call
+};
+
 /// The blocked path's arithmetic: f32 FMAs, vdpbf16ps on bf16 k-pairs, or AMX tiles of them.
 enum class BlockedKind { F32, Bf16Dot, Amx };
 
@@ -157,6 +168,9 @@ private:
              Value *bp);
   void packBFromPairs(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc, Value *n0,
                       Value *n1, Value *bp);
+  NextBlockPrefetch nextBlockPrefetch(Builder &b, const GemmValues &v, Value *bi, Value *k0,
+                                      Value *kc, Value *kcEven, Value *n0, Value *n1, Value *calls);
+  void prefetchShare(Builder &b, const NextBlockPrefetch &p, Value *call);
   void packBColumnsAlongK(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc,
                           Value *n0, Value *n1, Value *bp);
   void convColumns(Builder &b, const GemmValues &v, Value *n0, Value *n1, Value *fold,
