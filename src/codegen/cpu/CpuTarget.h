@@ -67,6 +67,9 @@ struct GemmPolicy {
   /// element) would cost a third or more of the product (GPT-2's vocabulary projection at
   /// batch x seq = 128: 33 ms blocked, 25 ms dot).
   static constexpr int64_t DotMaxM = 128, DotNChunk = 64;
+  /// A program whose weights take at most this many bytes keeps them in the last-level cache
+  /// between calls (the 32 MiB L3 of a Zen 4 core complex, the L3 share of a few Xeon cores).
+  static constexpr uint64_t CacheResidentWeightBytes = 16ull << 20;
 };
 enum class GemmPath { Small, Dot, Blocked };
 /// The path of a GEMM with m rows and k > 0; `dotShaped`: A and B both run contiguously along k

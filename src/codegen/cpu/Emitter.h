@@ -80,6 +80,10 @@ public:
   /// Task functions already emitted, by TaskKey: a step whose key is here reuses them. They keep
   /// the first such step's name, so a profile counts every step of the key under it.
   llvm::StringMap<llvm::SmallVector<llvm::Function *, 4>> &sharedTasks() { return Shared; }
+  /// Whether all of the program's weights fit in a last-level cache (CacheResidentWeightBytes):
+  /// then they stay there between calls, and a thread re-reading one costs no memory traffic.
+  bool weightsCacheResident() const { return CacheResident; }
+  void setWeightsCacheResident(bool resident) { CacheResident = resident; }
 
 private:
   llvm::Module &M;
@@ -88,6 +92,7 @@ private:
   llvm::StructType *Exec = nullptr;
   CpuMath Math{*this};
   llvm::StringMap<llvm::SmallVector<llvm::Function *, 4>> Shared;
+  bool CacheResident = false;
 };
 
 /// What a step's task computes, as text with the entry's buffers renamed by first use (slots):
