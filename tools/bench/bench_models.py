@@ -106,6 +106,13 @@ def probe(build, threads):
     return {k: float(v) for k, v in (line.split() for line in out.splitlines())}
 
 
+def core_to_core(build):
+    """The round trip (ns) of a cache line between the first two CPUs: where a VM's host put its
+    vCPUs this moment (about 50 ns in one core complex, 300 across the machine)."""
+    out = run([os.path.join(build, "tools", "bench", "aotc_probe"), "--core-to-core"])
+    return float(out.split()[1])
+
+
 def ensure_venv(venv):
     """The python of `venv`, made and filled from PyPI (under nice) where it lacks a package."""
     python = os.path.join(venv, "bin", "python")
@@ -248,7 +255,7 @@ def main():
         header += f"\nCPU bf16 (OpenVINO's OPTIMIZATION_CAPABILITIES): {info['bf16']}"
         print(header, flush=True)
 
-        times, starts, rss, files, exports = [], [], [], [], []
+        times, starts, rss, files, exports, trips = [], [], [], [], [], []
         for model in models:
             label, source, batches, _, _ = MODELS[model]
             size_row, export_row, dead = {}, {}, {}
@@ -303,6 +310,10 @@ def main():
                     else:
                         export_row.setdefault("compile", []).append(got["first_call_s"])
                 for r in range(a.repeats):
+                    trip = core_to_core(a.build)
+                    trips.append(trip)
+                    print(f"[{case} round {r + 1}/{a.repeats}] core-to-core round trip "
+                          f"{trip:.0f} ns", flush=True)
                     for e in list(alive):
                         if e in AOTC_ENGINES:
                             got = aotc_sample(run_model, sos[e], model, batch, a.threads)
@@ -332,6 +343,10 @@ def main():
             files.append((label, size_row))
             exports.append((label, export_row))
 
+    if trips:
+        header += (f"\ncore-to-core round trip {min(trips):.0f}-{max(trips):.0f} ns over the "
+                   "rounds (where the host put the two vCPUs: about 50 ns in one core complex, "
+                   "300 far apart, where two threads exchanging data run slower)")
     out = [header.replace("\n", "  \n") + "\n",
            markdown("Latency (ms, median [min-max] over fresh processes)", engines, times, None),
            markdown("Start-up (s, fresh process to first result)", engines, starts, 2),

@@ -1,8 +1,13 @@
 // The machine's limits that the benchmark table is read against: the f32 FMA peak (AVX-512 and
-// AVX2, on N threads) and the memory bandwidth of a copy and of a read, in one short run.
+// AVX2, on N threads) and the memory bandwidth of a copy and of a read, in one short run. With
+// --core-to-core: the round trip of a cache line between the first two CPUs this process may
+// run on, which tells where a VM's host put its vCPUs (the same core complex or far apart).
 #include <immintrin.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -81,9 +86,57 @@ template <typename Fn> double bestParallel(int threads, int repeats, Fn work) {
 
 volatile float Sink;
 
+bool pinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
+// Nanoseconds for one line to go to the other CPU and back, median of 5 runs; negative where the
+// process may not run on two CPUs.
+double coreToCore() {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2)
+    return -1;
+  int cpus[2], found = 0;
+  for (int c = 0; c < CPU_SETSIZE && found < 2; ++c)
+    if (CPU_ISSET(c, &allowed))
+      cpus[found++] = c;
+  constexpr long Trips = 100'000;
+  std::vector<double> runs;
+  for (int r = 0; r < 5; ++r) {
+    alignas(64) std::atomic<long> flag{0};
+    std::thread other([&] {
+      pinTo(cpus[1]);
+      for (long i = 1; i < 2 * Trips; i += 2) {
+        while (flag.load(std::memory_order_acquire) != i)
+          ;
+        flag.store(i + 1, std::memory_order_release);
+      }
+    });
+    pinTo(cpus[0]);
+    double s = seconds([&] {
+      for (long i = 0; i < 2 * Trips; i += 2) {
+        flag.store(i + 1, std::memory_order_release);
+        while (flag.load(std::memory_order_acquire) != i + 2)
+          ;
+      }
+    });
+    other.join();
+    runs.push_back(s / Trips * 1e9);
+  }
+  std::sort(runs.begin(), runs.end());
+  return runs[runs.size() / 2];
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--core-to-core") == 0) {
+    std::printf("core_to_core_ns %.1f\n", coreToCore());
+    return 0;
+  }
   int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const long iterations = 20'000'000;
   double flopsPerRun = 2.0 * 16 * Accumulators * iterations * threads;
