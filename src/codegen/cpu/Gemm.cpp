@@ -1502,7 +1502,6 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
         // panels gave m = 64 two AMX blocks and a 4-row one, and A packed where it is read in
         // place in whole blocks).
         Value *have = b.CreateMul(groups, nBlocks);
-        Value *want = emitCeilDiv(b, threads, have);
         // Where B is a weight that stays in cache, m is split across the threads first (each
         // thread's chunk of rows takes every n-block): a thread then reads the rows of A that it
         // wrote as the GEMM before's C, and no activations cross between cores, at the price of
@@ -1510,9 +1509,9 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
         // round trip instead of 54), the MLP at batch 512 took 11.45 ms split along n and 9.5
         // split along m; close, 9.26 and 9.30. GPT-2's weights stream from memory, and reading
         // them twice cost more (175.8 -> 187 ms at b1).
-        if (me.weightsCacheResident() && !g.b.conv &&
-            entry.buffers[g.b.buffer].kind == kir::Buffer::Kind::Weight)
-          want = threads;
+        bool mFirst = me.weightsCacheResident() && !g.b.conv &&
+                      entry.buffers[g.b.buffer].kind == kir::Buffer::Kind::Weight;
+        Value *want = mFirst ? threads : emitCeilDiv(b, threads, have);
         Value *mr = blockedAmx ? b.CreateSelect(useAmx, b.getInt64(gemm::AmxRows), b.getInt64(t.mr))
                                : b.getInt64(t.mr);
         Value *rowPanels = emitCeilDiv(b, v.m, mr);

@@ -166,7 +166,7 @@ void GemmEmitter::packBColumnsAlongK(Builder &b, const GemmValues &v, Value *bi,
               Value *p0 = b.CreateMul(ch, b.getInt64(vw));
               // Whole blocks (the panel's NR columns and vw k values) with plain accesses.
               auto block = [&](bool whole) {
-                Value *kMask = lanesBelow(b, vw, b.CreateSub(kc, p0));
+                Value *kMask = whole ? nullptr : lanesBelow(b, vw, b.CreateSub(kc, p0));
                 for (unsigned q = 0; q < T.nrVecs; ++q) {
                   SmallVector<Value *, 16> x;
                   for (unsigned j = 0; j < vw; ++j) {
@@ -685,21 +685,16 @@ void GemmEmitter::packAPairs(Builder &b, const GemmValues &v, Value *bi, Value *
   Value *mr = b.getInt64(T.mr);
   unsigned vw = T.vecWidth;
   auto *wordV = FixedVectorType::get(i32, vw);
-  if (v.aBf16) {
-    // A bf16 A (a convolution's filter at --precision bf16) along k holds the words already: two
-    // adjacent elements. vw words (2 * vw elements) of each row are loaded, vw x vw transposed and
-    // stored: no widening, rounding or interleaving (a quarter of ResNet-18 bf16's packing on
-    // Zen 4 was its filters, each packed once per call).
-    emitIf(
-        b, b.CreateICmpEQ(v.aCs, b.getInt64(1)),
-        [&] { packAWordsBf16(b, v, bi, i0, mrEff, k0, kc, ap); },
-        [&] { packAPairsStrided(b, v, bi, i0, mrEff, k0, kc, ap); });
-    return;
-  }
   emitIf(
       b, b.CreateICmpEQ(v.aCs, b.getInt64(1)),
       [&] {
-        // Rows along k: vw x vw blocks transposed as packA does, then columns 2t and 2t + 1
+        // A bf16 A (a convolution's filter at --precision bf16) along k holds the words
+        // already: two adjacent elements. vw words (2 * vw elements) of each row are loaded, vw x
+        // vw transposed and stored: no widening, rounding or interleaving (a quarter of
+        // ResNet-18 bf16's packing on Zen 4 was its filters, each packed once per call).
+        if (v.aBf16)
+          return packAWordsBf16(b, v, bi, i0, mrEff, k0, kc, ap);
+        // An f32 A along k: vw x vw blocks transposed as packA does, then columns 2t and 2t + 1
         // rounded and interleaved into word row t.
         forAColumns(b, v, bi, i0, mrEff, k0, kc, [&](Value *p0, Value *valid, ArrayRef<Value *> x) {
           Value *firstMr = lanesBelow(b, vw, b.getInt64(T.mr));
