@@ -1,6 +1,6 @@
 // The emulated device's threads: the runtime functions retargeted kernels call (special
 // registers, shared memory, barriers, warp shuffles and votes), and the runner that executes the
-// threads of one block, either one after another or each as a fiber (ucontext) that yields to
+// threads of one block, either one after another or each as a fiber (its own stack) that yields to
 // the block's scheduler at barriers and warp collectives.
 #ifndef AOTC_CODEGEN_CUDA_EMU_BLOCKRUNNER_H
 #define AOTC_CODEGEN_CUDA_EMU_BLOCKRUNNER_H
