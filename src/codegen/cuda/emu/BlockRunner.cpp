@@ -154,6 +154,7 @@ struct BlockRunner::Fiber {
   uint32_t commits = 0;
   char *stack = nullptr;
   void *fakeStack = nullptr; // ASan's, while switched out
+  bool quit = false;         // set when its runner ends: the fiber returns from its last yield
 };
 
 namespace {
@@ -196,15 +197,21 @@ struct FiberAccess {
     finishSwitch(f.fakeStack, &Sched.bottom, &Sched.size);
   }
 
+  // A fiber runs its thread of one block after another, from the runner's start to its end, so
+  // that ASan makes one fake stack a fiber, not one a thread of each block. A fiber started again
+  // after a deadlock takes back the fake stack it had.
   static void start() {
     BlockRunner::Fiber &f = current();
-    finishSwitch(nullptr, &Sched.bottom, &Sched.size);
-    Sched.entry(Sched.params);
-    // Copies a thread never waited for still land (on a GPU, before the grid completes).
-    f.commits += 1;
-    completeCopies(f, 0);
-    f.state = BlockRunner::Fiber::State::Done;
-    // No fake stack to keep: this fiber never runs again.
+    finishSwitch(f.fakeStack, &Sched.bottom, &Sched.size);
+    while (!f.quit) {
+      Sched.entry(Sched.params);
+      // Copies a thread never waited for still land (on a GPU, before the grid completes).
+      f.commits += 1;
+      completeCopies(f, 0);
+      f.state = BlockRunner::Fiber::State::Done;
+      yield(f);
+    }
+    // No fake stack to keep (ASan frees it): this fiber never runs again.
     startSwitch(nullptr, Sched.bottom, Sched.size);
     aotc_emu_switch(&f.sp, Sched.sp);
     __builtin_unreachable();
@@ -514,19 +521,36 @@ Expected<std::unique_ptr<BlockRunner>> BlockRunner::create(unsigned threads) {
     char *guard = r->Stacks + i * slot;
     mprotect(guard, page, PROT_NONE);
     r->Fibers[i].stack = guard + page;
+    r->Fibers[i].thread.fiber = &r->Fibers[i];
   }
+  r->restart();
   return r;
 }
 
-BlockRunner::~BlockRunner() {
+void BlockRunner::restart() {
+  for (unsigned i = 0; i < Threads; ++i) {
+    Fiber &f = Fibers[i];
 #ifdef AOTC_EMU_ASAN
-  // Frames of fibers a deadlock abandoned keep their redzones poisoned.
-  if (Abandoned)
-    for (unsigned i = 0; i < Threads; ++i)
-      ASAN_UNPOISON_MEMORY_REGION(Fibers[i].stack, StackBytes);
+    // Frames that a deadlock abandoned keep their redzones poisoned.
+    if (Abandoned)
+      ASAN_UNPOISON_MEMORY_REGION(f.stack, StackBytes);
 #endif
-  if (Stacks)
-    munmap(Stacks, MappedBytes);
+    f.sp = startStack(f.stack, StackBytes, &FiberAccess::start);
+  }
+  Abandoned = false;
+}
+
+BlockRunner::~BlockRunner() {
+  if (!Stacks)
+    return;
+  // Every fiber returns from its last yield (or starts again and ends at once) to end.
+  if (Abandoned)
+    restart();
+  for (unsigned i = 0; i < Threads; ++i) {
+    Fibers[i].quit = true;
+    enter(Fibers[i]);
+  }
+  munmap(Stacks, MappedBytes);
 }
 
 void BlockRunner::enter(Fiber &f) {
@@ -542,12 +566,8 @@ void BlockRunner::enter(Fiber &f) {
 Error BlockRunner::run(StringRef kernel, Trampoline entry, void *const *params,
                        const ThreadContext &block) {
   assert(uint64_t(block.ntid.x) * block.ntid.y * block.ntid.z == Threads && "a block's threads");
-#ifdef AOTC_EMU_ASAN
   if (Abandoned)
-    for (unsigned i = 0; i < Threads; ++i)
-      ASAN_UNPOISON_MEMORY_REGION(Fibers[i].stack, StackBytes);
-  Abandoned = false;
-#endif
+    restart();
   FiberAccess::Scheduler &s = FiberAccess::Sched;
   s.entry = entry;
   s.params = params;
@@ -560,7 +580,6 @@ Error BlockRunner::run(StringRef kernel, Trampoline entry, void *const *params,
     f.state = Fiber::State::Ready;
     f.copies.clear();
     f.commits = 0;
-    f.sp = startStack(f.stack, StackBytes, &FiberAccess::start);
   }
   for (;;) {
     for (unsigned i = 0; i < Threads; ++i)

@@ -98,6 +98,8 @@ private:
   void matrixRelease(WarpOp op, uint32_t value, unsigned base);
   llvm::Error deadlock(llvm::StringRef kernel) const;
   void enter(Fiber &f);
+  /// Sets every fiber to start its loop over blocks afresh (at creation, after a deadlock).
+  void restart();
 
   std::unique_ptr<Fiber[]> Fibers;
   unsigned Threads = 0;
