@@ -1,10 +1,10 @@
 // The emulated CUDA device on hand-written NVPTX IR kernels, checked against known values: block
-// reductions through shared memory and barriers (in loops), warp shuffles and votes (a partial
-// last warp included), dynamic shared memory, atomics on global and shared memory across
-// blocks, the tensor cores (mma.sync on tf32, bf16 and f16 with ldmatrix and cp.async, whose
-// copies land only when waited for); and malformed kernels: an unknown intrinsic, a barrier
-// some threads never reach, a mask that leaves its caller out, an mma in a partial warp, each
-// one line of error instead of a crash or a hang.
+// reductions through shared memory and barriers (in loops), the caller's rounding mode in
+// fibers, warp shuffles and votes (a partial last warp included), dynamic shared memory, atomics
+// on global and shared memory across blocks, the tensor cores (mma.sync on tf32, bf16 and f16
+// with ldmatrix and cp.async, whose copies land only when waited for); and malformed kernels: an
+// unknown intrinsic, a barrier some threads never reach, a mask that leaves its caller out, an
+// mma in a partial warp, each one line of error instead of a crash or a hang.
 #include "codegen/cuda/emu/Emulator.h"
 
 #include "llvm/AsmParser/Parser.h"
@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cfenv>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -332,6 +333,58 @@ TEST(Emulator, BarriersInALoopOverDynamicSharedMemory) {
     for (uint32_t t = 0; t < threads; ++t)
       EXPECT_EQ(out[t], int32_t((t + 5) % threads)) << t;
   }
+}
+
+// Each thread divides after a barrier. The fibers start with the launching thread's rounding
+// mode (here toward zero, as getcontext passed it on) and their switches leave the caller's as it
+// was; two blocks of 96 threads: the fibers run the first block's threads, then the second's.
+const char *DivideAfterBarrier = R"(
+define void @divide(ptr %num, ptr %den, ptr %out) {
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %ntid = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+  %cta = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+  %first = mul i32 %cta, %ntid
+  %i = add i32 %first, %tid
+  %idx = zext i32 %i to i64
+  %pn = getelementptr float, ptr %num, i64 %idx
+  %n = load float, ptr %pn
+  call void @llvm.nvvm.barrier0()
+  %d = load float, ptr %den
+  %q = fdiv float %n, %d
+  %po = getelementptr float, ptr %out, i64 %idx
+  store float %q, ptr %po
+  ret void
+}
+!nvvm.annotations = !{!0}
+!0 = !{ptr @divide, !"kernel", i32 1}
+)";
+
+TEST(Emulator, FibersRunInTheCallersRoundingMode) {
+  auto m = loadOrFail(DivideAfterBarrier);
+  ASSERT_TRUE(m);
+  const unsigned threads = 96, n = 2 * threads;
+  std::vector<float> num(n), out(n, -1);
+  std::iota(num.begin(), num.end(), 1.0f);
+  float den = 3;
+  auto quotient = [&](unsigned i) {
+    volatile float a = num[i], b = den;
+    return a / b;
+  };
+  const float nearest = quotient(0);
+  ASSERT_EQ(fesetround(FE_TOWARDZERO), 0);
+  llvm::Error err = launch(*m, "divide", {2}, {threads}, {num.data(), &den, out.data()});
+  const int after = fegetround();
+  std::vector<float> expected(n);
+  for (unsigned i = 0; i < n; ++i)
+    expected[i] = quotient(i);
+  fesetround(FE_TONEAREST);
+  ASSERT_FALSE(err);
+  EXPECT_EQ(after, FE_TOWARDZERO);
+  // 1 / 3 rounds differently toward zero: the comparison below can tell the modes apart.
+  EXPECT_NE(std::bit_cast<uint32_t>(expected[0]), std::bit_cast<uint32_t>(nearest));
+  for (unsigned i = 0; i < n; ++i)
+    EXPECT_EQ(std::bit_cast<uint32_t>(out[i]), std::bit_cast<uint32_t>(expected[i])) << i;
 }
 
 // atomicAdd of every thread of every block into one counter and one float sum, on the path

@@ -39,7 +39,7 @@
 #endif
 extern "C" __attribute__((visibility("hidden"))) void aotc_emu_switch(void **from, void *to);
 asm(R"(
-  .text
+  .pushsection .text
   .p2align 4
   .hidden aotc_emu_switch
   .type aotc_emu_switch, @function
@@ -66,6 +66,7 @@ aotc_emu_switch:
   popq %rbp
   ret
   .size aotc_emu_switch, .-aotc_emu_switch
+  .popsection
 )");
 
 namespace aotc::cuda::emu {
