@@ -176,11 +176,7 @@ Error emitProgram(const kir::Program &program, Variant v, bool withShapes, Targe
   module.setDataLayout(tm.createDataLayout());
   module.setTargetTriple(tm.getTargetTriple().str());
   ModuleEmitter me(module, v, tm);
-  uint64_t weightBytes = 0;
-  for (const kir::Weight &w : program.weights)
-    if (w.stored)
-      weightBytes += w.numel() * byteSize(w.dtype);
-  me.setWeightsCacheResident(weightBytes <= GemmPolicy::CacheResidentWeightBytes);
+  me.setWeightsCacheResident(program.weightBytes <= GemmPolicy::CacheResidentWeightBytes);
   for (unsigned i = 0; i < program.entries.size(); ++i) {
     const kir::EntryKernels &entry = program.entries[i];
     if (Error err = checkEntry(program, entry))
