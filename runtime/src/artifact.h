@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 #define AOTC_ARTIFACT_MAGIC 0x43544f41u /* "AOTC" little-endian */
-#define AOTC_ARTIFACT_FORMAT 7u
+#define AOTC_ARTIFACT_FORMAT 8u
 /* CPU code variants carried by every artifact; run[] below is indexed by these. */
 #define AOTC_VARIANT_X86_64_V3 0 /* AVX2 + FMA: the portable baseline */
 #define AOTC_VARIANT_X86_64_V4 1 /* AVX-512 F/BW/DQ/VL */
@@ -26,6 +26,7 @@ typedef void (*aotc_task_fn)(void *closure, int64_t begin, int64_t end);
 typedef struct aotc_exec {
   const uint8_t *weights; /* base of the weight blob, 64-byte aligned */
   uint8_t *state;         /* mutable buffers of this model handle (copied from weights at create) */
+  const uint8_t *derived; /* the derived weights (derive.c), 64-byte aligned; null when none */
   uint8_t *arena;         /* this call's scratch, 64-byte aligned, entry->shapes() bytes long */
   /* Runs fn(closure, b, e) over disjoint chunks [b, e) covering [0, n), each at least `grain`
    * long except the last, on the pool's threads and the calling one; returns when all are done.
@@ -129,11 +130,17 @@ typedef struct aotc_weight_desc {
   int32_t dtype, rank;
   const int64_t *shape;
   uint64_t offset, nbytes; /* within the weight blob */
-  /* -1, or the weight holding every element of this one in a GEMM's layout, the blob leaving
-   * this one out (offset and nbytes 0): aotc_weight_layout of runtime.h says how. */
+  /* -1, or the weight holding every element of this one in a GEMM's layout: the blob leaves
+   * this one out (offset and nbytes 0; aotc_weight_layout of runtime.h says how), unless the
+   * holder is derived from it (below). */
   int32_t held_by, held_winograd_tile;
   int64_t held_rows, held_cols, held_panel_rows;
   int64_t held_pair_cols, held_pair_transposed; /* format 7: a bf16 holder's k-pair panels */
+  /* Format 8: 1 when the blob does not store this weight and the runtime computes it at create
+   * from the weights it holds (their held_by is this one; they are stored as themselves, as f32
+   * 3x3 filters whose Winograd transforms this one holds): offset and nbytes are then within the
+   * derived weights (derived_size), not the blob. */
+  int32_t derived, reserved;
 } aotc_weight_desc;
 
 /* The images of the CUDA kernels. A cubin runs on a device of the same major compute capability
@@ -180,6 +187,9 @@ typedef struct aotc_artifact_desc {
   const char *weights_file;
   /* Mutable buffers: [state_offset, state_offset + state_size) of the blob is copied per handle. */
   uint64_t state_offset, state_size;
+  /* Bytes of the derived weights (aotc_weight_desc.derived), computed once per process and set
+   * of weights (derive.c), 0 when there are none. */
+  uint64_t derived_size;
   /* The exported program (program.proto bytes, no weights), for `aotc verify` and inspect. */
   const uint8_t *program;
   uint64_t program_size;

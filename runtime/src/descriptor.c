@@ -174,6 +174,19 @@ static int cuda_ok(checker *c, const aotc_artifact_desc *desc) {
   return 1;
 }
 
+/* A stored f32 filter [rows, cols, 3, 3] whose transforms (derive.c) fit in `holder`. */
+static int derived_source_ok(const aotc_weight_desc *w, const aotc_weight_desc *holder) {
+  const int64_t tile = w->held_winograd_tile, rows = w->held_rows, cols = w->held_cols,
+                p = w->held_panel_rows;
+  const int64_t limit = (int64_t)1 << 26;
+  if ((tile != 2 && tile != 4) || rows < 1 || cols < 1 || rows > limit || cols > limit || p < 0 ||
+      p > 64 || w->held_pair_cols || w->held_pair_transposed || w->dtype != AOTC_DTYPE_F32 ||
+      w->offset % sizeof(float) || w->nbytes != (uint64_t)(rows * cols * 9) * sizeof(float))
+    return 0;
+  const uint64_t stride = (uint64_t)(p ? (rows + p - 1) / p * p : rows) * (uint64_t)cols;
+  return stride <= holder->nbytes / sizeof(float) / (uint64_t)((tile + 2) * (tile + 2));
+}
+
 static int descriptor_ok(checker *c, const aotc_artifact_desc *desc) {
   if (!string_ok(c, desc->model_name, "model name", -1) ||
       !string_ok(c, desc->producer, "producer", -1) ||
@@ -210,14 +223,28 @@ static int descriptor_ok(checker *c, const aotc_artifact_desc *desc) {
         !array_ok(c, w->shape, w->rank, sizeof *w->shape, "the shape of weight", i))
       return fail_at(c, "weight \"%s\" has rank %d or a shape outside the library", w->name,
                      (int)w->rank);
-    if (w->offset > desc->weights_size || w->nbytes > desc->weights_size - w->offset)
-      return fail_at(c, "weight \"%s\" lies outside the weights", w->name);
-    /* A weight held by another: that one is stored as itself, and this one takes no bytes. */
-    if (w->held_by != -1 &&
-        (w->held_by < 0 || w->held_by >= desc->num_weights || w->held_by == i || w->nbytes ||
-         desc->weights[w->held_by].held_by != -1))
+    if (w->derived != 0 && w->derived != 1)
+      return fail_at(c, "weight \"%s\" is derived %d, not 0 or 1", w->name, (int)w->derived);
+    const uint64_t region = w->derived ? desc->derived_size : desc->weights_size;
+    if (w->offset > region || w->nbytes > region - w->offset)
+      return fail_at(c, "weight \"%s\" lies outside the %s weights", w->name,
+                     w->derived ? "derived" : "stored");
+    if (w->derived && (w->dtype != AOTC_DTYPE_F32 || w->held_by != -1 || w->offset % AOTC_ALIGN))
+      return fail_at(c, "weight \"%s\" is derived but not an aligned f32 weight of its own",
+                     w->name);
+    /* A weight held by another: that one is stored as itself, and this one takes no bytes,
+     * unless that one is derived from it. */
+    if (w->held_by != -1 && (w->held_by < 0 || w->held_by >= desc->num_weights || w->held_by == i ||
+                             desc->weights[w->held_by].held_by != -1 ||
+                             (w->nbytes && !desc->weights[w->held_by].derived)))
       return fail_at(c, "weight \"%s\" is held by weight %d, which cannot hold it", w->name,
                      (int)w->held_by);
+    if (w->held_by >= 0 && desc->weights[w->held_by].derived &&
+        !derived_source_ok(w, &desc->weights[w->held_by]))
+      return fail_at(c,
+                     "weight \"%s\" is not a filter whose Winograd transforms weight %d can "
+                     "hold",
+                     w->name, (int)w->held_by);
     /* k-pair panels: an even width up to 64, in a bf16 holder, nothing else of a layout. */
     if (w->held_pair_cols != 0 || w->held_pair_transposed != 0) {
       const int64_t pc = w->held_pair_cols;

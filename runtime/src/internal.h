@@ -47,6 +47,7 @@ struct aotc_model {
   size_t weights_map_size;
   char *weights_path; /* that file's path, for messages; null for embedded weights */
   uint8_t *state;
+  const uint8_t *derived; /* aotc_derived_acquire's, null when the artifact derives none */
   aotc_pool *pool; /* null with one thread */
   pthread_mutex_t arena_lock;
   int32_t num_arenas;
@@ -74,6 +75,16 @@ aotc_status aotc_pool_create(int32_t num_threads, aotc_pool **out_pool);
 void aotc_pool_destroy(aotc_pool *pool);
 /* aotc_exec.parallel_for: exec->pool may be null (runs inline). */
 void aotc_parallel_for(aotc_exec *exec, int64_t n, int64_t grain, aotc_task_fn fn, void *closure);
+
+/* The derived weights (derive.c) of `desc` from `weights`: computed on the first acquire of the
+ * pair, on `pool`'s threads (null: the caller's), and shared by later ones until each has
+ * released them; null when the artifact derives none. `file_backed`: the weights are a
+ * read-only mapping of a file, whose pages the filters read may leave the resident set. Sets
+ * the last error on failure. */
+aotc_status aotc_derived_acquire(const aotc_artifact_desc *desc, const uint8_t *weights,
+                                 int file_backed, aotc_pool *pool, int32_t threads,
+                                 const uint8_t **out);
+void aotc_derived_release(const uint8_t *derived);
 
 /* The CUDA device (cuda.c). create loads the driver, the device's image and uploads the weights
  * (model->weights and model->state are loaded already); on failure model->cuda may be partly

@@ -340,6 +340,14 @@ AOTC_API aotc_status aotc_model_create(const aotc_model_options *options, aotc_m
   }
   if (status == AOTC_OK && threads > 1)
     status = aotc_pool_create(threads, &model->pool);
+  /* Embedded weights are mapped from the library's file, as a weights file is with
+   * AOTC_MODEL_MAP_WEIGHTS_UNCHECKED; otherwise they were read into anonymous memory. */
+  const int file_backed =
+      !model->weights_map || (options->flags & AOTC_MODEL_MAP_WEIGHTS_UNCHECKED);
+  /* Only the CPU code reads derived weights (and only the CPU variants assure AVX2). */
+  if (status == AOTC_OK && !cuda)
+    status = aotc_derived_acquire(desc, model->weights, file_backed, model->pool, threads,
+                                  &model->derived);
   if (status == AOTC_OK && cuda)
     status = aotc_cuda_create(model, options);
   if (status != AOTC_OK) {
@@ -358,6 +366,7 @@ AOTC_API void aotc_model_destroy(aotc_model *model) {
   for (int32_t i = 0; i < model->num_arenas; ++i)
     free(model->arenas[i].data);
   free(model->state);
+  aotc_derived_release(model->derived);
   if (model->weights_map)
     munmap(model->weights_map, model->weights_map_size);
   free(model->weights_path);
@@ -569,7 +578,8 @@ AOTC_API aotc_status aotc_model_weight_info(const aotc_model *model, int32_t ind
     return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
                      "aotc_model_weight_info: weight \"%s\" has rank %d, more than %d", w->name,
                      (int)w->rank, AOTC_MAX_RANK);
-  if (w->offset > desc->weights_size || w->nbytes > desc->weights_size - w->offset)
+  const uint64_t region = w->derived ? desc->derived_size : desc->weights_size;
+  if (w->offset > region || w->nbytes > region - w->offset)
     return aotc_fail(AOTC_ERROR_INTERNAL,
                      "aotc_model_weight_info: weight \"%s\" lies outside the weights", w->name);
   memset(out_info, 0, sizeof *out_info);
@@ -578,8 +588,15 @@ AOTC_API aotc_status aotc_model_weight_info(const aotc_model *model, int32_t ind
   out_info->rank = w->rank;
   for (int32_t d = 0; d < w->rank; ++d)
     out_info->shape[d] = w->shape[d];
-  out_info->data = w->held_by >= 0 ? NULL : model->weights + w->offset;
-  out_info->size_bytes = w->nbytes;
+  /* A weight held by another is left out of the blob unless that one is derived from it. */
+  const int elided = w->held_by >= 0 && !desc->weights[w->held_by].derived;
+  /* A CUDA model derives none: its code never reads them. */
+  const int underived = w->derived && !model->derived;
+  out_info->data = underived    ? NULL
+                   : w->derived ? model->derived + w->offset
+                   : elided     ? NULL
+                                : model->weights + w->offset;
+  out_info->size_bytes = underived ? 0 : w->nbytes;
   return AOTC_OK;
 }
 
@@ -593,8 +610,9 @@ AOTC_API aotc_status aotc_model_weight_layout(const aotc_model *model, int32_t i
                      (int)index, (int)desc->num_weights);
   const aotc_weight_desc *w = &desc->weights[index];
   memset(out_layout, 0, sizeof *out_layout);
-  out_layout->held_by = w->held_by;
-  if (w->held_by < 0)
+  /* A weight that a derived one holds is stored as itself too. */
+  out_layout->held_by = w->held_by >= 0 && desc->weights[w->held_by].derived ? -1 : w->held_by;
+  if (out_layout->held_by < 0)
     return AOTC_OK;
   out_layout->winograd_tile = w->held_winograd_tile;
   out_layout->rows = w->held_rows;

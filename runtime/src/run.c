@@ -437,6 +437,7 @@ static aotc_status run_checked(aotc_model *model, const aotc_entry_desc *e,
     aotc_exec exec = {
         .weights = model->weights,
         .state = model->state,
+        .derived = model->derived,
         .arena = arena,
         .parallel_for = aotc_parallel_for,
         .pool = model->pool,

@@ -399,7 +399,8 @@ void elideHeldWeights(Program &blob, llvm::ArrayRef<const Program *> readers) {
         }
   for (size_t i = 0; i < blob.weights.size(); ++i) {
     Weight &w = blob.weights[i];
-    w.stored = read.test(i) || !w.heldBy || w.mutableBuffer;
+    w.stored = !w.derived && (read.test(i) || !w.heldBy || w.mutableBuffer ||
+                              blob.weights[w.heldBy->holder].derived);
   }
 }
 
@@ -413,7 +414,8 @@ void layoutWeights(Program &program) {
       if (w.mutableBuffer != (pass == 1))
         continue;
       if (!w.stored) {
-        w.offset = w.nbytes = 0;
+        if (!w.derived)
+          w.offset = w.nbytes = 0;
         continue;
       }
       w.nbytes = w.numel() * byteSize(w.dtype);
@@ -423,23 +425,41 @@ void layoutWeights(Program &program) {
   }
   program.stateBytes = offset - program.stateOffset;
   program.weightBytes = offset;
+  uint64_t derived = 0;
+  for (Weight &w : program.weights)
+    if (w.derived) {
+      w.nbytes = w.numel() * byteSize(w.dtype);
+      w.offset = derived;
+      derived = alignTo64(derived + w.nbytes);
+    }
+  program.derivedBytes = derived;
 }
 
 void print(const Program &program, llvm::raw_ostream &os) {
   os << "program @" << program.name << " weights " << program.weightBytes << " bytes, state at "
-     << program.stateOffset << " (" << program.stateBytes << " bytes)\n";
+     << program.stateOffset << " (" << program.stateBytes << " bytes)";
+  if (program.derivedBytes)
+    os << ", derived " << program.derivedBytes << " bytes";
+  os << "\n";
   for (size_t i = 0; i < program.weights.size(); ++i) {
     const Weight &w = program.weights[i];
     os << "weight " << i << " \"" << w.name << "\" : " << toString(w.dtype) << "[";
     for (size_t d = 0; d < w.shape.size(); ++d)
       os << (d ? ", " : "") << w.shape[d];
     os << "]" << (w.mutableBuffer ? " mutable" : "");
-    if (w.stored) {
+    if (w.derived) {
+      os << " derived at load, at " << w.offset << " (" << w.nbytes << " bytes)\n";
+      continue;
+    }
+    if (w.stored && !(w.heldBy && program.weights[w.heldBy->holder].derived)) {
       os << " at " << w.offset << " (" << w.nbytes << " bytes)\n";
       continue;
     }
     const HeldWeight &h = *w.heldBy;
-    os << " only in weight " << h.holder;
+    if (w.stored)
+      os << " at " << w.offset << " (" << w.nbytes << " bytes), also in weight " << h.holder;
+    else
+      os << " only in weight " << h.holder;
     if (h.winogradTile)
       os << fmt::format(" as winograd F({0}x{0}, 3x3)", h.winogradTile);
     if (h.pairPanelCols)

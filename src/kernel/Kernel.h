@@ -373,8 +373,12 @@ struct Weight {
   /// Another weight holding every element, when one does.
   std::optional<HeldWeight> heldBy;
   /// False when the blob leaves it out (elideHeldWeights): no kernel reads it, and heldBy's
-  /// weight holds it. offset and nbytes are then 0.
+  /// weight holds it, or it is derived. offset and nbytes are then 0, or a derived weight's.
   bool stored = true;
+  /// Computed by the runtime at load from the weights it holds, which are stored as themselves
+  /// (Winograd transforms of 3x3 filters, which are (t+2)^2 / 9 times their size): the blob
+  /// leaves it out, and offset is into the program's derived weights (derivedBytes).
+  bool derived = false;
 
   uint64_t numel() const {
     uint64_t n = 1;
@@ -389,8 +393,9 @@ struct Program {
   std::vector<Weight> weights;
   std::vector<EntryKernels> entries;
   // The weight blob: every weight 64-byte aligned in order, mutable buffers last, together in
-  // [stateOffset, stateOffset + stateBytes).
-  uint64_t weightBytes = 0, stateOffset = 0, stateBytes = 0;
+  // [stateOffset, stateOffset + stateBytes). The derived weights, 64-byte aligned in order too,
+  // are derivedBytes of memory apart from it that the runtime fills at load.
+  uint64_t weightBytes = 0, stateOffset = 0, stateBytes = 0, derivedBytes = 0;
 };
 
 /// A dim `scale * symbol + offset` with scale >= 1 over one root symbol: the runtime binds the
@@ -438,12 +443,13 @@ template <typename Fn> llvm::Error forEachGemm(Program &program, Fn &&fn) {
 }
 
 /// Leaves out of `blob` every weight that another one holds (Weight::heldBy) and that no kernel
-/// of `readers` (the programs whose buffers index blob's weights) reads: the artifact then
-/// stores one layout of it, and tools recover it with unpackHeldWeight.
+/// of `readers` (the programs whose buffers index blob's weights) reads, unless that one is
+/// derived from it: the artifact then stores one layout of it, and tools recover it with
+/// unpackHeldWeight. Derived weights are never stored.
 void elideHeldWeights(Program &blob, llvm::ArrayRef<const Program *> readers);
 
-/// Assigns Weight::offset / nbytes and the program's blob sizes (the layout above); a weight
-/// left out (Weight::stored false) takes no bytes.
+/// Assigns Weight::offset / nbytes and the program's blob and derived sizes (the layout above);
+/// a weight left out (Weight::stored false) takes no bytes of the blob.
 void layoutWeights(Program &program);
 
 /// Deterministic text of the kernel IR, for golden tests and `aotc inspect --kernels`.

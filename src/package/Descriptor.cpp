@@ -66,7 +66,8 @@ public:
          AOTC_CFIELD(aotc_weight_desc, held_cols, I64),
          AOTC_CFIELD(aotc_weight_desc, held_panel_rows, I64),
          AOTC_CFIELD(aotc_weight_desc, held_pair_cols, I64),
-         AOTC_CFIELD(aotc_weight_desc, held_pair_transposed, I64)},
+         AOTC_CFIELD(aotc_weight_desc, held_pair_transposed, I64),
+         AOTC_CFIELD(aotc_weight_desc, derived, I32), AOTC_CFIELD(aotc_weight_desc, reserved, I32)},
         sizeof(aotc_weight_desc));
     ArtifactTy = mirrorCStruct(Ctx, dl, "aotc_artifact_desc",
                                {AOTC_CFIELD(aotc_artifact_desc, magic, I32),
@@ -82,6 +83,7 @@ public:
                                 AOTC_CFIELD(aotc_artifact_desc, weights_file, Ptr),
                                 AOTC_CFIELD(aotc_artifact_desc, state_offset, I64),
                                 AOTC_CFIELD(aotc_artifact_desc, state_size, I64),
+                                AOTC_CFIELD(aotc_artifact_desc, derived_size, I64),
                                 AOTC_CFIELD(aotc_artifact_desc, program, Ptr),
                                 AOTC_CFIELD(aotc_artifact_desc, program_size, I64),
                                 AOTC_CFIELD(aotc_artifact_desc, weights_hash, I64),
@@ -125,27 +127,41 @@ public:
       std::vector<llvm::Constant *> dims;
       for (int64_t d : w.shape)
         dims.push_back(i64(d));
+      // A weight stored as itself names its holder too when that one is derived from it.
       kir::HeldWeight held;
-      if (!w.stored)
+      bool heldBy = w.heldBy && (!w.stored || p.weights[w.heldBy->holder].derived);
+      if (heldBy)
         held = *w.heldBy;
       weights.push_back(llvm::ConstantStruct::get(
           WeightTy, {str(w.name), i32(runtimeDType(w.dtype)), i32(w.shape.size()),
                      array(I64, dims, "aotc_weight_shape"), i64(w.offset), i64(w.nbytes),
-                     i32(w.stored ? -1 : static_cast<int32_t>(held.holder)), i32(held.winogradTile),
+                     i32(heldBy ? static_cast<int32_t>(held.holder) : -1), i32(held.winogradTile),
                      i64(held.m), i64(held.k), i64(held.panelRows), i64(held.pairPanelCols),
-                     i64(held.pairTransposed)}));
+                     i64(held.pairTransposed), i32(w.derived), i32(0)}));
     }
     llvm::Constant *blob = c.weightSymbol.empty() ? null() : external(c.weightSymbol);
     llvm::Constant *program = c.programBlob.empty() ? null() : bytes(c.programBlob, "aotc_program");
-    llvm::Constant *artifact = llvm::ConstantStruct::get(
-        ArtifactTy,
-        {i32(AOTC_ARTIFACT_MAGIC), i32(AOTC_ARTIFACT_FORMAT), str(p.name),
-         str("aotc " AOTC_VERSION), i32(entries.size()), i32(weights.size()),
-         array(EntryTy, entries, "aotc_entries"), array(WeightTy, weights, "aotc_weight_descs"),
-         blob, i64(p.weightBytes), c.weightsFile.empty() ? null() : str(c.weightsFile),
-         i64(p.stateOffset), i64(p.stateBytes), program, i64(c.programBlob.size()),
-         i64(static_cast<int64_t>(c.weightsHash)), i32(AOTC_HASH_XXH64), i32(cpuPrecision(p)),
-         c.cuda ? emitCuda(*c.cuda) : null()});
+    llvm::Constant *artifact =
+        llvm::ConstantStruct::get(ArtifactTy, {i32(AOTC_ARTIFACT_MAGIC),
+                                               i32(AOTC_ARTIFACT_FORMAT),
+                                               str(p.name),
+                                               str("aotc " AOTC_VERSION),
+                                               i32(entries.size()),
+                                               i32(weights.size()),
+                                               array(EntryTy, entries, "aotc_entries"),
+                                               array(WeightTy, weights, "aotc_weight_descs"),
+                                               blob,
+                                               i64(p.weightBytes),
+                                               c.weightsFile.empty() ? null() : str(c.weightsFile),
+                                               i64(p.stateOffset),
+                                               i64(p.stateBytes),
+                                               i64(p.derivedBytes),
+                                               program,
+                                               i64(c.programBlob.size()),
+                                               i64(static_cast<int64_t>(c.weightsHash)),
+                                               i32(AOTC_HASH_XXH64),
+                                               i32(cpuPrecision(p)),
+                                               c.cuda ? emitCuda(*c.cuda) : null()});
     llvm::GlobalVariable *g = global(artifact, "aotc_artifact");
     g->setLinkage(llvm::GlobalValue::ExternalLinkage);
     g->setVisibility(llvm::GlobalValue::HiddenVisibility);

@@ -108,6 +108,8 @@ llvm::Error packageObjects(const kir::Program &program, const ShapeEnv &shapes,
   std::vector<BlobPiece> pieces;
   for (size_t i = 0; i < program.weights.size(); ++i) {
     const kir::Weight &w = program.weights[i];
+    if (!w.stored) // left out, or derived at load
+      continue;
     if (weightData[i].size() != w.nbytes || w.offset + w.nbytes > program.weightBytes)
       return error(fmt::format("weight \"{}\" has {} bytes, expected {}", w.name,
                                weightData[i].size(), w.nbytes));

@@ -132,6 +132,13 @@ int main(void) {
       AOTC_FAKE_MODEL_PAIRS, "pairs",
       "aotc_model_create: the artifact is damaged: weight \"w\" claims k-pair panels its "
       "holder cannot have (re-export the model)");
+  /* A weight derived at load (format 8) outside the derived weights, or a flag no aotc writes. */
+  expect_refused(AOTC_FAKE_MODEL_DERIVED, "derived",
+                 "aotc_model_create: the artifact is damaged: weight \"w\" lies outside the "
+                 "derived weights (re-export the model)");
+  expect_refused(AOTC_FAKE_MODEL_DERIVED2, "derived2",
+                 "aotc_model_create: the artifact is damaged: weight \"w\" is derived 2, not 0 "
+                 "or 1 (re-export the model)");
   rmdir(dir);
   free(library);
   return harness_finish("abi_damaged_test");

@@ -27,9 +27,15 @@ static const int64_t shape4[] = {4};
 #ifndef AOTC_FAKE_PAIR_COLS
 #define AOTC_FAKE_PAIR_COLS 0
 #endif
+/* AOTC_FAKE_DERIVED=N: w, stored in the blob, claims to be derived at load (format 8), out of
+ * derived weights that the descriptor has none of, or with a flag no aotc writes. */
+#ifndef AOTC_FAKE_DERIVED
+#define AOTC_FAKE_DERIVED 0
+#endif
 static const aotc_weight_desc weights[] = {
-    {"w", AOTC_DTYPE_F32, 1, shape4, 0, 16, AOTC_FAKE_HELD_BY, 0, 0, 0, 0, AOTC_FAKE_PAIR_COLS, 0},
-    {"acc", AOTC_DTYPE_F32, 1, shape4, 16, 16, -1, 0, 0, 0, 0, 0, 0},
+    {"w", AOTC_DTYPE_F32, 1, shape4, 0, 16, AOTC_FAKE_HELD_BY, 0, 0, 0, 0, AOTC_FAKE_PAIR_COLS, 0,
+     AOTC_FAKE_DERIVED, 0},
+    {"acc", AOTC_DTYPE_F32, 1, shape4, 16, 16, -1, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 static const uint8_t program[] = "fake program";
 

@@ -199,8 +199,11 @@ AOTC_API aotc_status aotc_model_program(const aotc_model *model, const void **ou
                                         uint64_t *out_size);
 
 /* For tools: weight `index` (0 .. count-1 of aotc_model_weights) as the model sees it; `data`
- * points into the artifact's read-only weights (or the mapped weights file) and stays valid
- * until the model is destroyed. Weights of rank above AOTC_MAX_RANK are INVALID_ARGUMENT. */
+ * points into the artifact's read-only weights (or the mapped weights file), or for a weight the
+ * runtime derives at create (the Winograd transforms of 3x3 filters, which are larger than the
+ * filters the artifact stores) into memory it filled then (on the CPU only: a CUDA model's is
+ * null, of 0 bytes), and stays valid until the model is destroyed. Weights of rank above
+ * AOTC_MAX_RANK are INVALID_ARGUMENT. */
 typedef struct aotc_weight_info {
   const char *name;
   int32_t dtype;
@@ -214,7 +217,8 @@ AOTC_API aotc_status aotc_model_weight_info(const aotc_model *model, int32_t ind
                                             aotc_weight_info *out_info);
 /* For tools: where weight `index` is when the artifact stores it only inside another weight (its
  * aotc_weight_info then has data null and size_bytes 0): a convolution filter that the CPU code
- * reads only as packed panels or Winograd transforms is stored once, in that layout. Element
+ * reads only as packed panels is stored once, in that layout (one read as Winograd transforms is
+ * stored as itself, and the runtime derives the transforms). Element
  * (r, c, tap) of the weight, read as a [rows, cols * taps] row-major matrix (taps 9 for a
  * Winograd filter, else 1), is, for each component b of the holder (0 .. (t+2)^2 - 1 for a
  * Winograd filter F(t x t, 3x3), else just 0), at b * component_stride + p(r, c) in the holder
@@ -224,7 +228,8 @@ AOTC_API aotc_status aotc_model_weight_info(const aotc_model *model, int32_t ind
  * a dense copy, or with pair_cols C the k-pair panels of a GEMM's B operand, K x N: element
  * (r, c) is B's (k = r, n = c), or with pair_transposed B's (k = c, n = r), and B's (k, n) is at
  * ((n / C) * P + k / 2) * 2C + (n % C) * 2 + k % 2, P = ceil(K / 2) rounded up to a multiple of
- * C / 2 (the padding zero). held_by is -1 for a weight stored as itself. Weights of f32 only. */
+ * C / 2 (the padding zero). held_by is -1 for a weight stored as itself (a filter whose
+ * transforms the runtime derives from it included). Weights of f32 only. */
 typedef struct aotc_weight_layout {
   int32_t held_by;
   int32_t winograd_tile; /* 0, 2 or 4 */

@@ -41,8 +41,9 @@ StructType *ModuleEmitter::execType() {
     Type *i32 = Type::getInt32Ty(ctx());
     Exec = mirrorCStruct(ctx(), M.getDataLayout(), "aotc_exec",
                          {AOTC_CFIELD(aotc_exec, weights, p), AOTC_CFIELD(aotc_exec, state, p),
-                          AOTC_CFIELD(aotc_exec, arena, p), AOTC_CFIELD(aotc_exec, parallel_for, p),
-                          AOTC_CFIELD(aotc_exec, pool, p), AOTC_CFIELD(aotc_exec, num_threads, i32),
+                          AOTC_CFIELD(aotc_exec, derived, p), AOTC_CFIELD(aotc_exec, arena, p),
+                          AOTC_CFIELD(aotc_exec, parallel_for, p), AOTC_CFIELD(aotc_exec, pool, p),
+                          AOTC_CFIELD(aotc_exec, num_threads, i32),
                           AOTC_CFIELD(aotc_exec, cpu_features, i32)},
                          sizeof(aotc_exec));
   }

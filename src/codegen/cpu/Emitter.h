@@ -66,6 +66,7 @@ public:
   enum ExecField : unsigned {
     ExecWeights,
     ExecState,
+    ExecDerived,
     ExecArena,
     ExecParallelFor,
     ExecPool,

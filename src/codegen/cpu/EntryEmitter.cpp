@@ -129,6 +129,8 @@ static void emitRun(ModuleEmitter &me, const kir::Program &program, unsigned ind
   Value *weights =
       b.CreateLoad(ptr, b.CreateStructGEP(et, exec, ModuleEmitter::ExecWeights), "weights");
   Value *state = b.CreateLoad(ptr, b.CreateStructGEP(et, exec, ModuleEmitter::ExecState), "state");
+  Value *derived =
+      b.CreateLoad(ptr, b.CreateStructGEP(et, exec, ModuleEmitter::ExecDerived), "derived");
   Value *arena = b.CreateLoad(ptr, b.CreateStructGEP(et, exec, ModuleEmitter::ExecArena), "arena");
   ArrayType *ct = closureType(c, entry);
   Value *closure = b.CreateAlloca(ct, nullptr, "closure");
@@ -144,9 +146,11 @@ static void emitRun(ModuleEmitter &me, const kir::Program &program, unsigned ind
     case kir::Buffer::Kind::Output:
       p = b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_32(ptr, outputs, buf.index));
       break;
-    case kir::Buffer::Kind::Weight:
-      p = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), weights, program.weights[buf.index].offset);
+    case kir::Buffer::Kind::Weight: {
+      const kir::Weight &w = program.weights[buf.index];
+      p = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), w.derived ? derived : weights, w.offset);
       break;
+    }
     case kir::Buffer::Kind::State:
       p = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), state,
                                        program.weights[buf.index].offset - program.stateOffset);

@@ -4,6 +4,7 @@
 #include "codegen/cpu/CpuTarget.h"
 #include "codegen/cpu/DerivedWeights.h"
 
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <fmt/format.h>
@@ -50,8 +51,27 @@ public:
       : P(p), Exported(e), WithData(withData) {}
 
   llvm::Error run() {
-    return kir::forEachGemm(
-        P, [&](kir::EntryKernels &entry, kir::GemmCall &g) { return gemm(entry, g); });
+    if (llvm::Error e = kir::forEachGemm(
+            P, [&](kir::EntryKernels &entry, kir::GemmCall &g) { return gemm(entry, g); }))
+      return e;
+    // A Winograd transform that holds its whole filter is derived from it at load: the filter
+    // is 9 / (t+2)^2 of its size. The others are packed here.
+    llvm::BitVector derives(P.weights.size());
+    for (const kir::Weight &w : P.weights)
+      if (w.heldBy && w.heldBy->winogradTile)
+        derives.set(w.heldBy->holder);
+    std::vector<std::pair<uint32_t, Addressing>> made;
+    for (const auto &[at, index] : Made)
+      made.emplace_back(index, at);
+    llvm::sort(made, llvm::less_first());
+    for (const auto &[index, at] : made) {
+      kir::Weight &w = P.weights[index];
+      w.derived = derives.test(index);
+      if (WithData && !w.derived)
+        if (llvm::Error err = pack(at, P.weights[at.weight].name, w))
+          return err;
+    }
+    return llvm::Error::success();
   }
 
 private:
@@ -84,11 +104,8 @@ private:
       return at.takeError();
     if (!*at)
       return llvm::Error::success();
-    auto weight = packed(**at);
-    if (!weight)
-      return weight.takeError();
     kir::MatrixOperand a;
-    a.buffer = addWeightBuffer(entry, P, *weight);
+    a.buffer = addWeightBuffer(entry, P, packed(**at));
     a.offset = 0;
     a.batchStride = (*at)->winograd ? (*at)->stride() : 0;
     a.rowStride = (*at)->panels ? 0 : (*at)->k;
@@ -98,8 +115,8 @@ private:
     return llvm::Error::success();
   }
 
-  // The index of the packed weight for `at`, made on first use.
-  llvm::Expected<uint32_t> packed(const Addressing &at) {
+  // The index of the packed weight for `at`, made on first use (its data once all are made).
+  uint32_t packed(const Addressing &at) {
     if (auto it = Made.find(at); it != Made.end())
       return it->second;
     const kir::Weight &src = P.weights[at.weight];
@@ -114,9 +131,6 @@ private:
       w.shape = {at.m, at.k};
     if (at.winograd)
       w.shape.insert(w.shape.begin(), at.batch());
-    if (WithData)
-      if (llvm::Error err = pack(at, src.name, w))
-        return err;
     P.weights.push_back(w);
     uint32_t index = P.weights.size() - 1;
     Made[at] = index;

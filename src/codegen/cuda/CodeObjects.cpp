@@ -41,6 +41,7 @@ void layoutDeviceWeights(const kir::Program &program, CudaCode &code,
   uint64_t at = 0;
   for (uint32_t w : order) {
     const kir::Weight &weight = program.weights[w];
+    assert(!weight.derived && "CUDA kernels read only weights the blob stores");
     deviceOffset[w] = at;
     code.uploads.push_back({weight.offset, at, weight.nbytes});
     at = alignTo(at + weight.nbytes, DeviceWeightAlign);

@@ -1,12 +1,17 @@
 // pack-weights against the GEMM dispatch policy: a constant A is packed exactly where the
 // generated code takes the blocked path (the only one that reads panels), and the packed weight
-// holds A's elements where kir::panelOffset says.
+// holds A's elements where kir::panelOffset says; Winograd transforms that the runtime derives at
+// load are the ones pack-weights would compute.
 #include "codegen/cpu/PackWeights.h"
 #include "codegen/cpu/CpuTarget.h"
 
+#include "../../../runtime/src/internal.h"
+
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
+#include <random>
 #include <vector>
 
 using namespace aotc;
@@ -97,3 +102,69 @@ TEST(PackWeights, PanelsHoldTheWeightWherePanelOffsetSays) {
 }
 
 } // namespace
+
+// The runtime derives a Winograd filter's transforms at load (runtime/src/derive.c) bit for bit
+// as kir::winogradFilter computes them, where kir::panelOffset puts them, with zero padding rows;
+// every handle of one set of weights shares them.
+TEST(PackWeights, WinogradFiltersDerivedAtLoadAreTheExportsTransforms) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  const int64_t m = 13, k = 5;
+  aotc_pool *pool = nullptr;
+  ASSERT_EQ(aotc_pool_create(2, &pool), AOTC_OK);
+  for (int tile : {2, 4})
+    for (unsigned panelRows : {0u, 12u, 6u}) {
+      SCOPED_TRACE(testing::Message() << "F(" << tile << "), panels of " << panelRows);
+      kir::HeldWeight held{1, m, k, panelRows, tile};
+      const int64_t holderFloats = held.components() * held.componentStride();
+      std::vector<float> filters(m * k * 9);
+      for (float &x : filters)
+        x = dist(rng);
+      const int64_t shape[4] = {m, k, 3, 3}, holderShape[1] = {holderFloats};
+      // The filter, stored at 0 of the blob, and the holder, at 64 of the derived weights.
+      aotc_weight_desc weights[2] = {};
+      for (aotc_weight_desc &w : weights) {
+        w.dtype = AOTC_DTYPE_F32;
+        w.held_by = -1;
+      }
+      weights[0].name = "w";
+      weights[0].rank = 4;
+      weights[0].shape = shape;
+      weights[0].nbytes = filters.size() * sizeof(float);
+      weights[0].held_by = 1;
+      weights[0].held_winograd_tile = tile;
+      weights[0].held_rows = m;
+      weights[0].held_cols = k;
+      weights[0].held_panel_rows = panelRows;
+      weights[1].name = "w.winograd";
+      weights[1].rank = 1;
+      weights[1].shape = holderShape;
+      weights[1].offset = 64;
+      weights[1].nbytes = holderFloats * sizeof(float);
+      weights[1].derived = 1;
+      aotc_artifact_desc desc = {};
+      desc.num_weights = 2;
+      desc.weights = weights;
+      desc.derived_size = 64 + holderFloats * sizeof(float);
+      const uint8_t *blob = reinterpret_cast<const uint8_t *>(filters.data());
+      const uint8_t *derived = nullptr, *again = nullptr;
+      ASSERT_EQ(aotc_derived_acquire(&desc, blob, 0, pool, 2, &derived), AOTC_OK);
+      ASSERT_EQ(aotc_derived_acquire(&desc, blob, 0, pool, 2, &again), AOTC_OK);
+      EXPECT_EQ(derived, again);
+      const float *holder = reinterpret_cast<const float *>(derived + 64);
+      std::vector<float> want(holderFloats, 0.0f);
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t c = 0; c < k; ++c) {
+          float u[36];
+          kir::winogradFilter(tile, &filters[(r * k + c) * 9], u);
+          for (int b = 0; b < held.components(); ++b)
+            want[b * held.componentStride() + held.position(r, c)] = u[b];
+        }
+      for (int64_t i = 0; i < holderFloats; ++i)
+        ASSERT_EQ(std::memcmp(&holder[i], &want[i], sizeof(float)), 0)
+            << "element " << i << ": " << holder[i] << " against " << want[i];
+      aotc_derived_release(again);
+      aotc_derived_release(derived);
+    }
+  aotc_pool_destroy(pool);
+}
