@@ -121,6 +121,13 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::open(llvm::StringRef path, i
       layout.held_by = -1;
       if (api.model_weight_layout)
         api.check(api.model_weight_layout(m.get(), i, &layout));
+      // A weight the runtime derives at load, which a CUDA model leaves out (no data, no bytes,
+      // yet elements): only the CPU code reads it, and the embedded graph never names it.
+      int64_t elements = 1;
+      for (int32_t d = 0; d < w.rank; ++d)
+        elements *= w.shape[d];
+      if (!w.data && w.size_bytes == 0 && layout.held_by < 0 && elements > 0)
+        continue;
       auto dtype = fromRuntime(w.dtype);
       if (!dtype)
         return error(
