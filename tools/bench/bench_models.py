@@ -8,8 +8,8 @@
 Models, all with random weights (times do not depend on them): ResNet-18 and ResNet-50
 (torchvision, 224x224) at batch 1 and 8; GPT-2 small at seq 128, batch 1 and 8, and its decode
 step (one token after 127 cached positions, batch 1 and 8); the MLP of examples/mlp
-(784-1024-1024-10) at batch 1 and 512; BERT-base (transformers' BertModel, seq 128, batch 1),
-for the peers only: aotc has no BERT example yet. The PyTorch modules are in torch_models.py
+(784-1024-1024-10) at batch 1 and 512; BERT-base (transformers' BertModel with its padding mask,
+examples/bert/bert_base.cpp for aotc; seq 128, batch 1). The PyTorch modules are in torch_models.py
 beside this file; its GPT-2 has the math of examples/gpt2 (Hugging Face's GPT2LMHeadModel with
 scaled_dot_product_attention) and its cache as one tensor, so that every exporter takes the
 decode step.
@@ -75,7 +75,8 @@ MODELS = {
                                                      "past=1..255"), (1, 8), 2, {1: 20, 8: 6}),
     "mlp": ("MLP 784-1024-1024-10", ("examples/mlp/mlp.cpp", "--dyn", "batch=1..512"), (1, 512),
             20, {1: 1000, 512: 100}),
-    "bert": ("BERT-base seq 128", None, (1,), 2, {1: 8}),
+    "bert": ("BERT-base seq 128", ("examples/bert/bert_base.cpp", "--dyn", "batch=1..8", "--dyn",
+                                   "seq=1..128"), (1,), 2, {1: 8}),
 }
 SEQ, PAST = 128, 127
 
@@ -90,6 +91,8 @@ def inputs(model, batch):
     if model == "gpt2-decode":
         return {"input_ids": ((batch, 1), "int64"),
                 "past": ((12, 2, batch, 12, PAST, 64), "float32")}
+    if model == "bert":
+        return {"input_ids": ((batch, SEQ), "int64"), "attention_mask": ((batch, SEQ), "int64")}
     return {"input_ids": ((batch, SEQ), "int64")}
 
 
@@ -409,11 +412,15 @@ def paths(job):
 
 
 def arrays(model, batch):
+    """The peers' inputs: token ids in [0, 10), an attention mask of ones (every token attends;
+    run_model's mask for aotc is ids in [0, 10), every tenth key masked, the same work), floats
+    from a normal distribution."""
     import numpy as np
     rng = np.random.default_rng(0)
-    return [rng.integers(0, 10, shape, dtype=np.int64) if dtype == "int64"
+    return [np.ones(shape, dtype=np.int64) if name == "attention_mask"
+            else rng.integers(0, 10, shape, dtype=np.int64) if dtype == "int64"
             else rng.standard_normal(shape, dtype=np.float32)
-            for shape, dtype in inputs(model, batch).values()]
+            for name, (shape, dtype) in inputs(model, batch).items()]
 
 
 def prepare(job):

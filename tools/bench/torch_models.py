@@ -23,16 +23,17 @@ def module(model):
 
 
 class Bert(torch.nn.Module):
-    """transformers' BertModel of BertConfig()'s defaults (BERT-base), its two outputs as a
-    tuple of tensors, which every exporter takes."""
+    """transformers' BertModel of BertConfig()'s defaults (BERT-base) with its padding mask, as
+    examples/bert/bert_base.cpp; its two outputs as a tuple of tensors, which every exporter
+    takes."""
 
     def __init__(self):
         import transformers
         super().__init__()
         self.bert = transformers.BertModel(transformers.BertConfig())
 
-    def forward(self, input_ids):
-        out = self.bert(input_ids=input_ids)
+    def forward(self, input_ids, attention_mask):
+        out = self.bert(input_ids=input_ids, attention_mask=attention_mask)
         return out.last_hidden_state, out.pooler_output
 
 
