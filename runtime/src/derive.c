@@ -74,8 +74,7 @@ __attribute__((target("avx2"))) static void derive_winograd(const aotc_weight_de
                                                             int64_t begin, int64_t end) {
   const int tile = w->held_winograd_tile, components = (tile + 2) * (tile + 2);
   const int64_t rows = w->held_rows, cols = w->held_cols, p = w->held_panel_rows;
-  const int64_t per_unit = unit_rows(w), lanes = lanes_of(w);
-  const int64_t stride = units_of(w) * per_unit * cols;
+  const int64_t per_unit = unit_rows(w), lanes = lanes_of(w), stride = aotc_held_stride(w);
   const float *filters = (const float *)(weights + w->offset);
   v4d g[9], u[36];
   for (int64_t unit = begin; unit < end; ++unit)
@@ -121,8 +120,7 @@ static void release(const uint8_t *begin, const uint8_t *end, uintptr_t page) {
 }
 
 static const aotc_weight_desc *derived_source(const aotc_artifact_desc *desc, int32_t i) {
-  const aotc_weight_desc *w = &desc->weights[i];
-  return w->held_by >= 0 && desc->weights[w->held_by].derived ? w : NULL;
+  return aotc_held_by_derived(desc, &desc->weights[i]) ? &desc->weights[i] : NULL;
 }
 
 static void derive_task(void *closure, int64_t begin, int64_t end) {
@@ -138,7 +136,8 @@ static void derive_task(void *closure, int64_t begin, int64_t end) {
       derive_winograd(w, job->weights, (float *)(job->out + job->desc->weights[w->held_by].offset),
                       lo - at, hi - at);
       if (job->release_pages) {
-        const int64_t per_unit = unit_rows(w), rows = w->held_rows, row_bytes = w->held_cols * 36;
+        const int64_t per_unit = unit_rows(w), rows = w->held_rows,
+                      row_bytes = w->held_cols * 9 * (int64_t)sizeof(float);
         const int64_t r0 = (lo - at) * per_unit,
                       r1 = (hi - at) * per_unit < rows ? (hi - at) * per_unit : rows;
         const uint8_t *filters = job->weights + w->offset;

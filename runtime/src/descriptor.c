@@ -183,8 +183,9 @@ static int derived_source_ok(const aotc_weight_desc *w, const aotc_weight_desc *
       p > 64 || w->held_pair_cols || w->held_pair_transposed || w->dtype != AOTC_DTYPE_F32 ||
       w->offset % sizeof(float) || w->nbytes != (uint64_t)(rows * cols * 9) * sizeof(float))
     return 0;
-  const uint64_t stride = (uint64_t)(p ? (rows + p - 1) / p * p : rows) * (uint64_t)cols;
-  return stride <= holder->nbytes / sizeof(float) / (uint64_t)((tile + 2) * (tile + 2));
+  /* Below 2^53 elements: rows and cols at most 2^26, p at most 64. */
+  return (uint64_t)aotc_held_stride(w) <=
+         holder->nbytes / sizeof(float) / (uint64_t)((tile + 2) * (tile + 2));
 }
 
 static int descriptor_ok(checker *c, const aotc_artifact_desc *desc) {
@@ -239,8 +240,7 @@ static int descriptor_ok(checker *c, const aotc_artifact_desc *desc) {
                              (w->nbytes && !desc->weights[w->held_by].derived)))
       return fail_at(c, "weight \"%s\" is held by weight %d, which cannot hold it", w->name,
                      (int)w->held_by);
-    if (w->held_by >= 0 && desc->weights[w->held_by].derived &&
-        !derived_source_ok(w, &desc->weights[w->held_by]))
+    if (aotc_held_by_derived(desc, w) && !derived_source_ok(w, &desc->weights[w->held_by]))
       return fail_at(c,
                      "weight \"%s\" is not a filter whose Winograd transforms weight %d can "
                      "hold",

@@ -54,6 +54,19 @@ struct aotc_model {
   aotc_arena arenas[AOTC_ARENA_CACHE];
 };
 
+/* Whether `w` is held by a weight derived from it at create (derive.c): then the blob stores it as
+ * itself too. */
+static inline int aotc_held_by_derived(const aotc_artifact_desc *desc, const aotc_weight_desc *w) {
+  return w->held_by >= 0 && desc->weights[w->held_by].derived;
+}
+
+/* Elements between the components of `w`'s holder, dense or in panels of held_panel_rows rows
+ * (runtime.h's aotc_weight_layout.component_stride; not k-pair panels). */
+static inline int64_t aotc_held_stride(const aotc_weight_desc *w) {
+  const int64_t p = w->held_panel_rows;
+  return (p ? (w->held_rows + p - 1) / p * p : w->held_rows) * w->held_cols;
+}
+
 /* Records the message of a failing call on this thread and returns `status`. */
 aotc_status aotc_fail(aotc_status status, const char *format, ...)
     __attribute__((format(printf, 2, 3)));

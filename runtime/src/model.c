@@ -588,15 +588,12 @@ AOTC_API aotc_status aotc_model_weight_info(const aotc_model *model, int32_t ind
   out_info->rank = w->rank;
   for (int32_t d = 0; d < w->rank; ++d)
     out_info->shape[d] = w->shape[d];
-  /* A weight held by another is left out of the blob unless that one is derived from it. */
-  const int elided = w->held_by >= 0 && !desc->weights[w->held_by].derived;
-  /* A CUDA model derives none: its code never reads them. */
-  const int underived = w->derived && !model->derived;
-  out_info->data = underived    ? NULL
-                   : w->derived ? model->derived + w->offset
-                   : elided     ? NULL
-                                : model->weights + w->offset;
-  out_info->size_bytes = underived ? 0 : w->nbytes;
+  /* A weight held by another is left out of the blob unless that one is derived from it; a
+   * CUDA model derives none (its code never reads them). */
+  const int elided = w->held_by >= 0 && !aotc_held_by_derived(desc, w);
+  const uint8_t *base = w->derived ? model->derived : elided ? NULL : model->weights;
+  out_info->data = base ? base + w->offset : NULL;
+  out_info->size_bytes = w->derived && !model->derived ? 0 : w->nbytes;
   return AOTC_OK;
 }
 
@@ -611,7 +608,7 @@ AOTC_API aotc_status aotc_model_weight_layout(const aotc_model *model, int32_t i
   const aotc_weight_desc *w = &desc->weights[index];
   memset(out_layout, 0, sizeof *out_layout);
   /* A weight that a derived one holds is stored as itself too. */
-  out_layout->held_by = w->held_by >= 0 && desc->weights[w->held_by].derived ? -1 : w->held_by;
+  out_layout->held_by = aotc_held_by_derived(desc, w) ? -1 : w->held_by;
   if (out_layout->held_by < 0)
     return AOTC_OK;
   out_layout->winograd_tile = w->held_winograd_tile;
@@ -620,7 +617,7 @@ AOTC_API aotc_status aotc_model_weight_layout(const aotc_model *model, int32_t i
   out_layout->panel_rows = w->held_panel_rows;
   out_layout->pair_cols = w->held_pair_cols;
   out_layout->pair_transposed = w->held_pair_transposed;
-  const int64_t p = w->held_panel_rows, c = w->held_pair_cols;
+  const int64_t c = w->held_pair_cols;
   if (c) {
     /* B is K x N: the weight's rows x cols, or cols x rows when transposed. */
     const int64_t k = w->held_pair_transposed ? w->held_cols : w->held_rows;
@@ -628,8 +625,7 @@ AOTC_API aotc_status aotc_model_weight_layout(const aotc_model *model, int32_t i
     const int64_t word_rows = ((k + 1) / 2 + c / 2 - 1) / (c / 2) * (c / 2);
     out_layout->component_stride = (n + c - 1) / c * word_rows * c * 2;
   } else {
-    out_layout->component_stride =
-        p ? (w->held_rows + p - 1) / p * p * w->held_cols : w->held_rows * w->held_cols;
+    out_layout->component_stride = aotc_held_stride(w);
   }
   return AOTC_OK;
 }

@@ -399,8 +399,8 @@ void elideHeldWeights(Program &blob, llvm::ArrayRef<const Program *> readers) {
         }
   for (size_t i = 0; i < blob.weights.size(); ++i) {
     Weight &w = blob.weights[i];
-    w.stored = !w.derived && (read.test(i) || !w.heldBy || w.mutableBuffer ||
-                              blob.weights[w.heldBy->holder].derived);
+    w.stored =
+        !w.derived && (read.test(i) || !w.heldBy || w.mutableBuffer || heldByDerived(blob, w));
   }
 }
 
@@ -451,7 +451,7 @@ void print(const Program &program, llvm::raw_ostream &os) {
       os << " derived at load, at " << w.offset << " (" << w.nbytes << " bytes)\n";
       continue;
     }
-    if (w.stored && !(w.heldBy && program.weights[w.heldBy->holder].derived)) {
+    if (w.stored && !heldByDerived(program, w)) {
       os << " at " << w.offset << " (" << w.nbytes << " bytes)\n";
       continue;
     }

@@ -398,6 +398,12 @@ struct Program {
   uint64_t weightBytes = 0, stateOffset = 0, stateBytes = 0, derivedBytes = 0;
 };
 
+/// Whether a weight derived at load holds `w` (Weight::derived): the blob then stores `w` as
+/// itself too.
+inline bool heldByDerived(const Program &program, const Weight &w) {
+  return w.heldBy && program.weights[w.heldBy->holder].derived;
+}
+
 /// A dim `scale * symbol + offset` with scale >= 1 over one root symbol: the runtime binds the
 /// symbol from an input dim of this form.
 struct LinearDim {

@@ -129,7 +129,7 @@ public:
         dims.push_back(i64(d));
       // A weight stored as itself names its holder too when that one is derived from it.
       kir::HeldWeight held;
-      bool heldBy = w.heldBy && (!w.stored || p.weights[w.heldBy->holder].derived);
+      bool heldBy = w.heldBy && (!w.stored || kir::heldByDerived(p, w));
       if (heldBy)
         held = *w.heldBy;
       weights.push_back(llvm::ConstantStruct::get(
