@@ -139,6 +139,13 @@ int main(void) {
   expect_refused(AOTC_FAKE_MODEL_DERIVED2, "derived2",
                  "aotc_model_create: the artifact is damaged: weight \"w\" is derived 2, not 0 "
                  "or 1 (re-export the model)");
+  /* A derived weight at an offset no aotc writes; a weight no derived one can hold. */
+  expect_refused(AOTC_FAKE_MODEL_DERIVEDALIGN, "derivedalign",
+                 "aotc_model_create: the artifact is damaged: weight \"acc\" is derived but not "
+                 "an aligned f32 weight of its own (re-export the model)");
+  expect_refused(AOTC_FAKE_MODEL_DERIVEDSOURCE, "derivedsource",
+                 "aotc_model_create: the artifact is damaged: weight \"w\" is not a filter "
+                 "whose Winograd transforms weight 1 can hold (re-export the model)");
   rmdir(dir);
   free(library);
   return harness_finish("abi_damaged_test");

@@ -32,10 +32,19 @@ static const int64_t shape4[] = {4};
 #ifndef AOTC_FAKE_DERIVED
 #define AOTC_FAKE_DERIVED 0
 #endif
+/* AOTC_FAKE_ACC_DERIVED: acc claims to be derived at load, in AOTC_FAKE_DERIVED_SIZE bytes of
+ * derived weights, at an offset (16) no aotc writes; with AOTC_FAKE_HELD_BY=1, w claims to be a
+ * filter whose transforms acc holds, which a 4-element weight cannot be. */
+#ifndef AOTC_FAKE_ACC_DERIVED
+#define AOTC_FAKE_ACC_DERIVED 0
+#endif
+#ifndef AOTC_FAKE_DERIVED_SIZE
+#define AOTC_FAKE_DERIVED_SIZE 0
+#endif
 static const aotc_weight_desc weights[] = {
     {"w", AOTC_DTYPE_F32, 1, shape4, 0, 16, AOTC_FAKE_HELD_BY, 0, 0, 0, 0, AOTC_FAKE_PAIR_COLS, 0,
      AOTC_FAKE_DERIVED, 0},
-    {"acc", AOTC_DTYPE_F32, 1, shape4, 16, 16, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"acc", AOTC_DTYPE_F32, 1, shape4, 16, 16, -1, 0, 0, 0, 0, 0, 0, AOTC_FAKE_ACC_DERIVED, 0},
 };
 static const uint8_t program[] = "fake program";
 
@@ -354,6 +363,7 @@ __attribute__((visibility("hidden"))) const aotc_artifact_desc aotc_artifact = {
     .weights_size = 32,
     .state_offset = 16,
     .state_size = 16,
+    .derived_size = AOTC_FAKE_DERIVED_SIZE,
     .program = program,
     .program_size = sizeof program - 1,
     /* aotc_hash64 of blob[] above, which the external variant's file must hold too (abi_test
