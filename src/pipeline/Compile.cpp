@@ -197,7 +197,8 @@ llvm::Expected<Lowered> runSteps(ExportedProgram &exported, const CompileOptions
     printer.after(PlanMemoryStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
     // The CPU backend's layout passes: bf16 copies first, so that panels are packed of the f32
     // operands left.
-    if (llvm::Error e = cpu::storeBf16Weights(*program, exported, options.weightData))
+    if (llvm::Error e =
+            cpu::storeBf16Weights(*program, exported, options.precision, options.weightData))
       return e;
     printer.after(Bf16WeightsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
     if (llvm::Error e = cpu::packGemmWeights(*program, exported, options.weightData))

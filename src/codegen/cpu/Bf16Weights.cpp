@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -197,12 +198,14 @@ private:
 
 class Rounder {
 public:
-  Rounder(kir::Program &p, ExportedProgram &e, bool withData)
-      : P(p), Exported(e), WithData(withData) {}
+  Rounder(kir::Program &p, ExportedProgram &e, kir::Precision precision, bool withData)
+      : P(p), Exported(e), ExportPrecision(precision), WithData(withData) {}
 
   llvm::Error run() {
     if (llvm::Error e = kir::forEachGemm(
             P, [&](kir::EntryKernels &entry, kir::GemmCall &g) { return gemm(entry, g); }))
+      return e;
+    if (llvm::Error e = roundGatheredTables())
       return e;
     readHolders();
     return llvm::Error::success();
@@ -364,6 +367,79 @@ private:
     return index;
   }
 
+  // Rounds every f32 parameter that the CPU kernels only gather rows of (an embedding table, whose
+  // every load's offset reads an index from memory), as torch.autocast's bf16 embeddings of a
+  // half-precision model and OpenVINO's bf16 do: readHolders then points the gathers at the
+  // copy, and the blob stores the table once, in bf16. Buffers stay f32 (tables that code
+  // computes, such as rotary ones), as does a parameter read any other way (a position table
+  // indexed by arange, a layer norm's weight).
+  llvm::Error roundGatheredTables() {
+    if (ExportPrecision != kir::Precision::BF16 || !Exported.graph)
+      return llvm::Error::success();
+    llvm::BitVector gathered(P.weights.size()), readOtherwise(P.weights.size());
+    for (const kir::EntryKernels &entry : P.entries) {
+      std::map<kir::ExprId, bool> readsMemory;
+      std::function<bool(kir::ExprId)> loads = [&](kir::ExprId id) {
+        if (auto it = readsMemory.find(id); it != readsMemory.end())
+          return it->second;
+        const kir::Expr &e = entry.exprs[id];
+        bool any = e.kind == kir::ExprKind::Load || llvm::any_of(e.operands, loads);
+        return readsMemory[id] = any;
+      };
+      auto weightOf = [&](uint32_t buffer) -> std::optional<uint32_t> {
+        const kir::Buffer &b = entry.buffers[buffer];
+        if (b.kind != kir::Buffer::Kind::Weight)
+          return std::nullopt;
+        return b.index;
+      };
+      // Marks the weights that the tree under `root` loads, gathered or not.
+      auto visit = [&](kir::ExprId root) {
+        llvm::SmallVector<kir::ExprId, 16> work{root};
+        while (!work.empty()) {
+          const kir::Expr &e = entry.exprs[work.pop_back_val()];
+          if (e.kind == kir::ExprKind::Load)
+            if (auto w = weightOf(e.index))
+              (loads(e.operands[0]) ? gathered : readOtherwise).set(*w);
+          work.append(e.operands.begin(), e.operands.end());
+        }
+      };
+      kir::forEachStep(entry.steps, [&](const kir::Step &step) {
+        if (const auto *k = std::get_if<kir::LoopKernel>(&step)) {
+          for (const kir::Stage &stage : k->stages)
+            for (kir::ExprId id : {stage.offset, stage.value})
+              if (id != kir::NoExpr)
+                visit(id);
+        } else if (const auto *g = std::get_if<kir::GemmCall>(&step)) {
+          for (uint32_t buffer : {g->a.buffer, g->b.buffer})
+            if (auto w = weightOf(buffer))
+              readOtherwise.set(*w);
+          if (g->epilogue != kir::NoExpr)
+            visit(g->epilogue);
+        } else if (const auto *a = std::get_if<kir::AttentionCall>(&step)) {
+          for (const kir::AttentionOperand *o : {&a->q, &a->k, &a->v})
+            if (auto w = weightOf(o->buffer))
+              readOtherwise.set(*w);
+          if (a->mask)
+            if (auto w = weightOf(a->mask->buffer))
+              readOtherwise.set(*w);
+        } else if (const auto *c = std::get_if<kir::CondStep>(&step)) {
+          if (auto w = weightOf(c->predicate))
+            readOtherwise.set(*w);
+        }
+      });
+    }
+    for (uint32_t i = 0, n = P.weights.size(); i < n; ++i) {
+      const kir::Weight &w = P.weights[i];
+      const StateTensor *state = Exported.graph->findState(w.name);
+      if (!gathered.test(i) || readOtherwise.test(i) || w.dtype != DType::F32 || w.mutableBuffer ||
+          w.heldBy || !state || state->kind != InputKind::Parameter)
+        continue;
+      if (auto made = rounded(i); !made)
+        return made.takeError();
+    }
+    return llvm::Error::success();
+  }
+
   // Points the loads of every f32 weight that a bf16 copy holds and that no GEMM or attention
   // operand reads (an embedding table tied to the LM head) at the copy: the blob then stores the
   // weight once, in bf16.
@@ -397,6 +473,7 @@ private:
 
   kir::Program &P;
   ExportedProgram &Exported;
+  kir::Precision ExportPrecision;
   bool WithData;
   std::map<uint32_t, uint32_t> Made;
   std::map<PairAddressing, uint32_t> MadePairs;
@@ -404,8 +481,9 @@ private:
 
 } // namespace
 
-llvm::Error storeBf16Weights(kir::Program &program, ExportedProgram &exported, bool withData) {
-  return Rounder(program, exported, withData).run();
+llvm::Error storeBf16Weights(kir::Program &program, ExportedProgram &exported,
+                             kir::Precision precision, bool withData) {
+  return Rounder(program, exported, precision, withData).run();
 }
 
 } // namespace aotc::cpu

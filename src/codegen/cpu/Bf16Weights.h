@@ -24,10 +24,13 @@ namespace aotc::cpu {
 /// in f32 any more, the loop kernels and epilogues that read it (an embedding table tied to the
 /// LM head) read its holder's elements instead (kir::HeldWeight::position, widened): the blob
 /// then leaves the f32 out, unless CUDA's kernels read it; tools recover it widened from the
-/// bf16. Run before pack-weights (which packs the f32 A operands left) and kir::layoutWeights.
-/// Without `withData` the bf16 weights are only declared.
+/// bf16. At `precision` bf16 (the export's), an f32 parameter of `exported`'s graph that the
+/// kernels only gather rows of (an embedding table: every load's offset reads memory) gets a
+/// dense bf16 copy that holds it, read the same way, so the blob stores it in bf16 too. Run
+/// before pack-weights (which packs the f32 A operands left) and kir::layoutWeights. Without
+/// `withData` the bf16 weights are only declared.
 llvm::Error storeBf16Weights(kir::Program &program, ExportedProgram &exported,
-                             bool withData = true);
+                             kir::Precision precision, bool withData = true);
 
 } // namespace aotc::cpu
 

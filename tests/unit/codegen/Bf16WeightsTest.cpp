@@ -123,7 +123,7 @@ std::unique_ptr<Built> build(bool transposed, bool f32Gemm) {
   e.steps.push_back(spill);
   if (f32Gemm)
     e.steps.push_back(gemm(kir::Precision::FP32, 7));
-  if (llvm::Error err = storeBf16Weights(p->program, p->exported)) {
+  if (llvm::Error err = storeBf16Weights(p->program, p->exported, kir::Precision::BF16)) {
     ADD_FAILURE() << llvm::toString(std::move(err));
     return nullptr;
   }
@@ -230,5 +230,100 @@ INSTANTIATE_TEST_SUITE_P(Layouts, Bf16HeldReadsTest,
                            return std::string(std::get<0>(info.param) ? "nk" : "kn") +
                                   (std::get<1>(info.param) ? "_f32gemm" : "");
                          });
+
+// At --precision bf16 a parameter that the kernels only gather rows of (an embedding table) is
+// stored in bf16 and read widened; a parameter read at an affine offset (a position table), a
+// buffer, and anything at fp32 keep their f32 loads.
+TEST(Bf16GatheredTablesTest, OnlyGatheredParametersAreRounded) {
+  constexpr int64_t Ids = 4, Cols = 8, TableRows = 6;
+  const std::vector<int64_t> ids = {5, 0, 3, 5};
+  for (kir::Precision precision : {kir::Precision::BF16, kir::Precision::FP32}) {
+    SCOPED_TRACE(precision == kir::Precision::BF16 ? "bf16" : "fp32");
+    kir::Program program;
+    ExportedProgram exported;
+    exported.graph = std::make_unique<Graph>();
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> d(-2, 2);
+    std::vector<std::vector<float>> data;
+    for (auto [name, kind] :
+         {std::pair{"table", InputKind::Parameter}, std::pair{"pos", InputKind::Parameter},
+          std::pair{"rot", InputKind::Buffer}}) {
+      kir::Weight w;
+      w.name = name;
+      w.shape = {TableRows, Cols};
+      program.weights.push_back(w);
+      ASSERT_FALSE(
+          !!exported.graph->addState({kind, name, Type::tensor(DType::F32, {TableRows, Cols})}));
+      auto values = std::make_shared<std::vector<float>>(TableRows * Cols);
+      for (float &x : *values)
+        x = d(rng);
+      data.push_back(*values);
+      llvm::ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t *>(values->data()),
+                                    values->size() * 4);
+      exported.weights.emplace_back(name, DType::F32, std::vector<int64_t>{TableRows, Cols}, bytes,
+                                    values);
+    }
+    kir::EntryKernels &e = program.entries.emplace_back();
+    e.name = "f";
+    e.inputs = {{"ids", DType::I64, {Ids}}};
+    e.outputs = {{"y", DType::F32, {Ids, Cols}}};
+    e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, Ids, DType::I64),
+                 makeBuffer(kir::Buffer::Kind::Weight, 0, TableRows * Cols),
+                 makeBuffer(kir::Buffer::Kind::Weight, 1, TableRows * Cols),
+                 makeBuffer(kir::Buffer::Kind::Weight, 2, TableRows * Cols),
+                 makeBuffer(kir::Buffer::Kind::Output, 0, Ids * Cols)};
+    ExprBuilder x{e};
+    // y[r, c] = table[ids[r], c] + pos[r, c] + rot[ids[r], c]
+    kir::ExprId gathered = x.binary(
+        kir::BinaryOp::Add,
+        x.binary(kir::BinaryOp::Mul, x.load(0, x.loopVar(0), DType::I64), x.ci(Cols), DType::I64),
+        x.loopVar(1), DType::I64);
+    kir::LoopKernel k;
+    k.name = "embed";
+    k.outer = {Ids, Cols};
+    kir::Stage s;
+    s.buffer = 4;
+    s.offset = x.linear({{0, Cols}, {1, 1}});
+    s.value = x.binary(kir::BinaryOp::Add,
+                       x.binary(kir::BinaryOp::Add, x.load(1, gathered, DType::F32),
+                                x.load(2, x.linear({{0, Cols}, {1, 1}}), DType::F32), DType::F32),
+                       x.load(3, gathered, DType::F32), DType::F32);
+    k.stages = {s};
+    e.steps.push_back(k);
+    ASSERT_FALSE(!!storeBf16Weights(program, exported, precision));
+    bool bf16 = precision == kir::Precision::BF16;
+    ASSERT_EQ(program.weights.size(), bf16 ? 4u : 3u);
+    EXPECT_EQ(program.weights[0].heldBy.has_value(), bf16);
+    EXPECT_FALSE(program.weights[1].heldBy);
+    EXPECT_FALSE(program.weights[2].heldBy);
+    EXPECT_EQ(llvm::is_contained(kir::buffersOfStep(e, e.steps[0]), 1u), !bf16);
+    if (bf16) {
+      EXPECT_EQ(program.weights[3].dtype, DType::BF16);
+      EXPECT_EQ(program.weights[3].name, "table.bf16");
+      kir::elideHeldWeights(program, {&program});
+      EXPECT_FALSE(program.weights[0].stored);
+    }
+
+    HostTensor idsT(DType::I64, {Ids});
+    std::memcpy(idsT.mutableData(), ids.data(), Ids * 8);
+    std::vector<HostTensor> weights;
+    for (const kir::Weight &w : program.weights) {
+      auto t = HostTensor::view(w.dtype, llvm::ArrayRef<int64_t>(w.shape),
+                                exported.findWeight(w.name)->bytes(), nullptr);
+      ASSERT_TRUE(!!t) << llvm::toString(t.takeError());
+      weights.push_back(std::move(*t));
+    }
+    auto evaluated = kir::evaluate(program, 0, {idsT}, weights);
+    ASSERT_TRUE(!!evaluated) << llvm::toString(evaluated.takeError());
+    const float *y = reinterpret_cast<const float *>((*evaluated)[0].data());
+    for (int64_t r = 0; r < Ids; ++r)
+      for (int64_t c = 0; c < Cols; ++c) {
+        float table = data[0][ids[r] * Cols + c];
+        float want = ((bf16 ? roundedToBf16(table) : table) + data[1][r * Cols + c]) +
+                     data[2][ids[r] * Cols + c];
+        ASSERT_EQ(y[r * Cols + c], want) << r << ", " << c;
+      }
+  }
+}
 
 } // namespace
