@@ -694,7 +694,7 @@ public:
     struct Addressing {
       int64_t off = 0, bs = 0, rs = 0, cs = 0;
       bool conv = false;
-      unsigned panelRows = 0, pairPanelCols = 0;
+      unsigned panelRows = 0, pairPanelCols = 0, panelCols = 0;
       int winograd = 0;
       int64_t chs = 0, hs = 0, ws = 0, h = 0, w = 0, kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0,
               dh = 1, dw = 1, ow = 1;
@@ -707,6 +707,7 @@ public:
       a.cs = sym(o.colStride);
       a.panelRows = o.panelRows;
       a.pairPanelCols = o.pairPanelCols;
+      a.panelCols = o.panelCols;
       a.winograd = o.winogradTile;
       if (const ConvWindow *w = o.conv ? &*o.conv : nullptr) {
         a.conv = true;
@@ -753,6 +754,8 @@ public:
       int64_t base = a.off + b * a.bs;
       if (a.panelRows)
         return static_cast<float>(loadElem(buffer, base + panelOffset(r, c, K, a.panelRows)).f);
+      if (a.panelCols)
+        return static_cast<float>(loadElem(buffer, base + panelOffset(c, r, K, a.panelCols)).f);
       if (a.pairPanelCols)
         return static_cast<float>(
             loadElem(buffer, base + pairPanelOffset(r, c, K, a.pairPanelCols)).f);

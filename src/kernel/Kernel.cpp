@@ -272,6 +272,8 @@ std::string operandText(const MatrixOperand &m) {
   if (m.pairPanelCols)
     return fmt::format("b{}[{} + bf16 k-pair panels of {} columns]", m.buffer, symStr(m.offset),
                        m.pairPanelCols);
+  if (m.panelCols)
+    return fmt::format("b{}[{} + panels of {} columns]", m.buffer, symStr(m.offset), m.panelCols);
   if (m.panelRows && m.batchStride == SymExpr(0))
     return fmt::format("b{}[{} + panels of {} rows]", m.buffer, symStr(m.offset), m.panelRows);
   if (m.panelRows)

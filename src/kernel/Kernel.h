@@ -165,6 +165,12 @@ struct MatrixOperand {
   /// element (row, col) at offset + pairPanelOffset(row, col, k, pairPanelCols) with k the
   /// GEMM's, the padding zero; the strides are unused.
   unsigned pairPanelCols = 0;
+  /// A B operand only, when not 0: f32 panels panelCols columns wide, each row's columns
+  /// adjacent (a constant B weight packed at compile time in the layout the backend's register
+  /// tile reads in place; nn.Linear's [n, k] weight as panels of its rows): element (row, col)
+  /// at offset + panelOffset(col, row, k, panelCols) with k the GEMM's, the columns past n
+  /// zero; the strides are unused.
+  unsigned panelCols = 0;
   /// An A operand only, when not 0: the Winograd F(t x t, 3x3) transform (t = winogradTile, 2 or
   /// 4) of a filter [m, k, 3, 3] whose taps for (row, col) are 9 contiguous elements, row-major,
   /// at offset + row * rowStride + col * colStride. Batch b, 0..(t+2)^2 - 1, is component

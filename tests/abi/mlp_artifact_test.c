@@ -12,15 +12,34 @@
 
 enum { In = 784, Hidden = 1024, Out = 10, MaxBatch = 64 };
 
-static const float *weight(aotc_model *m, const char *name) {
+/* The f32 weight `name`: its data, or where pack-weights stored it only as the GEMM's B panels
+ * (nn.Linear's [out, in] as panels of panel_rows rows, aotc_model_weight_layout), a copy
+ * unpacked from its holder into `scratch` (out * in floats). */
+static const float *weight(aotc_model *m, const char *name, float *scratch) {
   int32_t count = 0;
   uint64_t bytes = 0;
   CHECK_OK(aotc_model_weights(m, &count, &bytes));
   for (int32_t i = 0; i < count; ++i) {
     aotc_weight_info w;
     CHECK_OK(aotc_model_weight_info(m, i, &w));
-    if (strcmp(w.name, name) == 0 && w.dtype == AOTC_DTYPE_F32)
+    if (strcmp(w.name, name) != 0 || w.dtype != AOTC_DTYPE_F32)
+      continue;
+    aotc_weight_layout l;
+    CHECK_OK(aotc_model_weight_layout(m, i, &l));
+    if (l.held_by < 0)
       return (const float *)w.data;
+    aotc_weight_info h;
+    CHECK_OK(aotc_model_weight_info(m, l.held_by, &h));
+    CHECK(w.data == NULL && scratch && l.panel_rows > 0 && l.winograd_tile == 0 &&
+          l.pair_cols == 0 && h.dtype == AOTC_DTYPE_F32 && h.data);
+    if (!scratch || l.panel_rows <= 0 || !h.data)
+      return NULL;
+    const float *panels = h.data;
+    for (int64_t r = 0; r < l.rows; ++r)
+      for (int64_t c = 0; c < l.cols; ++c)
+        scratch[r * l.cols + c] =
+            panels[r / l.panel_rows * l.panel_rows * l.cols + c * l.panel_rows + r % l.panel_rows];
+    return scratch;
   }
   fprintf(stderr, "no f32 weight %s\n", name);
   ++harness_failures;
@@ -48,9 +67,15 @@ static void check_forward(aotc_model *m, int batch, uint64_t *rng) {
   float got[MaxBatch * Out];
   for (int i = 0; i < batch * In; ++i)
     xd[i] = x[i] = rng_float(rng);
-  linear(xd, batch, In, weight(m, "fc1.weight"), weight(m, "fc1.bias"), Hidden, 1, h1);
-  linear(h1, batch, Hidden, weight(m, "fc2.weight"), weight(m, "fc2.bias"), Hidden, 1, h2);
-  linear(h2, batch, Hidden, weight(m, "fc3.weight"), weight(m, "fc3.bias"), Out, 0, want);
+  float *w1 = malloc(sizeof(float) * Hidden * In), *w2 = malloc(sizeof(float) * Hidden * Hidden),
+        *w3 = malloc(sizeof(float) * Out * Hidden);
+  linear(xd, batch, In, weight(m, "fc1.weight", w1), weight(m, "fc1.bias", NULL), Hidden, 1, h1);
+  linear(h1, batch, Hidden, weight(m, "fc2.weight", w2), weight(m, "fc2.bias", NULL), Hidden, 1,
+         h2);
+  linear(h2, batch, Hidden, weight(m, "fc3.weight", w3), weight(m, "fc3.bias", NULL), Out, 0, want);
+  free(w1);
+  free(w2);
+  free(w3);
 
   int64_t shape[2] = {batch, In};
   aotc_tensor input = make_tensor(x, AOTC_DTYPE_F32, 2, shape);
@@ -135,22 +160,35 @@ int main(void) {
   CHECK_ERROR(aotc_artifact_cpu_precision(NULL), AOTC_ERROR_INVALID_ARGUMENT,
               "aotc_artifact_cpu_precision: out_precision is null");
 
-  /* The MLP's weights are the GEMMs' B operands, each stored as itself. */
+  /* The MLP's weights are the GEMMs' B operands: fc1's [1024, 784] and fc2's [1024, 1024] are
+   * stored only as the 32-column panels the register tile reads (pack-weights: panels of their
+   * rows, each the next weight), fc3's 10 rows and the biases as themselves. */
   int32_t weights = 0;
   uint64_t weight_bytes = 0;
   CHECK_OK(aotc_model_weights(single, &weights, &weight_bytes));
+  CHECK(weights == 8);
+  int held = 0;
   for (int32_t i = 0; i < weights; ++i) {
+    aotc_weight_info w;
+    CHECK_OK(aotc_model_weight_info(single, i, &w));
     aotc_weight_layout layout;
     memset(&layout, 0x5a, sizeof layout);
     CHECK_OK(aotc_model_weight_layout(single, i, &layout));
-    CHECK(layout.held_by == -1 && layout.rows == 0 && layout.pair_cols == 0 &&
-          layout.reserved[0] == 0);
+    CHECK(layout.pair_cols == 0 && layout.reserved[0] == 0);
+    if (strcmp(w.name, "fc1.weight") == 0 || strcmp(w.name, "fc2.weight") == 0) {
+      ++held;
+      CHECK(layout.held_by >= 0 && layout.rows == Hidden && layout.panel_rows == 32 &&
+            layout.cols == (strcmp(w.name, "fc1.weight") == 0 ? In : Hidden) && w.data == NULL);
+    } else {
+      CHECK(layout.held_by == -1 && layout.rows == 0 && w.data != NULL);
+    }
   }
+  CHECK(held == 2);
   aotc_weight_layout layout;
   CHECK_ERROR(aotc_model_weight_layout(single, weights, &layout), AOTC_ERROR_INVALID_ARGUMENT,
-              "aotc_model_weight_layout: weight 6 is out of range (the model has 6)");
+              "aotc_model_weight_layout: weight 8 is out of range (the model has 8)");
   CHECK_ERROR(aotc_model_weight_layout(single, -1, &layout), AOTC_ERROR_INVALID_ARGUMENT,
-              "aotc_model_weight_layout: weight -1 is out of range (the model has 6)");
+              "aotc_model_weight_layout: weight -1 is out of range (the model has 8)");
   CHECK_ERROR(aotc_model_weight_layout(single, 0, NULL), AOTC_ERROR_INVALID_ARGUMENT,
               "aotc_model_weight_layout: out_layout is null");
   CHECK_ERROR(aotc_model_weight_layout(NULL, 0, &layout), AOTC_ERROR_INVALID_ARGUMENT,

@@ -47,6 +47,12 @@ inline constexpr int64_t PanelRows = 12;
 static_assert(PanelRows % gemmTiling(Variant::X86_64_V3).mr == 0 &&
               PanelRows % gemmTiling(Variant::X86_64_V4).mr == 0);
 
+/// Columns of a constant f32 B operand's panels (kir::MatrixOperand::panelCols, pack-weights):
+/// x86-64-v4's NR, a multiple of x86-64-v3's, so that every register tile reads them in place.
+inline constexpr int64_t PanelCols = 32;
+static_assert(PanelCols == gemmTiling(Variant::X86_64_V4).nr() &&
+              PanelCols % gemmTiling(Variant::X86_64_V3).nr() == 0);
+
 /// Columns of a constant bf16 B operand's k-pair panels (kir::MatrixOperand::pairPanelCols,
 /// bf16-weights): the bf16 kernels' panels (x86-64-v4's NR, AMX's two tiles side by side), which
 /// they read in place; its word rows padded to 16, an AMX tile's depth. x86-64-v3's panels are

@@ -2,10 +2,201 @@
 #include "codegen/cpu/DerivedWeights.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <fmt/format.h>
 
+#include <map>
+#include <utility>
+#include <variant>
+
 namespace aotc::cpu {
+
+uint32_t weightBuffer(kir::EntryKernels &entry, const kir::Program &program, uint32_t weight) {
+  auto it = llvm::find_if(entry.buffers, [&](const kir::Buffer &b) {
+    return b.kind == kir::Buffer::Kind::Weight && b.index == weight;
+  });
+  return it != entry.buffers.end() ? it - entry.buffers.begin()
+                                   : addWeightBuffer(entry, program, weight);
+}
+
+namespace {
+
+// Rewrites one entry's loads of weights that `held` accepts into loads of their holders'
+// elements (kir::HeldWeight::position), widened to the weight's type.
+class HeldReads {
+public:
+  HeldReads(const kir::Program &p, kir::EntryKernels &entry,
+            llvm::function_ref<bool(uint32_t)> held)
+      : P(p), Entry(entry), Held(held) {}
+
+  void run() {
+    bool any = llvm::any_of(Entry.buffers, [&](const kir::Buffer &b) {
+      return b.kind == kir::Buffer::Kind::Weight && Held(b.index);
+    });
+    if (any)
+      steps(Entry.steps);
+  }
+
+private:
+  void steps(std::vector<kir::Step> &list) {
+    for (kir::Step &step : list) {
+      if (auto *c = std::get_if<kir::CondStep>(&step)) {
+        steps(c->thenSteps);
+        steps(c->elseSteps);
+      } else if (auto *g = std::get_if<kir::GemmCall>(&step)) {
+        if (g->epilogue != kir::NoExpr) {
+          Extents = {g->batch, g->m, g->n};
+          Memo.clear();
+          g->epilogue = expr(g->epilogue);
+        }
+      } else if (auto *k = std::get_if<kir::LoopKernel>(&step)) {
+        for (kir::Stage &stage : k->stages) {
+          Extents.assign(k->outer.begin(), k->outer.end());
+          Extents.append(stage.inner.begin(), stage.inner.end());
+          Memo.clear();
+          for (kir::ExprId *id : {&stage.offset, &stage.value})
+            if (*id != kir::NoExpr)
+              *id = expr(*id);
+        }
+      }
+    }
+  }
+
+  kir::ExprId expr(kir::ExprId id) {
+    if (auto it = Memo.find(id); it != Memo.end())
+      return it->second;
+    kir::Expr e = Entry.exprs[id];
+    bool changed = false;
+    for (kir::ExprId &operand : e.operands) {
+      kir::ExprId rewritten = expr(operand);
+      changed |= rewritten != operand;
+      operand = rewritten;
+    }
+    kir::ExprId out = id;
+    const kir::Buffer *buffer = e.kind == kir::ExprKind::Load ? &Entry.buffers[e.index] : nullptr;
+    if (buffer && buffer->kind == kir::Buffer::Kind::Weight && Held(buffer->index))
+      out = holderLoad(e, *P.weights[buffer->index].heldBy);
+    else if (changed)
+      out = add(std::move(e));
+    Memo[id] = out;
+    return out;
+  }
+
+  // The load `load` of a held weight, from its holder.
+  kir::ExprId holderLoad(const kir::Expr &load, const kir::HeldWeight &held) {
+    auto [row, col] = rowAndColumn(load.operands[0], held.k);
+    kir::ExprId offset = load.operands[0];
+    if (held.pairPanelCols) {
+      // kir::pairPanelOffset of B's (r, c) in a K x N B: r is along k.
+      kir::ExprId r = held.pairTransposed ? col : row, c = held.pairTransposed ? row : col;
+      int64_t k = held.pairTransposed ? held.k : held.m, cols = held.pairPanelCols;
+      kir::ExprId word = binary(
+          kir::BinaryOp::Add,
+          binary(kir::BinaryOp::Mul, divide(c, cols), constant(kir::pairPanelWordRows(k, cols))),
+          divide(r, 2));
+      offset =
+          binary(kir::BinaryOp::Add,
+                 binary(kir::BinaryOp::Add, binary(kir::BinaryOp::Mul, word, constant(2 * cols)),
+                        binary(kir::BinaryOp::Mul, remainder(c, cols), constant(2))),
+                 remainder(r, 2));
+    }
+    if (held.panelRows) {
+      // kir::panelOffset(row, col, k, panelRows)
+      int64_t rows = held.panelRows;
+      offset = binary(kir::BinaryOp::Add,
+                      binary(kir::BinaryOp::Mul, divide(row, rows), constant(rows * held.k)),
+                      binary(kir::BinaryOp::Add, binary(kir::BinaryOp::Mul, col, constant(rows)),
+                             remainder(row, rows)));
+    }
+    kir::Expr narrow;
+    narrow.kind = kir::ExprKind::Load;
+    narrow.type = P.weights[held.holder].dtype;
+    narrow.index = weightBuffer(Entry, P, held.holder);
+    narrow.operands = {offset};
+    if (narrow.type == load.type)
+      return add(std::move(narrow));
+    kir::Expr widen;
+    widen.kind = kir::ExprKind::Cast;
+    widen.type = load.type;
+    widen.operands = {add(std::move(narrow))};
+    return add(std::move(widen));
+  }
+
+  // (row, col) of element `offset` of a row-major [m, k] weight: the terms of row * k + col when
+  // the offset has that form with col provably in [0, k), else its quotient and remainder.
+  std::pair<kir::ExprId, kir::ExprId> rowAndColumn(kir::ExprId offset, int64_t k) {
+    const kir::Expr &sum = Entry.exprs[offset];
+    if (sum.kind == kir::ExprKind::Binary && sum.binary == kir::BinaryOp::Add)
+      for (int s : {0, 1}) {
+        const kir::Expr &product = Entry.exprs[sum.operands[s]];
+        kir::ExprId rest = sum.operands[1 - s];
+        if (product.kind != kir::ExprKind::Binary || product.binary != kir::BinaryOp::Mul ||
+            !below(rest, k))
+          continue;
+        for (int t : {0, 1})
+          if (isConstant(product.operands[t], k))
+            return {product.operands[1 - t], rest};
+      }
+    return {divide(offset, k), remainder(offset, k)};
+  }
+
+  bool isConstant(kir::ExprId id, int64_t value) const {
+    const kir::Expr &e = Entry.exprs[id];
+    return e.kind == kir::ExprKind::Const && e.ival == value;
+  }
+
+  // Whether `id` is in [0, bound): a constant, or a loop variable over at most `bound` points.
+  bool below(kir::ExprId id, int64_t bound) const {
+    const kir::Expr &e = Entry.exprs[id];
+    if (e.kind == kir::ExprKind::Const)
+      return e.ival >= 0 && e.ival < bound;
+    if (e.kind != kir::ExprKind::LoopVar || e.index >= Extents.size())
+      return false;
+    auto extent = Extents[e.index].constant();
+    return extent && *extent <= bound;
+  }
+
+  // x / d and x % d of an x >= 0.
+  kir::ExprId divide(kir::ExprId x, int64_t d) {
+    if (llvm::isPowerOf2_64(d))
+      return binary(kir::BinaryOp::Shr, x, constant(llvm::Log2_64(d)));
+    return binary(kir::BinaryOp::Div, x, constant(d));
+  }
+  kir::ExprId remainder(kir::ExprId x, int64_t d) {
+    if (llvm::isPowerOf2_64(d))
+      return binary(kir::BinaryOp::BitAnd, x, constant(d - 1));
+    return binary(kir::BinaryOp::Mod, x, constant(d));
+  }
+
+  kir::ExprId constant(int64_t value) {
+    kir::Expr e;
+    e.kind = kir::ExprKind::Const;
+    e.type = DType::I64;
+    e.ival = value;
+    return add(std::move(e));
+  }
+  kir::ExprId binary(kir::BinaryOp op, kir::ExprId a, kir::ExprId b) {
+    kir::Expr e;
+    e.kind = kir::ExprKind::Binary;
+    e.type = DType::I64;
+    e.binary = op;
+    e.operands = {a, b};
+    return add(std::move(e));
+  }
+  kir::ExprId add(kir::Expr e) {
+    Entry.exprs.push_back(std::move(e));
+    return Entry.exprs.size() - 1;
+  }
+
+  const kir::Program &P;
+  kir::EntryKernels &Entry;
+  llvm::function_ref<bool(uint32_t)> Held;
+  llvm::SmallVector<SymExpr, 8> Extents; // of the loop variables in scope
+  std::map<kir::ExprId, kir::ExprId> Memo;
+};
+
+} // namespace
 
 std::string freshWeightName(const kir::Program &program, const ExportedProgram &exported,
                             const std::string &base) {
@@ -29,6 +220,33 @@ uint32_t addWeightBuffer(kir::EntryKernels &entry, const kir::Program &program, 
   buf.name = w.name;
   entry.buffers.push_back(buf);
   return entry.buffers.size() - 1;
+}
+
+llvm::BitVector operandWeights(const kir::Program &program) {
+  llvm::BitVector read(program.weights.size());
+  for (const kir::EntryKernels &entry : program.entries)
+    kir::forEachStep(entry.steps, [&](const kir::Step &step) {
+      auto mark = [&](uint32_t buffer) {
+        const kir::Buffer &b = entry.buffers[buffer];
+        if (b.kind == kir::Buffer::Kind::Weight)
+          read.set(b.index);
+      };
+      if (const auto *g = std::get_if<kir::GemmCall>(&step)) {
+        mark(g->a.buffer);
+        mark(g->b.buffer);
+      } else if (const auto *a = std::get_if<kir::AttentionCall>(&step)) {
+        for (const kir::AttentionOperand *o : {&a->q, &a->k, &a->v})
+          mark(o->buffer);
+        if (a->mask)
+          mark(a->mask->buffer);
+      }
+    });
+  return read;
+}
+
+void readFromHolders(kir::Program &program, llvm::function_ref<bool(uint32_t)> held) {
+  for (kir::EntryKernels &entry : program.entries)
+    HeldReads(program, entry, held).run();
 }
 
 } // namespace aotc::cpu

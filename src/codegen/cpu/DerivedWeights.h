@@ -1,10 +1,14 @@
 // What the CPU backend's layout passes (bf16-weights, pack-weights) share when they add a weight
-// derived from another at compile time: its name, and a buffer that reads it.
+// derived from another at compile time: its name, a buffer that reads it, and the loads of the
+// original that read the derived weight instead.
 #ifndef AOTC_CODEGEN_CPU_DERIVEDWEIGHTS_H
 #define AOTC_CODEGEN_CPU_DERIVEDWEIGHTS_H
 
 #include "aotc/ir/Program.h"
 #include "kernel/Kernel.h"
+
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <string>
 
@@ -18,6 +22,20 @@ std::string freshWeightName(const kir::Program &program, const ExportedProgram &
 /// Appends to `entry` a buffer reading `program`'s weight `weight` (its dtype and size) and
 /// returns its number.
 uint32_t addWeightBuffer(kir::EntryKernels &entry, const kir::Program &program, uint32_t weight);
+
+/// The buffer of `entry` that reads `program`'s weight `weight`, added on first use.
+uint32_t weightBuffer(kir::EntryKernels &entry, const kir::Program &program, uint32_t weight);
+
+/// The weights that a GEMM's or an attention's operand reads (in place: they cannot read a
+/// holder's layout instead).
+llvm::BitVector operandWeights(const kir::Program &program);
+
+/// Points every load of a weight that `held` accepts (it has a holder: kir::Weight::heldBy) in
+/// the loop kernels and GEMM epilogues of `program` at its holder's element
+/// (kir::HeldWeight::position: dense, panels of rows, or k-pair panels), widened to the weight's
+/// type where the holder's is narrower (bf16). Where nothing else reads the weight, the blob
+/// then leaves it out (kir::elideHeldWeights).
+void readFromHolders(kir::Program &program, llvm::function_ref<bool(uint32_t)> held);
 
 } // namespace aotc::cpu
 

@@ -1,5 +1,6 @@
 // f32 GEMM library kernels: a BLIS-style blocked GEMM (B packed into NR-column panels per KC x NC
-// block, A packed into MR-row micro-panels, an MR x NR register tile of LLVM vectors updated with
+// block, or read in place where its rows are contiguous or pack-weights stored it as panels; A
+// packed into MR-row micro-panels, an MR x NR register tile of LLVM vectors updated with
 // llvm.fma; tiles accumulate across k blocks in C itself through masked vector accesses),
 // a GEMV-like path for m <= 8 that streams B without packing, and a dot-product path for small m
 // when A and B both run contiguously along k (no packing at all). B may be an im2col view of a
@@ -72,8 +73,10 @@ GemmValues gemmValues(Builder &b, const kir::EntryKernels &entry, const kir::Gem
                   g.a.panelRows,
                   entry.buffers[g.a.buffer].dtype == DType::BF16,
                   entry.buffers[g.b.buffer].dtype == DType::BF16,
-                  g.b.pairPanelCols};
+                  g.b.pairPanelCols,
+                  g.b.panelCols};
   assert((!v.bPairCols || (v.bBf16 && !g.b.conv)) && "k-pair panels hold a bf16 weight");
+  assert((!v.bPanelCols || (!v.bBf16 && !v.aBf16 && !g.b.conv)) && "f32 panels hold an f32 B");
   assert((!v.bBf16 || !g.b.conv) && "a conv view reads an f32 activation");
   assert((!v.aBf16 || (!v.bBf16 && !v.aPanelRows)) && "a bf16 A is dense, its B f32");
   if (const kir::ConvWindow *w = g.b.conv ? &*g.b.conv : nullptr)
@@ -120,6 +123,14 @@ Value *ptrB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) 
     off = b.CreateAdd(
         off, b.CreateAdd(b.CreateMul(word, b.getInt64(2)), b.CreateURem(row, b.getInt64(2))));
     return b.CreateInBoundsGEP(bElementType(b, v), v.b, off);
+  }
+  if (v.bPanelCols) {
+    // kir::panelOffset(col, row, k, bPanelCols)
+    Value *cols = b.getInt64(v.bPanelCols);
+    Value *panel = b.CreateMul(b.CreateMul(b.CreateUDiv(col, cols), cols), v.k);
+    off = b.CreateAdd(
+        off, b.CreateAdd(panel, b.CreateAdd(b.CreateMul(row, cols), b.CreateURem(col, cols))));
+    return b.CreateInBoundsGEP(b.getFloatTy(), v.b, off);
   }
   off = b.CreateAdd(off, b.CreateAdd(b.CreateMul(row, v.bRs), b.CreateMul(col, v.bCs)));
   return b.CreateInBoundsGEP(bElementType(b, v), v.b, off);
@@ -213,6 +224,7 @@ TaskKey gemmKey(const kir::EntryKernels &entry, const kir::GemmCall &g) {
     key.buffer(o->buffer)
         .number(o->panelRows)
         .number(o->pairPanelCols)
+        .number(o->panelCols)
         .number(o->winogradTile)
         .number(o->conv.has_value());
     for (const SymExpr *x : o->syms())
@@ -258,12 +270,12 @@ Function *GemmEmitter::kernelFunction(const std::string &name, ArrayRef<Type *> 
 // read and write C with masked vector accesses, so they need no scratch tile and nothing outside
 // the blocks is touched.
 void GemmEmitter::microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, bool bf16Dot,
-                              Value *ap, unsigned aStride, Value *bp, Value *kc, Value *c,
-                              Value *ldc, Value *rows, Value *cols, Value *c2, Value *cols2,
-                              Value *loadC, const TileEpilogueArgs &epi) {
+                              Value *ap, unsigned aStride, Value *bp, Value *ldb, Value *kc,
+                              Value *c, Value *ldc, Value *rows, Value *cols, Value *c2,
+                              Value *cols2, Value *loadC, const TileEpilogueArgs &epi) {
   b.CreateCall(microKernelFunction(tileRows, tileVecs, aStride, bf16Dot),
                {ap, bp, kc, c, ldc, rows, cols, c2, cols2, loadC, epi.bias, epi.residual, epi.ldr,
-                epi.residual2, epi.flags});
+                epi.residual2, epi.flags, ldb});
 }
 
 // One function per tile shape and module, called by every GEMM's tasks: a GEMM inlining its own
@@ -291,14 +303,14 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs,
   Type *ptr = b.getPtrTy(), *i64 = b.getInt64Ty();
   Function *f = kernelFunction(name,
                                {ptr, ptr, i64, ptr, i64, i64, i64, ptr, i64, b.getInt1Ty(), ptr,
-                                ptr, i64, ptr, b.getInt32Ty()},
+                                ptr, i64, ptr, b.getInt32Ty(), i64},
                                b);
   if (bf16Dot)
     addTargetFeature(f, "+avx512bf16");
   Value *ap = f->getArg(0), *bp = f->getArg(1), *kc = f->getArg(2), *c = f->getArg(3),
         *ldc = f->getArg(4), *rows = f->getArg(5), *cols = f->getArg(6), *c2 = f->getArg(7),
         *cols2 = f->getArg(8), *loadC = f->getArg(9), *bias = f->getArg(10), *res = f->getArg(11),
-        *ldr = f->getArg(12), *res2 = f->getArg(13), *flags = f->getArg(14);
+        *ldr = f->getArg(12), *res2 = f->getArg(13), *flags = f->getArg(14), *ldb = f->getArg(15);
   Type *f32 = b.getFloatTy();
   unsigned vw = T.vecWidth;
   auto *vt = FixedVectorType::get(f32, vw);
@@ -401,7 +413,7 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs,
   SmallVector<Value *, 4> bv;
   // B's panel rows are 64-byte aligned when packed, not always when read in place (k-pair
   // panels: as aligned as the weights are).
-  Value *brow = b.CreateInBoundsGEP(f32, bp, b.CreateMul(p, b.getInt64(T.nr())));
+  Value *brow = b.CreateInBoundsGEP(f32, bp, b.CreateMul(p, ldb));
   for (unsigned j = 0; j < tileVecs; ++j)
     bv.push_back(
         b.CreateAlignedLoad(vt, b.CreateConstInBoundsGEP1_32(f32, brow, j * vw), Align(4)));
@@ -516,11 +528,12 @@ Function *GemmEmitter::columnKernelFunction(unsigned aStride, bool bf16Dot) {
   LLVMContext &ctx = ME.ctx();
   Builder b(ctx);
   Type *ptr = b.getPtrTy(), *i64 = b.getInt64Ty(), *f32 = b.getFloatTy();
-  Function *f = kernelFunction(name, {ptr, ptr, i64, ptr, i64, i64, i64, b.getInt1Ty()}, b);
+  Function *f = kernelFunction(name, {ptr, ptr, i64, ptr, i64, i64, i64, b.getInt1Ty(), i64}, b);
   if (bf16Dot)
     addTargetFeature(f, "+avx512bf16");
   Value *ap = f->getArg(0), *bp = f->getArg(1), *kc = f->getArg(2), *c = f->getArg(3),
-        *ldc = f->getArg(4), *rows = f->getArg(5), *cols = f->getArg(6), *loadC = f->getArg(7);
+        *ldc = f->getArg(4), *rows = f->getArg(5), *cols = f->getArg(6), *loadC = f->getArg(7),
+        *ldb = f->getArg(8);
   unsigned vw = T.vecWidth;
   auto *vt = FixedVectorType::get(f32, vw);
   Value *zeroV = ConstantAggregateZero::get(vt);
@@ -556,7 +569,7 @@ Function *GemmEmitter::columnKernelFunction(unsigned aStride, bool bf16Dot) {
   Value *a =
       b.CreateMaskedLoad(vt, b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, b.getInt64(aStride))),
                          Align(4), aLanes, zeroV);
-  Value *brow = b.CreateInBoundsGEP(f32, bp, b.CreateMul(p, b.getInt64(T.nr())));
+  Value *brow = b.CreateInBoundsGEP(f32, bp, b.CreateMul(p, ldb));
   SmallVector<Value *, TailColumns> next;
   for (unsigned j = 0; j < TailColumns; ++j) {
     // Columns past `cols` hold whatever the panel has there; their sums are not stored.
@@ -628,6 +641,13 @@ NextBlockPrefetch GemmEmitter::nextBlockPrefetch(Builder &b, const GemmValues &v
   Value *units =
       b.CreateSelect(alongN, kNext, b.CreateSelect(alongK, b.CreateSub(n1, n0), b.getInt64(0)));
   Value *length = b.CreateSelect(alongN, b.CreateSub(n1, n0), kNext);
+  if (v.bPanelCols) {
+    // Panels: a unit is the next block's rows of one panel, contiguous.
+    Value *cols = b.getInt64(v.bPanelCols);
+    alongN = b.getFalse();
+    units = emitCeilDiv(b, b.CreateSub(n1, n0), cols);
+    length = b.CreateMul(kNext, cols);
+  }
   NextBlockPrefetch p;
   p.bi = bi;
   p.k1 = k1;
@@ -648,8 +668,12 @@ void GemmEmitter::prefetchShare(Builder &b, const NextBlockPrefetch &p, Value *c
       [&](Value *u) {
         Value *row = b.CreateSelect(p.alongN, b.CreateAdd(p.k1, u), p.k1);
         Value *col = b.CreateSelect(p.alongN, p.n0, b.CreateAdd(p.n0, u));
-        Value *at = ptrB(b, v, p.bi, row, col);
         Value *step = b.CreateSelect(p.alongN, v.bCs, v.bRs);
+        if (v.bPanelCols) {
+          col = b.CreateAdd(p.n0, b.CreateMul(u, b.getInt64(v.bPanelCols)));
+          step = b.getInt64(1);
+        }
+        Value *at = ptrB(b, v, p.bi, row, col);
         emitLoop(
             b, b.getInt64(0), p.lines,
             [&](Value *l) {
@@ -763,6 +787,16 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                                        b.CreateMul(images, imagePanels));
         if (v.win)
           convColumns(b, v, n0, n1, folded, images, cols);
+        // An f32 B whose rows are contiguous (Conv1D's [k, n] weight, an activation) is read in
+        // place by the micro-kernel, rows bRs apart, where a panel is whole: only a last panel
+        // of fewer columns is packed (at the front of the B block), so that no read passes B's
+        // last row.
+        Value *rowsInPlace = pairs || v.win || v.bBf16 || v.bPanelCols
+                                 ? b.getFalse()
+                                 : b.CreateAnd(b.CreateICmpEQ(v.bCs, b.getInt64(1)),
+                                               b.CreateICmpEQ(images, b.getInt64(1)));
+        Value *edgeCol0 = b.CreateAdd(n0, b.CreateMul(b.CreateSub(imagePanels, b.getInt64(1)), nr));
+        Value *edgePartial = b.CreateICmpSLT(b.CreateSub(n1, edgeCol0), nr);
         emitLoop(
             b, b.getInt64(0), kBlocks,
             [&](Value *kb) {
@@ -777,7 +811,7 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                                      b.getInt64(AmxTileRows));
               // Image g's panels follow image g-1's in the B block.
               Value *imageBlock = b.CreateMul(b.CreateMul(imagePanels, kSteps), nr);
-              if (inPlaceB) {
+              if (inPlaceB || v.bPanelCols) {
                 // Nothing to pack: the kernels read the panels where they are.
               } else if (pairs) {
                 emitLoop(
@@ -807,15 +841,24 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                     });
               } else {
                 emitIf(
-                    b, folded, [&] { packBFolded(b, v, bi0, images, k0, kc, bp); },
+                    b, rowsInPlace,
                     [&] {
-                      emitLoop(
-                          b, b.getInt64(0), images,
-                          [&](Value *g) {
-                            packB(b, v, b.CreateAdd(bi0, g), k0, kc, n0, n1,
-                                  b.CreateInBoundsGEP(f32, bp, b.CreateMul(g, imageBlock)));
-                          },
-                          "pg");
+                      emitIf(
+                          b, edgePartial, [&] { packB(b, v, bi0, k0, kc, edgeCol0, n1, bp); },
+                          [] {});
+                    },
+                    [&] {
+                      emitIf(
+                          b, folded, [&] { packBFolded(b, v, bi0, images, k0, kc, bp); },
+                          [&] {
+                            emitLoop(
+                                b, b.getInt64(0), images,
+                                [&](Value *g) {
+                                  packB(b, v, b.CreateAdd(bi0, g), k0, kc, n0, n1,
+                                        b.CreateInBoundsGEP(f32, bp, b.CreateMul(g, imageBlock)));
+                                },
+                                "pg");
+                          });
                     });
               }
               Value *rowPanels = emitCeilDiv(b, b.CreateSub(m1, m0), mr);
@@ -912,6 +955,18 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                               inPlaceB ? ptrB(b, v, bi, k0, col0)
                                        : b.CreateInBoundsGEP(
                                              f32, bp, b.CreateMul(b.CreateMul(jp, kSteps), nr));
+                          Value *ldb = nr;
+                          if (v.bPanelCols) {
+                            // The panels' padding columns are zero: edge tiles read them too.
+                            panel = ptrB(b, v, bi, k0, col0);
+                            ldb = b.getInt64(v.bPanelCols);
+                          } else if (!pairs && !v.win) {
+                            Value *whole = b.CreateAnd(rowsInPlace, b.CreateICmpEQ(nrEff, nr));
+                            panel = b.CreateSelect(
+                                whole, ptrB(b, v, bi, k0, col0),
+                                b.CreateSelect(rowsInPlace, static_cast<Value *>(bp), panel));
+                            ldb = b.CreateSelect(whole, v.bRs, nr);
+                          }
                           // Every tile accumulates in C itself; the epilogue runs in place once
                           // the last k block is in.
                           Value *cBlock =
@@ -940,7 +995,7 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                             prefetchShare(b, *ahead, b.CreateAdd(b.CreateMul(ip, panels), jp));
                           auto tile = [&](unsigned tileRows) {
                             auto call = [&](unsigned vecs, Value *cols) {
-                              microKernel(b, tileRows, vecs, bf16Dot, aPanel, aStride, panel,
+                              microKernel(b, tileRows, vecs, bf16Dot, aPanel, aStride, panel, ldb,
                                           kSteps, cBlock, v.n, mrEff, cols, cBlock2, nrEff2,
                                           b.CreateNot(first), epi);
                             };
@@ -953,7 +1008,7 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                                   b.CreateCall(columnKernelFunction(aStride, bf16Dot),
                                                {aPanel, b.CreateInBoundsGEP(f32, panel, vecCols),
                                                 kSteps, b.CreateInBoundsGEP(f32, cBlock, vecCols),
-                                                v.n, mrEff, tailCols, b.CreateNot(first)});
+                                                v.n, mrEff, tailCols, b.CreateNot(first), ldb});
                                 },
                                 [&] {
                                   emitIf(
@@ -961,10 +1016,17 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                                       [&] { call(T.nrVecs, nrEff); });
                                 });
                           };
+                          // m = 128 (a sequence of 128) ends in 8 rows of 12: a tile of two
+                          // thirds (BERT-base at seq 128: 118.0 -> 113.9 ms).
                           if (!amx)
                             emitIf(
-                                b, b.CreateICmpSGT(mrEff, b.getInt64(T.mr / 3)),
-                                [&] { tile(T.mr); }, [&] { tile(T.mr / 3); });
+                                b, b.CreateICmpSGT(mrEff, b.getInt64(2 * T.mr / 3)),
+                                [&] { tile(T.mr); },
+                                [&] {
+                                  emitIf(
+                                      b, b.CreateICmpSGT(mrEff, b.getInt64(T.mr / 3)),
+                                      [&] { tile(2 * T.mr / 3); }, [&] { tile(T.mr / 3); });
+                                });
                           if (G.epilogue == kir::NoExpr)
                             return;
                           auto epilogue = [&](Value *image, Value *from, Value *count) {
@@ -1034,8 +1096,8 @@ Function *GemmEmitter::smallTask() {
         Value *bi = b.CreateUDiv(t, nChunks);
         Value *n0 = b.CreateMul(b.CreateURem(t, nChunks), chunk);
         Value *jn = smin(b, chunk, b.CreateSub(v.n, n0));
-        if (v.bPairCols) {
-          smallPairPanels(b, v, bi, n0, jn, accBuf, accRow, ex);
+        if (v.bPairCols || v.bPanelCols) {
+          smallPanels(b, v, bi, n0, jn, accBuf, accRow, ex);
           return;
         }
         // B's k runs contiguously (nn.Linear's transposed weight): dot products along k.
@@ -1141,13 +1203,15 @@ void GemmEmitter::storeSums(Builder &b, ExprEmitter &ex, const GemmValues &v, Va
       "wi");
 }
 
-void GemmEmitter::smallPairPanels(Builder &b, const GemmValues &v, Value *bi, Value *n0, Value *jn,
-                                  Value *accBuf, Value *accRow, ExprEmitter &ex) {
+void GemmEmitter::smallPanels(Builder &b, const GemmValues &v, Value *bi, Value *n0, Value *jn,
+                              Value *accBuf, Value *accRow, ExprEmitter &ex) {
   // Rows in groups of R, R x (panel width) sums in registers: up to 8 rows in zmm (16 sums, 2
   // words and their 4 halves of 32), 2 in ymm. A group's rows past m repeat row m - 1 and are
-  // not stored. The chunk's columns start a panel (chunks are multiples of 4 vectors).
+  // not stored. The chunk's columns start a panel (chunks are multiples of 4 vectors). Each
+  // panel streams front to back: bf16 k-pairs a word row at a time, f32 panels a row.
   Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
-  const unsigned width = v.bPairCols, maxRows = T.vecWidth >= 16 ? 8 : 2;
+  const unsigned width = v.bPairCols ? v.bPairCols : v.bPanelCols,
+                 maxRows = T.vecWidth >= 16 ? 8 : 2;
   auto *words = FixedVectorType::get(i32, width);
   auto *sums = FixedVectorType::get(f32, width);
   Value *cols = b.getInt64(width);
@@ -1186,10 +1250,25 @@ void GemmEmitter::smallPairPanels(Builder &b, const GemmValues &v, Value *bi, Va
               b.CreateStore(s, acc[r]);
             }
           };
-          emitLoop(
-              b, b.getInt64(0), pairs, [&](Value *p) { step(p, true); }, "pp");
-          emitIf(
-              b, oddK, [&] { step(pairs, false); }, [] {});
+          if (v.bPairCols) {
+            emitLoop(
+                b, b.getInt64(0), pairs, [&](Value *p) { step(p, true); }, "pp");
+            emitIf(
+                b, oddK, [&] { step(pairs, false); }, [] {});
+          } else {
+            emitLoop(
+                b, b.getInt64(0), v.k,
+                [&](Value *kk) {
+                  Value *x = b.CreateAlignedLoad(sums, ptrB(b, v, bi, kk, col0), Align(4));
+                  for (unsigned r = 0; r < rows; ++r) {
+                    Value *a = b.CreateVectorSplat(width, loadA(b, v, bi, row[r], kk));
+                    b.CreateStore(b.CreateIntrinsic(Intrinsic::fma, {sums},
+                                                    {a, x, b.CreateLoad(sums, acc[r])}),
+                                  acc[r]);
+                  }
+                },
+                "pk");
+          }
           for (unsigned r = 0; r < rows; ++r)
             emitIf(
                 b, b.CreateICmpSLT(b.CreateAdd(i0, b.getInt64(r)), v.m),
@@ -1393,7 +1472,7 @@ void emitGemm(ModuleEmitter &me, const kir::EntryKernels &entry, const kir::Gemm
                 (entry.buffers[g.a.buffer].dtype == DType::BF16 ||
                  entry.buffers[g.b.buffer].dtype == DType::BF16);
     shared->second = {ge.blockedTask(), ge.smallTask(),
-                      g.b.conv || g.b.pairPanelCols ? nullptr : ge.dotTask(),
+                      g.b.conv || g.b.pairPanelCols || g.b.panelCols ? nullptr : ge.dotTask(),
                       bf16 ? ge.blockedTask(BlockedKind::Bf16Dot) : nullptr,
                       bf16 ? ge.blockedTask(BlockedKind::Amx) : nullptr};
   }

@@ -35,6 +35,7 @@ struct GemmValues {
   bool aBf16 = false;      // A is a bf16 buffer (bf16-weights, a convolution's weight)
   bool bBf16 = false;      // B is a bf16 buffer (bf16-weights): read widened to f32
   unsigned bPairCols = 0;  // B is bf16 k-pair panels this wide (kir::MatrixOperand)
+  unsigned bPanelCols = 0; // B is f32 panels this wide (kir::MatrixOperand::panelCols)
 };
 
 /// The GEMM's values at the builder's position.
@@ -155,10 +156,10 @@ public:
   Function *dotTask();
 
 private:
-  /// The small path's sums for B in k-pair panels: the chunk's panels one at a time, each read
-  /// front to back (one stream), into the accumulator rows (accRow floats apart).
-  void smallPairPanels(Builder &b, const GemmValues &v, Value *bi, Value *n0, Value *jn,
-                       Value *accBuf, Value *accRow, ExprEmitter &ex);
+  /// The small path's sums for B in panels (bf16 k-pairs or f32): the chunk's panels one at a time,
+  /// each read front to back (one stream), into the accumulator rows (accRow floats apart).
+  void smallPanels(Builder &b, const GemmValues &v, Value *bi, Value *n0, Value *jn, Value *accBuf,
+                   Value *accRow, ExprEmitter &ex);
   /// out[bi, i, col0 + j] = epilogue(accumulator row i's j), for every row and j < cols.
   void storeSums(Builder &b, ExprEmitter &ex, const GemmValues &v, Value *bi, Value *accBuf,
                  Value *accRow, Value *col0, Value *cols);
@@ -226,11 +227,13 @@ private:
   /// masked stores. Where aheadBytes is not 0, each step also prefetches into L2 the B rows
   /// aheadBytes on (a B read in place: the next panel's).
   Function *amxKernelFunction(unsigned flags);
-  /// A tileRows x (tileVecs vectors) register tile over B panels NR columns wide.
+  /// A tileRows x (tileVecs vectors) register tile over B panels NR columns wide, their rows ldb
+  /// elements apart (NR packed; B's row stride where a panel is read in place).
   /// With `bf16Dot` the panels hold bf16 k-pairs and kc counts pairs.
   void microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, bool bf16Dot, Value *ap,
-                   unsigned aStride, Value *bp, Value *kc, Value *c, Value *ldc, Value *rows,
-                   Value *cols, Value *c2, Value *cols2, Value *loadC, const TileEpilogueArgs &epi);
+                   unsigned aStride, Value *bp, Value *ldb, Value *kc, Value *c, Value *ldc,
+                   Value *rows, Value *cols, Value *c2, Value *cols2, Value *loadC,
+                   const TileEpilogueArgs &epi);
   Function *microKernelFunction(unsigned tileRows, unsigned tileVecs, unsigned aStride,
                                 bool bf16Dot);
   /// C[i, j] (+)= sum_p A[i, p] B[p, j] for i < rows, j < cols <= TailColumns of an A micro-panel

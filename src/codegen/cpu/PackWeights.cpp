@@ -51,8 +51,11 @@ public:
       : P(p), Exported(e), WithData(withData) {}
 
   llvm::Error run() {
-    if (llvm::Error e = kir::forEachGemm(
-            P, [&](kir::EntryKernels &entry, kir::GemmCall &g) { return gemm(entry, g); }))
+    if (llvm::Error e = kir::forEachGemm(P, [&](kir::EntryKernels &entry, kir::GemmCall &g) {
+          if (llvm::Error e = gemm(entry, g))
+            return e;
+          return gemmB(entry, g);
+        }))
       return e;
     // A Winograd transform that holds its whole filter is derived from it at load: the filter
     // is 9 / (t+2)^2 of its size. The others are packed here.
@@ -71,6 +74,19 @@ public:
         if (llvm::Error err = pack(at, P.weights[at.weight].name, w))
           return err;
     }
+    if (WithData)
+      for (const auto &[at, index] : MadeB)
+        if (llvm::Error err = packB(at, P.weights[index]))
+          return err;
+    // The loop kernels that read a weight which f32 panels now hold (an embedding table tied to
+    // the LM head) read the panels, so that the blob stores it once.
+    llvm::BitVector operands = operandWeights(P);
+    readFromHolders(P, [&](uint32_t weight) {
+      const kir::Weight &w = P.weights[weight];
+      return w.heldBy && w.heldBy->panelRows && !w.heldBy->winogradTile && !w.mutableBuffer &&
+             !operands.test(weight) && P.weights[w.heldBy->holder].dtype == DType::F32 &&
+             !P.weights[w.heldBy->holder].derived;
+    });
     return llvm::Error::success();
   }
 
@@ -112,6 +128,86 @@ private:
     a.colStride = (*at)->panels ? 0 : 1;
     a.panelRows = (*at)->panels ? PanelRows : 0;
     g.a = a;
+    return llvm::Error::success();
+  }
+
+  // A B operand of constant addressing, k x n.
+  struct BAddressing {
+    uint32_t weight;
+    int64_t offset, rowStride, colStride, k, n;
+    auto key() const { return std::tie(weight, offset, rowStride, colStride, k, n); }
+    bool operator<(const BAddressing &o) const { return key() < o.key(); }
+    int64_t panels() const { return (n + PanelCols - 1) / PanelCols; }
+  };
+
+  // A B that is an immutable f32 weight read at constant addressing whose rows do not run
+  // contiguously (nn.Linear's [n, k] weight: k does), at batch 1 and at least one panel wide:
+  // the blocked path would transpose it into panels at every call, and the dot products read
+  // it at a lower rate than the register tile, so it is stored as PanelCols-column panels,
+  // which every path reads in place.
+  llvm::Error gemmB(kir::EntryKernels &entry, kir::GemmCall &g) {
+    kir::MatrixOperand &op = g.b;
+    const kir::Buffer &buf = entry.buffers[op.buffer];
+    auto k = g.k.constant(), n = g.n.constant(), off = op.offset.constant(),
+         rs = op.rowStride.constant(), cs = op.colStride.constant();
+    if (g.dtype != DType::F32 || buf.kind != kir::Buffer::Kind::Weight || buf.dtype != DType::F32 ||
+        P.weights[buf.index].mutableBuffer || op.conv || op.panelRows || op.pairPanelCols ||
+        op.panelCols || op.winogradTile || g.batch.constant() != 1 || !k || !n || !off || !rs ||
+        !cs || *k < 1 || *n < PanelCols || *off < 0 || *rs < 0 || *cs < 0 || *cs == 1)
+      return llvm::Error::success();
+    BAddressing at{buf.index, *off, *rs, *cs, *k, *n};
+    const kir::Weight &src = P.weights[at.weight];
+    int64_t last = at.offset + (at.k - 1) * at.rowStride + (at.n - 1) * at.colStride;
+    if (last >= static_cast<int64_t>(src.numel()))
+      return llvm::createStringError(fmt::format(
+          "pack-weights: a GEMM reads weight \"{}\" past its {} elements", src.name, src.numel()));
+    kir::MatrixOperand b;
+    b.buffer = addWeightBuffer(entry, P, packedB(at));
+    b.offset = 0;
+    b.batchStride = 0;
+    b.rowStride = 0;
+    b.colStride = 0;
+    b.panelCols = PanelCols;
+    op = b;
+    return llvm::Error::success();
+  }
+
+  // The index of the B panels of `at`, made on first use (their data once all are made).
+  uint32_t packedB(const BAddressing &at) {
+    if (auto it = MadeB.find(at); it != MadeB.end())
+      return it->second;
+    const kir::Weight &src = P.weights[at.weight];
+    kir::Weight w;
+    w.name = freshWeightName(P, Exported, src.name + ".panels");
+    w.shape = {at.panels(), at.k, PanelCols};
+    P.weights.push_back(w);
+    uint32_t index = P.weights.size() - 1;
+    MadeB[at] = index;
+    // The panels hold the source when B reads it whole as nn.Linear's [n, k]: panels of its
+    // rows. (A bf16 copy holds nothing at fp32; pack-weights runs after bf16-weights.)
+    kir::Weight &source = P.weights[at.weight];
+    if (!source.heldBy && at.offset == 0 && at.rowStride == 1 && at.colStride == at.k &&
+        static_cast<uint64_t>(at.n * at.k) == source.numel())
+      source.heldBy = kir::HeldWeight{index, at.n, at.k, unsigned(PanelCols)};
+    return index;
+  }
+
+  // Appends the data of the B panels `packed`: element (r, c) of `at` at
+  // panelOffset(c, r, k, PanelCols), the columns past n zero.
+  llvm::Error packB(const BAddressing &at, const kir::Weight &packed) {
+    const std::string &source = P.weights[at.weight].name;
+    const Weight *data = Exported.findWeight(source);
+    if (!data || data->bytes().size() != 4 * P.weights[at.weight].numel())
+      return llvm::createStringError(
+          fmt::format("pack-weights: the program has no f32 data for weight \"{}\"", source));
+    auto out = std::make_shared<std::vector<float>>(packed.numel(), 0.0f);
+    const uint8_t *bytes = data->bytes().data();
+    for (int64_t c = 0; c < at.n; ++c)
+      for (int64_t r = 0; r < at.k; ++r)
+        std::memcpy(&(*out)[kir::panelOffset(c, r, at.k, PanelCols)],
+                    bytes + sizeof(float) * (at.offset + r * at.rowStride + c * at.colStride),
+                    sizeof(float));
+    append(packed, std::move(out));
     return llvm::Error::success();
   }
 
@@ -176,18 +272,24 @@ private:
         for (int64_t b = 0; b < at.batch(); ++b)
           (*out)[b * at.stride() + pos] = u[b];
       }
-    llvm::ArrayRef<uint8_t> view(reinterpret_cast<const uint8_t *>(out->data()),
-                                 out->size() * sizeof(float));
+    append(packed, std::move(out));
+    return llvm::Error::success();
+  }
+
+  // Appends `data` to the exported program as the weight `packed`'s.
+  void append(const kir::Weight &packed, std::shared_ptr<std::vector<float>> data) {
+    llvm::ArrayRef<uint8_t> view(reinterpret_cast<const uint8_t *>(data->data()),
+                                 data->size() * sizeof(float));
     Exported.weights.emplace_back(packed.name, DType::F32,
                                   std::vector<int64_t>(packed.shape.begin(), packed.shape.end()),
-                                  view, out);
-    return llvm::Error::success();
+                                  view, std::move(data));
   }
 
   kir::Program &P;
   ExportedProgram &Exported;
   bool WithData;
   std::map<Addressing, uint32_t> Made;
+  std::map<BAddressing, uint32_t> MadeB;
 };
 
 } // namespace

@@ -1,6 +1,7 @@
 // pack-weights: the CPU backend's kernel-IR layout pass that stores each GEMM's constant A
-// operand (a convolution's weight) as cpu::PanelRows-row panels at compile time, so that no run
-// packs it again, and computes Winograd filter transforms.
+// operand (a convolution's weight) as cpu::PanelRows-row panels and its constant transposed B
+// (nn.Linear's weight) as cpu::PanelCols-column panels at compile time, so that no run packs
+// them again, and computes Winograd filter transforms.
 #ifndef AOTC_CODEGEN_CPU_PACKWEIGHTS_H
 #define AOTC_CODEGEN_CPU_PACKWEIGHTS_H
 
@@ -20,6 +21,11 @@ namespace aotc::cpu {
 /// "<name>.winograd" holding its 16 transformed components, as panels (batch stride one
 /// component's panels) where the blocked path reads A, else dense [16, m, k]; such an operand
 /// must read an immutable f32 weight with constant addressing, or the pass fails.
+/// An f32 GEMM of batch 1 whose B is an immutable f32 weight read at constant addressing, at
+/// least PanelCols columns wide, whose rows do not run contiguously (nn.Linear's [n, k] weight;
+/// a Conv1D's [k, n] is read in place) reads "<name>.panels" instead: PanelCols-column panels
+/// (kir::MatrixOperand::panelCols) that hold the weight when B reads it whole; the loop kernels
+/// that read such a weight (an embedding table tied to the LM head) then read the panels.
 /// Run before kir::layoutWeights. Without `withData` the packed weights are only declared (for
 /// printing the kernels of a program whose weights are elsewhere).
 llvm::Error packGemmWeights(kir::Program &program, ExportedProgram &exported, bool withData = true);

@@ -191,7 +191,8 @@ Error checkGemm(const kir::EntryKernels &entry, const kir::GemmCall &g) {
   };
   if (g.dtype != DType::F32)
     return unsupported((toString(g.dtype) + " data").str());
-  if (g.a.panelRows || g.b.panelRows || g.b.pairPanelCols || g.a.winogradTile || g.b.winogradTile)
+  if (g.a.panelRows || g.b.panelRows || g.b.pairPanelCols || g.b.panelCols || g.a.winogradTile ||
+      g.b.winogradTile)
     return unsupported("a packed (panel or Winograd) operand");
   return Error::success();
 }

@@ -701,6 +701,129 @@ const Bf16Case Bf16Cases[] = {
     {20, 70, 300, false, true},
 };
 
+// An f32 B weight as pack-weights stores nn.Linear's [n, k]: PanelCols-column panels
+// (kir::MatrixOperand::panelCols, element (k, n) at panelOffset(n, k, K, PanelCols), the columns
+// past n zero), read in place by the small path (m <= 8, each panel streamed front to back) and
+// by the blocked path's register tiles (edge tiles included: they read the zero columns), never
+// packed, with a bias-relu epilogue; against a double reference at the f32 bound.
+struct PanelCase {
+  int64_t m, n, k;
+};
+
+class F32PanelGemmTest : public ::testing::TestWithParam<std::tuple<Variant, PanelCase>> {
+protected:
+  void SetUp() override {
+    if (!hostSupports(std::get<0>(GetParam())))
+      GTEST_SKIP() << "the host CPU cannot run " << variantName(std::get<0>(GetParam())).str();
+  }
+};
+
+TEST_P(F32PanelGemmTest, MatchesDoubleReference) {
+  auto [variant, g] = GetParam();
+  const int64_t wElems = (g.n + PanelCols - 1) / PanelCols * PanelCols * g.k;
+  const int64_t wOffset = 64, biasOffset = wOffset + (wElems * 4 + 63) / 64 * 64;
+  kir::Program p;
+  p.name = "gemm";
+  kir::Weight w;
+  w.name = "w.panels";
+  w.shape = {wElems};
+  w.offset = wOffset;
+  w.nbytes = wElems * 4;
+  kir::Weight bias;
+  bias.name = "bias";
+  bias.shape = {g.n};
+  bias.offset = biasOffset;
+  bias.nbytes = g.n * 4;
+  p.weights = {w, bias};
+  p.weightBytes = biasOffset + g.n * 4;
+  kir::EntryKernels e;
+  e.name = "f";
+  e.symbols = {"m"};
+  SymExpr m = SymExpr::symbol("m");
+  e.inputs.push_back({"a", DType::F32, {m, g.k}});
+  e.outputs.push_back({"y", DType::F32, {m, g.n}});
+  e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, m * g.k),
+               makeBuffer(kir::Buffer::Kind::Weight, 0, wElems),
+               makeBuffer(kir::Buffer::Kind::Output, 0, m * g.n),
+               makeBuffer(kir::Buffer::Kind::Weight, 1, g.n)};
+  kir::GemmCall c;
+  c.name = fmt::format("gemm_{}x{}x{}", g.m, g.n, g.k);
+  c.m = m;
+  c.n = g.n;
+  c.k = g.k;
+  c.a = {0, 0, 0, g.k, 1};
+  c.b = {1, 0, 0, 0, 0};
+  c.b.panelCols = PanelCols;
+  c.out = 2;
+  c.epilogue = biasRelu(e, 3);
+  e.steps.push_back(c);
+  p.entries.push_back(e);
+  auto compiled = Compiled::create(p, variant);
+  ASSERT_TRUE(!!compiled) << llvm::toString(compiled.takeError());
+
+  std::mt19937 rng(unsigned(g.m * 31 + g.n * 7 + g.k));
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> a(g.m * g.k), b(g.n * g.k), biasData(g.n), stored(wElems, 0.0f);
+  for (std::vector<float> *v : {&a, &b, &biasData})
+    for (float &x : *v)
+      x = d(rng);
+  // b is nn.Linear's [n, k]: B(kk, j) = b[j * k + kk].
+  for (int64_t j = 0; j < g.n; ++j)
+    for (int64_t kk = 0; kk < g.k; ++kk)
+      stored[kir::panelOffset(j, kk, g.k, PanelCols)] = b[j * g.k + kk];
+  std::vector<uint8_t> blob(p.weightBytes);
+  std::memcpy(blob.data() + wOffset, stored.data(), stored.size() * 4);
+  std::memcpy(blob.data() + biasOffset, biasData.data(), g.n * 4);
+  for (int threads : {1, 2}) {
+    std::vector<float> y(g.m * g.n, NAN);
+    TestExec ex(threads, &blob);
+    const void *in[] = {a.data()};
+    void *out[] = {y.data()};
+    int64_t syms[] = {g.m};
+    ASSERT_EQ((*compiled)->run(0)(&ex.exec, in, out, syms), 0);
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        double s = 0, mag = 0;
+        for (int64_t kk = 0; kk < g.k; ++kk) {
+          double t = double(a[i * g.k + kk]) * b[j * g.k + kk];
+          s += t;
+          mag += std::fabs(t);
+        }
+        s = std::max(0.0, s + biasData[j]);
+        float got = y[i * g.n + j];
+        ASSERT_FALSE(std::isnan(got)) << i << "," << j;
+        ASSERT_LE(std::fabs(got - s), 1e-5 * std::max(1.0, mag))
+            << "threads " << threads << " at " << i << "," << j << ": got " << got << " want " << s;
+      }
+  }
+}
+
+const PanelCase PanelCases[] = {
+    // The small path: groups of 1, 2, 4 and 8 rows (3 and 5: a group's last row repeated), a
+    // last panel of 1 column, chunks of several panels.
+    {1, 1024, 784},
+    {3, 33, 17},
+    {5, 700, 45},
+    {8, 1000, 300},
+    // Blocked: m up to the dot path's 128 and past it, edge tiles of rows and columns (n = 49:
+    // a whole panel, a vector and a column of zeros past n), several k and n blocks.
+    {9, 32, 5},
+    {40, 49, 600},
+    {128, 768, 768},
+    {129, 65, 300},
+    {300, 515, 515},
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    Cpu, F32PanelGemmTest,
+    ::testing::Combine(::testing::Values(Variant::X86_64_V3, Variant::X86_64_V4),
+                       ::testing::ValuesIn(PanelCases)),
+    [](const auto &info) {
+      const PanelCase &g = std::get<1>(info.param);
+      return fmt::format("{}_{}x{}x{}", std::get<0>(info.param) == Variant::X86_64_V4 ? "v4" : "v3",
+                         g.m, g.n, g.k);
+    });
+
 INSTANTIATE_TEST_SUITE_P(
     Cpu, Bf16WeightGemmTest,
     ::testing::Combine(::testing::Values(Variant::X86_64_V3, Variant::X86_64_V4),
