@@ -6,7 +6,6 @@
 
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/Support/MathExtras.h"
 
 #include <fmt/format.h>
 
@@ -203,7 +202,8 @@ private:
   llvm::Error roundGatheredTables() {
     if (ExportPrecision != kir::Precision::BF16 || !Exported.graph)
       return llvm::Error::success();
-    llvm::BitVector gathered(P.weights.size()), readOtherwise(P.weights.size());
+    // GEMM and attention operands read their weights in place.
+    llvm::BitVector gathered(P.weights.size()), readOtherwise = operandWeights(P);
     for (const kir::EntryKernels &entry : P.entries) {
       std::map<kir::ExprId, bool> readsMemory;
       std::function<bool(kir::ExprId)> loads = [&](kir::ExprId id) {
@@ -219,11 +219,17 @@ private:
           return std::nullopt;
         return b.index;
       };
-      // Marks the weights that the tree under `root` loads, gathered or not.
+      // Marks the weights that the tree under `root` loads, gathered or not (each shared
+      // subtree once).
+      llvm::BitVector seen(entry.exprs.size());
       auto visit = [&](kir::ExprId root) {
         llvm::SmallVector<kir::ExprId, 16> work{root};
         while (!work.empty()) {
-          const kir::Expr &e = entry.exprs[work.pop_back_val()];
+          kir::ExprId id = work.pop_back_val();
+          if (seen.test(id))
+            continue;
+          seen.set(id);
+          const kir::Expr &e = entry.exprs[id];
           if (e.kind == kir::ExprKind::Load)
             if (auto w = weightOf(e.index))
               (loads(e.operands[0]) ? gathered : readOtherwise).set(*w);
@@ -237,18 +243,8 @@ private:
               if (id != kir::NoExpr)
                 visit(id);
         } else if (const auto *g = std::get_if<kir::GemmCall>(&step)) {
-          for (uint32_t buffer : {g->a.buffer, g->b.buffer})
-            if (auto w = weightOf(buffer))
-              readOtherwise.set(*w);
           if (g->epilogue != kir::NoExpr)
             visit(g->epilogue);
-        } else if (const auto *a = std::get_if<kir::AttentionCall>(&step)) {
-          for (const kir::AttentionOperand *o : {&a->q, &a->k, &a->v})
-            if (auto w = weightOf(o->buffer))
-              readOtherwise.set(*w);
-          if (a->mask)
-            if (auto w = weightOf(a->mask->buffer))
-              readOtherwise.set(*w);
         } else if (const auto *c = std::get_if<kir::CondStep>(&step)) {
           if (auto w = weightOf(c->predicate))
             readOtherwise.set(*w);

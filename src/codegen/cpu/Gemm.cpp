@@ -87,14 +87,17 @@ GemmValues gemmValues(Builder &b, const kir::EntryKernels &entry, const kir::Gem
   return v;
 }
 
+// kir::panelOffset(row, col, k, panelRows) of row and col >= 0.
+static Value *panelOffset(Builder &b, Value *row, Value *col, Value *k, unsigned panelRows) {
+  Value *rows = b.getInt64(panelRows);
+  Value *panel = b.CreateMul(b.CreateMul(b.CreateUDiv(row, rows), rows), k);
+  return b.CreateAdd(panel, b.CreateAdd(b.CreateMul(col, rows), b.CreateURem(row, rows)));
+}
+
 Value *ptrA(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) {
   Value *off = b.CreateAdd(v.aOff, b.CreateMul(bi, v.aBs));
   if (v.aPanelRows) {
-    // kir::panelOffset
-    Value *rows = b.getInt64(v.aPanelRows);
-    Value *panel = b.CreateMul(b.CreateMul(b.CreateUDiv(row, rows), rows), v.k);
-    off = b.CreateAdd(
-        off, b.CreateAdd(panel, b.CreateAdd(b.CreateMul(col, rows), b.CreateURem(row, rows))));
+    off = b.CreateAdd(off, panelOffset(b, row, col, v.k, v.aPanelRows));
   } else {
     off = b.CreateAdd(off, b.CreateAdd(b.CreateMul(row, v.aRs), b.CreateMul(col, v.aCs)));
   }
@@ -125,11 +128,7 @@ Value *ptrB(Builder &b, const GemmValues &v, Value *bi, Value *row, Value *col) 
     return b.CreateInBoundsGEP(bElementType(b, v), v.b, off);
   }
   if (v.bPanelCols) {
-    // kir::panelOffset(col, row, k, bPanelCols)
-    Value *cols = b.getInt64(v.bPanelCols);
-    Value *panel = b.CreateMul(b.CreateMul(b.CreateUDiv(col, cols), cols), v.k);
-    off = b.CreateAdd(
-        off, b.CreateAdd(panel, b.CreateAdd(b.CreateMul(row, cols), b.CreateURem(col, cols))));
+    off = b.CreateAdd(off, panelOffset(b, col, row, v.k, v.bPanelCols));
     return b.CreateInBoundsGEP(b.getFloatTy(), v.b, off);
   }
   off = b.CreateAdd(off, b.CreateAdd(b.CreateMul(row, v.bRs), b.CreateMul(col, v.bCs)));
