@@ -510,6 +510,46 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::ValuesIn(Bf16ACases), ::testing::Bool(), ::testing::Values(true)),
     gemmTestName);
 
+// The GEMMs that read B from a weight: program "gemm" with entry "f" whose buffers are an input a
+// (m x k elements, of shape `aShape`), the weight `w` (`wElems` elements of `wType`) at offset 64
+// of the blob, the output y [m, n] and an f32 bias of n elements on the next 64-byte boundary
+// (buffers 0 to 3; the test adds the call), and the blob from the weight's and the bias's data.
+struct WeightBGemm {
+  kir::Program p;
+  kir::EntryKernels e;
+
+  WeightBGemm(kir::Weight w, int64_t wElems, DType wType, llvm::SmallVector<SymExpr, 4> aShape,
+              const SymExpr &m, int64_t k, int64_t n) {
+    const int64_t elemBytes = wType == DType::F32 ? 4 : 2;
+    w.dtype = wType;
+    w.offset = 64;
+    w.nbytes = wElems * elemBytes;
+    kir::Weight bias;
+    bias.name = "bias";
+    bias.shape = {n};
+    bias.offset = w.offset + (w.nbytes + 63) / 64 * 64;
+    bias.nbytes = n * 4;
+    p.name = "gemm";
+    p.weights = {w, bias};
+    p.weightBytes = bias.offset + bias.nbytes;
+    e.name = "f";
+    e.symbols = {"m"};
+    e.inputs.push_back({"a", DType::F32, std::move(aShape)});
+    e.outputs.push_back({"y", DType::F32, {m, n}});
+    e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, m * k),
+                 makeBuffer(kir::Buffer::Kind::Weight, 0, wElems, wType),
+                 makeBuffer(kir::Buffer::Kind::Output, 0, m * n),
+                 makeBuffer(kir::Buffer::Kind::Weight, 1, n)};
+  }
+
+  std::vector<uint8_t> blob(const void *w, const std::vector<float> &bias) const {
+    std::vector<uint8_t> b(p.weightBytes);
+    std::memcpy(b.data() + p.weights[0].offset, w, p.weights[0].nbytes);
+    std::memcpy(b.data() + p.weights[1].offset, bias.data(), p.weights[1].nbytes);
+    return b;
+  }
+};
+
 // B a bf16 weight (bf16-weights at --precision bf16): [k, n] (Conv1D) or [n, k] (nn.Linear),
 // read widened to f32 on every path (small for m <= 8, dot products for a [n, k] B up to m 128,
 // blocked packing past them or for a [k, n] B), the sums and the epilogue in f32. Or, as
@@ -541,36 +581,17 @@ protected:
 TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
   auto [variant, g, pairs] = GetParam();
   const int64_t wElems = pairs ? kir::pairPanelElements(g.k, g.n, PairPanelCols) : g.k * g.n;
-  const int64_t wOffset = 64, biasOffset = wOffset + (wElems * 2 + 63) / 64 * 64;
-  kir::Program p;
-  p.name = "gemm";
   kir::Weight w;
   w.name = "w.bf16";
-  w.dtype = DType::BF16;
   if (pairs)
     w.shape = {wElems};
   else
     w.shape = {g.transposedB ? g.n : g.k, g.transposedB ? g.k : g.n};
-  w.offset = wOffset;
-  w.nbytes = wElems * 2;
-  kir::Weight bias;
-  bias.name = "bias";
-  bias.shape = {g.n};
-  bias.offset = biasOffset;
-  bias.nbytes = g.n * 4;
-  p.weights = {w, bias};
-  p.weightBytes = biasOffset + g.n * 4;
-  kir::EntryKernels e;
-  e.name = "f";
-  e.symbols = {"m"};
   SymExpr m = SymExpr::symbol("m");
-  e.inputs.push_back(
-      {"a", DType::F32, {g.transposedA ? SymExpr(g.k) : m, g.transposedA ? m : g.k}});
-  e.outputs.push_back({"y", DType::F32, {m, g.n}});
-  e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, m * g.k),
-               makeBuffer(kir::Buffer::Kind::Weight, 0, wElems, DType::BF16),
-               makeBuffer(kir::Buffer::Kind::Output, 0, m * g.n),
-               makeBuffer(kir::Buffer::Kind::Weight, 1, g.n)};
+  WeightBGemm t(w, wElems, DType::BF16,
+                {g.transposedA ? SymExpr(g.k) : m, g.transposedA ? m : SymExpr(g.k)}, m, g.k, g.n);
+  kir::Program &p = t.p;
+  kir::EntryKernels &e = t.e;
   kir::GemmCall c;
   c.name = "gemm_" + name(g);
   c.precision = kir::Precision::BF16;
@@ -619,9 +640,7 @@ TEST_P(Bf16WeightGemmTest, MatchesDoubleReference) {
         stored[kir::pairPanelOffset(kk, j, g.k, PairPanelCols)] =
             g.transposedB ? b[j * g.k + kk] : b[kk * g.n + j];
   }
-  std::vector<uint8_t> blob(p.weightBytes);
-  std::memcpy(blob.data() + wOffset, stored.data(), stored.size() * 2);
-  std::memcpy(blob.data() + biasOffset, biasData.data(), g.n * 4);
+  std::vector<uint8_t> blob = t.blob(stored.data(), biasData);
   // The dot products need A's rows along k.
   const bool blocked = g.m > GemmPolicy::SmallM &&
                        (pairs || !g.transposedB || g.transposedA || g.m > GemmPolicy::DotMaxM);
@@ -721,31 +740,13 @@ protected:
 TEST_P(F32PanelGemmTest, MatchesDoubleReference) {
   auto [variant, g] = GetParam();
   const int64_t wElems = (g.n + PanelCols - 1) / PanelCols * PanelCols * g.k;
-  const int64_t wOffset = 64, biasOffset = wOffset + (wElems * 4 + 63) / 64 * 64;
-  kir::Program p;
-  p.name = "gemm";
   kir::Weight w;
   w.name = "w.panels";
   w.shape = {wElems};
-  w.offset = wOffset;
-  w.nbytes = wElems * 4;
-  kir::Weight bias;
-  bias.name = "bias";
-  bias.shape = {g.n};
-  bias.offset = biasOffset;
-  bias.nbytes = g.n * 4;
-  p.weights = {w, bias};
-  p.weightBytes = biasOffset + g.n * 4;
-  kir::EntryKernels e;
-  e.name = "f";
-  e.symbols = {"m"};
   SymExpr m = SymExpr::symbol("m");
-  e.inputs.push_back({"a", DType::F32, {m, g.k}});
-  e.outputs.push_back({"y", DType::F32, {m, g.n}});
-  e.buffers = {makeBuffer(kir::Buffer::Kind::Input, 0, m * g.k),
-               makeBuffer(kir::Buffer::Kind::Weight, 0, wElems),
-               makeBuffer(kir::Buffer::Kind::Output, 0, m * g.n),
-               makeBuffer(kir::Buffer::Kind::Weight, 1, g.n)};
+  WeightBGemm t(w, wElems, DType::F32, {m, g.k}, m, g.k, g.n);
+  kir::Program &p = t.p;
+  kir::EntryKernels &e = t.e;
   kir::GemmCall c;
   c.name = fmt::format("gemm_{}x{}x{}", g.m, g.n, g.k);
   c.m = m;
@@ -771,9 +772,7 @@ TEST_P(F32PanelGemmTest, MatchesDoubleReference) {
   for (int64_t j = 0; j < g.n; ++j)
     for (int64_t kk = 0; kk < g.k; ++kk)
       stored[kir::panelOffset(j, kk, g.k, PanelCols)] = b[j * g.k + kk];
-  std::vector<uint8_t> blob(p.weightBytes);
-  std::memcpy(blob.data() + wOffset, stored.data(), stored.size() * 4);
-  std::memcpy(blob.data() + biasOffset, biasData.data(), g.n * 4);
+  std::vector<uint8_t> blob = t.blob(stored.data(), biasData);
   for (int threads : {1, 2}) {
     std::vector<float> y(g.m * g.n, NAN);
     TestExec ex(threads, &blob);
