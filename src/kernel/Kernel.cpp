@@ -293,10 +293,13 @@ std::string operandText(const AttentionOperand &o, llvm::StringRef head) {
 }
 
 void printAttention(const AttentionCall &a, const std::string &indent, llvm::raw_ostream &os) {
-  os << indent << "attention " << a.name << " " << toString(a.dtype) << " batch " << a.batch.str()
-     << " heads " << a.heads.str() << " group " << a.group.str() << " l " << a.l.str() << " s "
-     << a.s.str() << " e " << a.e.str() << " ev " << a.ev.str() << (a.causal ? " causal" : "")
-     << " scale " << floatText(a.scale) << "  # " << a.loc.str() << "\n";
+  os << indent << "attention " << a.name << " " << toString(a.dtype);
+  if (a.precision != Precision::FP32)
+    os << " precision " << toString(a.precision);
+  os << " batch " << a.batch.str() << " heads " << a.heads.str() << " group " << a.group.str()
+     << " l " << a.l.str() << " s " << a.s.str() << " e " << a.e.str() << " ev " << a.ev.str()
+     << (a.causal ? " causal" : "") << " scale " << floatText(a.scale) << "  # " << a.loc.str()
+     << "\n";
   os << indent << "  q = " << operandText(a.q, "head") << "\n";
   os << indent << "  k = " << operandText(a.k, "kvhead") << "\n";
   os << indent << "  v = " << operandText(a.v, "kvhead") << "\n";

@@ -269,6 +269,9 @@ struct AttentionOperand {
 struct AttentionCall {
   std::string name;
   DType dtype = DType::F32; // of q, k, v and out; scores, softmax and sums in f32
+  /// The export's: what the two products may round their operands to (q, k, then the
+  /// probabilities and v), sums in f32 either way (GemmCall::precision).
+  Precision precision = Precision::FP32;
   SymExpr batch = 1, heads = 1, group = 1;
   SymExpr l, s, e, ev;
   AttentionOperand q, k, v;

@@ -62,6 +62,7 @@ llvm::Expected<LValue *> attentionCall(Lowerer &L, const Node &n, LValue *q, LVa
   call.ev = *ev;
   call.causal = causal;
   call.scale = scale;
+  call.precision = L.options().precision;
   call.loc = n.loc();
   // Key and value have the query's batch dims (their heads divided by the group); the mask
   // broadcasts to the scores' [..., heads, l, s].

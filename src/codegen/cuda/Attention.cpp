@@ -7,12 +7,21 @@
 // memory. Causal blocks skip the key tiles wholly past their last row and mask the diagonal
 // one per element.
 //
+// At --precision bf16 or fp16 (the export permits rounding the products' operands) the tiled
+// kernel multiplies on the tensor cores instead (emitTensorCores): each of 4 warps takes 16 query
+// rows, one m16n8k16 tile of rows, whose query fragments it keeps in registers; it scores a tile
+// of 32 keys as 4 mma tiles (q and k rounded, f32 sums), runs the online softmax on the
+// accumulators as they lie (a row's values spread over the 4 lanes of a group), and multiplies
+// the probabilities, rounded, by the values: the accumulators of two score tiles are the A
+// fragment of one k-step, so the probabilities never leave registers.
+//
 // Deterministic: every sum runs in a fixed order and the warp's butterflies give each lane the
 // same bits; nothing is atomic, so runs and thread counts give identical results.
 #include "codegen/cuda/Attention.h"
 #include "codegen/cuda/BlockReduce.h"
 #include "codegen/cuda/GemmOperands.h"
 #include "codegen/cuda/KernelBuilder.h"
+#include "codegen/cuda/Mma.h"
 
 #include "fmt/format.h"
 
@@ -33,6 +42,20 @@ constexpr unsigned DecodeLoadsInFlight = 16;
 
 /// One query row a batch element (a decode step over a cache): the decode kernel's calls.
 bool isDecodeStep(const kir::AttentionCall &a) { return a.l.constant() == 1; }
+
+/// The tiled kernel on the tensor cores: at a 16-bit precision (tf32 keeps f32, as torch's
+/// flash kernels have no tf32 either), never for a decode step.
+bool onTensorCores(const kir::AttentionCall &a) {
+  return !isDecodeStep(a) &&
+         (a.precision == kir::Precision::BF16 || a.precision == kir::Precision::FP16);
+}
+
+unsigned roundUp(unsigned x, unsigned to) { return (x + to - 1) / to * to; }
+/// The tensor-core kernel's shared tiles: keys with e rounded up to the mma's k (zeros past e),
+/// rows an odd number of floats apart; values with ev rounded up to whole mma tiles, rows 4
+/// floats past a multiple of 32 apart, so that the lanes of a B fragment hit distinct banks.
+unsigned mmaKeyStride(unsigned e) { return roundUp(e, 16) | 1; }
+unsigned mmaValueStride(unsigned ev) { return roundUp(ev, mma::TileN) + 4; }
 
 /// The tiled kernel's: the block's queries, a tile of keys, of values, of probabilities. The
 /// decode kernel's: the query row (q), each warp's running maximum then sum (p), and each warp's
@@ -56,24 +79,12 @@ public:
       emitDecode();
       return;
     }
-    Tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
-    Value *block = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
-    Lane = B.CreateURem(Tid, B.getInt64(WarpSize), "lane");
-    Value *warp = B.CreateUDiv(Tid, B.getInt64(WarpSize), "warp");
-    WarpRow0 = B.CreateMul(warp, B.getInt64(Rows), "warp.row0");
-    L = Ex.sym(A.l);
-    S = Ex.sym(A.s);
-    // Query row tiles fastest, then the query batch element (batch x head).
-    Value *mTiles = ceilDiv(B, L, T.blockM);
-    Value *mTile = B.CreateURem(block, mTiles);
-    Bq = B.CreateUDiv(block, mTiles, "bq");
-    M0 = B.CreateMul(mTile, B.getInt64(T.blockM), "m0");
-    bindOperands();
+    if (onTensorCores(A)) {
+      emitTensorCores();
+      return;
+    }
+    Value *tiles = beginTiles();
     loadQueries();
-    Value *kvEnd = S;
-    if (A.causal)
-      kvEnd = B.CreateBinaryIntrinsic(Intrinsic::umin, S, B.CreateAdd(M0, B.getInt64(T.blockM)));
-    Value *tiles = ceilDiv(B, kvEnd, T.blockN);
     // Per row of the warp: the running maximum, the running sum, then the accumulators of the
     // lane's value columns.
     SmallVector<Value *, 64> init(Rows, NegInf);
@@ -84,6 +95,29 @@ public:
   }
 
 private:
+  // The tiled kernels' start: the thread's lane and its warp's first row (T.warpRows() rows a
+  // warp), the block's query batch element and first row M0 (query row tiles fastest, then the
+  // batch element: batch x head), its operands; returns the number of key tiles, which a causal
+  // block stops at the tile of its last row.
+  Value *beginTiles() {
+    Tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
+    Value *block = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+    Lane = B.CreateURem(Tid, B.getInt64(WarpSize), "lane");
+    Value *warp = B.CreateUDiv(Tid, B.getInt64(WarpSize), "warp");
+    WarpRow0 = B.CreateMul(warp, B.getInt64(Rows), "warp.row0");
+    L = Ex.sym(A.l);
+    S = Ex.sym(A.s);
+    Value *mTiles = ceilDiv(B, L, T.blockM);
+    Value *mTile = B.CreateURem(block, mTiles);
+    Bq = B.CreateUDiv(block, mTiles, "bq");
+    M0 = B.CreateMul(mTile, B.getInt64(T.blockM), "m0");
+    bindOperands();
+    Value *kvEnd = S;
+    if (A.causal)
+      kvEnd = B.CreateBinaryIntrinsic(Intrinsic::umin, S, B.CreateAdd(M0, B.getInt64(T.blockM)));
+    return ceilDiv(B, kvEnd, T.blockN);
+  }
+
   // A decode step, one query row a (batch x head): the block's warps split the keys a tile of
   // WarpSize at a time (one a lane), warp w taking tiles w, w + warps, ..., each with its own
   // running maximum, sum and accumulators, keys and values read from device memory (each is
@@ -193,6 +227,164 @@ private:
       Value *offset = B.CreateAdd(B.CreateMul(B.CreateMul(Bq, L), B.getInt64(Ev)), Tid);
       B.CreateStore(o, B.CreateInBoundsGEP(F32, Kf.buffers[A.out], offset));
     });
+  }
+
+  // The tiled kernel on the tensor cores (T: MmaAttentionTiles, 16 rows a warp). A lane holds,
+  // in every mma tile, rows group and group + 8 of its warp's 16: its state is their running
+  // maxima and sums, then the output accumulators of ev's mma tiles (4 each, as they lie).
+  void emitTensorCores() {
+    Module &m = *B.GetInsertBlock()->getModule();
+    Value *tiles = beginTiles();
+    Group = B.CreateUDiv(Lane, B.getInt64(4), "group");
+    InGroup = B.CreateURem(Lane, B.getInt64(4), "in.group");
+    Value *row0 = B.CreateAdd(M0, B.CreateAdd(WarpRow0, Group), "row0");
+    Value *row1 = B.CreateAdd(row0, B.getInt64(8), "row1");
+    // The query fragments of the warp's rows, k-step by k-step over e (zeros past e and L).
+    SmallVector<SmallVector<Value *, 4>, 8> q;
+    for (unsigned ks = 0; ks < roundUp(E, 16) / 16; ++ks) {
+      SmallVector<Value *, 4> regs;
+      for (unsigned i = 0; i < 4; ++i) {
+        Value *row = (i & 1) ? row1 : row0;
+        Value *rowOk = B.CreateICmpULT(row, L);
+        Value *e =
+            B.CreateAdd(B.CreateMul(InGroup, B.getInt64(2)), B.getInt64(ks * 16 + (i >> 1) * 8));
+        Value *e1 = B.CreateAdd(e, B.getInt64(1));
+        Value *lo = load(Q, B.CreateAnd(rowOk, B.CreateICmpULT(e, B.getInt64(E))), row, e);
+        Value *hi = load(Q, B.CreateAnd(rowOk, B.CreateICmpULT(e1, B.getInt64(E))), row, e1);
+        regs.push_back(mma::fragment(B, A.precision, lo, hi));
+      }
+      q.push_back(regs);
+    }
+    unsigned outTiles = roundUp(Ev, mma::TileN) / mma::TileN;
+    SmallVector<Value *, 64> init = {NegInf, NegInf};
+    init.append(2 + 4 * outTiles, ConstantFP::get(F32, 0.0));
+    SmallVector<Value *, 64> state = kTileLoop(B, tiles, init, [&](Value *t, ArrayRef<Value *> s) {
+      return tensorCoreTile(m, t, s, q, row0, row1);
+    });
+    // out[bq, row, col] = accumulator / sum, or 0 for a row whose every score was -inf.
+    Value *pair = B.CreateMul(InGroup, B.getInt64(2));
+    for (unsigned nj = 0; nj < outTiles; ++nj)
+      for (unsigned i = 0; i < 4; ++i) {
+        unsigned h = i >> 1;
+        Value *row = h ? row1 : row0;
+        Value *col = B.CreateAdd(pair, B.getInt64(nj * mma::TileN + (i & 1)), "col");
+        Value *ok = B.CreateAnd(B.CreateICmpULT(row, L), B.CreateICmpULT(col, B.getInt64(Ev)));
+        guarded(ok, [&] {
+          Value *o = B.CreateFDiv(state[4 + nj * 4 + i], state[2 + h]);
+          o = B.CreateSelect(B.CreateFCmpOEQ(state[h], NegInf), ConstantFP::get(F32, 0.0), o);
+          Value *outRow = B.CreateAdd(B.CreateMul(Bq, L), row);
+          Value *offset = B.CreateAdd(B.CreateMul(outRow, B.getInt64(Ev)), col);
+          B.CreateStore(o, B.CreateInBoundsGEP(F32, Kf.buffers[A.out], offset));
+        });
+      }
+  }
+
+  // One tile of keys from n0 = t x blockN on the tensor cores: state is {max, max', sum, sum',
+  // accumulators} for the lane's rows row0 and row1.
+  SmallVector<Value *, 64> tensorCoreTile(Module &m, Value *t, ArrayRef<Value *> state,
+                                          ArrayRef<SmallVector<Value *, 4>> q, Value *row0,
+                                          Value *row1) {
+    const unsigned keyStride = mmaKeyStride(E), valueStride = mmaValueStride(Ev);
+    const unsigned keyCols = roundUp(E, 16), valueCols = roundUp(Ev, mma::TileN);
+    const unsigned scoreTiles = T.blockN / mma::TileN, outTiles = valueCols / mma::TileN;
+    Value *n0 = B.CreateMul(t, B.getInt64(T.blockN), "n0");
+    // Every warp has read the previous tile's keys and values.
+    barrier();
+    copyTile(T.blockN, keyCols, [&](Value *, Value *r, Value *c) {
+      Value *key = B.CreateAdd(n0, r);
+      Value *ok = B.CreateAnd(B.CreateICmpULT(key, S), B.CreateICmpULT(c, B.getInt64(E)));
+      Value *slot = B.CreateAdd(B.CreateMul(r, B.getInt64(keyStride)), c);
+      B.CreateStore(load(K, ok, key, c), sharedElement(B, Sh.k, slot));
+    });
+    copyTile(T.blockN, valueCols, [&](Value *, Value *r, Value *c) {
+      Value *key = B.CreateAdd(n0, r);
+      Value *ok = B.CreateAnd(B.CreateICmpULT(key, S), B.CreateICmpULT(c, B.getInt64(Ev)));
+      Value *slot = B.CreateAdd(B.CreateMul(r, B.getInt64(valueStride)), c);
+      B.CreateStore(load(V, ok, key, c), sharedElement(B, Sh.v, slot));
+    });
+    barrier();
+    Value *pair = B.CreateMul(InGroup, B.getInt64(2));
+    // The scores: mma tile ni holds keys ni x 8 .. of the tile; B's fragment register i holds key
+    // group and e 2 inGroup + 8 i and the next.
+    SmallVector<Value *, 16> acc(4 * scoreTiles, ConstantFP::get(F32, 0.0));
+    Value *laneKey = B.CreateAdd(B.CreateMul(Group, B.getInt64(keyStride)), pair);
+    for (unsigned ks = 0; ks < q.size(); ++ks)
+      for (unsigned ni = 0; ni < scoreTiles; ++ni) {
+        SmallVector<Value *, 2> b;
+        for (unsigned i = 0; i < 2; ++i) {
+          Value *slot =
+              B.CreateAdd(laneKey, B.getInt64(ni * mma::TileN * keyStride + ks * 16 + i * 8));
+          Value *lo = sharedLoad(Sh.k, slot);
+          Value *hi = sharedLoad(Sh.k, B.CreateAdd(slot, B.getInt64(1)));
+          b.push_back(mma::fragment(B, A.precision, lo, hi));
+        }
+        mma::multiplyAdd(m, B, A.precision, q[ks], b, MutableArrayRef(acc).slice(ni * 4, 4));
+      }
+    SmallVector<Value *, 16> x;
+    for (unsigned ni = 0; ni < scoreTiles; ++ni)
+      for (unsigned i = 0; i < 4; ++i) {
+        Value *key = B.CreateAdd(n0, B.CreateAdd(pair, B.getInt64(ni * mma::TileN + (i & 1))));
+        x.push_back(score(acc[ni * 4 + i], (i >> 1) ? row1 : row0, key));
+      }
+    // The online softmax per row: its values lie in the 4 lanes of the group.
+    auto groupAll = [&](Value *v, function_ref<Value *(Value *, Value *)> combine) {
+      for (unsigned laneMask : {1u, 2u})
+        v = combine(v, warpShuffleXor(B, v, laneMask));
+      return v;
+    };
+    SmallVector<Value *, 64> next(state.begin(), state.end());
+    Value *alpha[2], *mUse[2];
+    for (unsigned h = 0; h < 2; ++h) {
+      Value *tileMax = nullptr;
+      for (unsigned ni = 0; ni < scoreTiles; ++ni)
+        for (unsigned i = 2 * h; i < 2 * h + 2; ++i)
+          tileMax = tileMax ? maximum(tileMax, x[ni * 4 + i]) : x[ni * 4 + i];
+      tileMax = groupAll(tileMax, [&](Value *a, Value *b) { return maximum(a, b); });
+      Value *mNew = maximum(state[h], tileMax);
+      mUse[h] = shiftOf(mNew);
+      alpha[h] = exp(B.CreateFSub(state[h], mUse[h]));
+      next[h] = mNew;
+    }
+    SmallVector<Value *, 16> p;
+    Value *sum[2] = {nullptr, nullptr};
+    for (unsigned ni = 0; ni < scoreTiles; ++ni)
+      for (unsigned i = 0; i < 4; ++i) {
+        unsigned h = i >> 1;
+        p.push_back(exp(B.CreateFSub(x[ni * 4 + i], mUse[h])));
+        sum[h] = sum[h] ? B.CreateFAdd(sum[h], p.back()) : p.back();
+      }
+    for (unsigned h = 0; h < 2; ++h) {
+      Value *all = groupAll(sum[h], [&](Value *a, Value *b) { return B.CreateFAdd(a, b); });
+      next[2 + h] = fma(state[2 + h], alpha[h], all);
+    }
+    // The accumulators rescaled, then the probabilities times the values: score tiles 2 ks and
+    // 2 ks + 1 are the A fragment of k-step ks (keys 16 ks ..), rows group and group + 8 in
+    // registers 0 and 1, keys + 8 in 2 and 3; B's register i holds column group of the value
+    // tile and keys 2 inGroup + 8 i and the next.
+    for (unsigned nj = 0; nj < outTiles; ++nj)
+      for (unsigned i = 0; i < 4; ++i)
+        next[4 + nj * 4 + i] = B.CreateFMul(state[4 + nj * 4 + i], alpha[i >> 1]);
+    for (unsigned ks = 0; ks < scoreTiles / 2; ++ks) {
+      SmallVector<Value *, 4> a;
+      for (unsigned i = 0; i < 4; ++i) {
+        unsigned from = (2 * ks + (i >> 1)) * 4 + (i & 1) * 2;
+        a.push_back(mma::fragment(B, A.precision, p[from], p[from + 1]));
+      }
+      Value *laneValue = B.CreateAdd(B.CreateMul(pair, B.getInt64(valueStride)), Group);
+      for (unsigned nj = 0; nj < outTiles; ++nj) {
+        SmallVector<Value *, 2> b;
+        for (unsigned i = 0; i < 2; ++i) {
+          Value *slot =
+              B.CreateAdd(laneValue, B.getInt64((ks * 16 + i * 8) * valueStride + nj * mma::TileN));
+          Value *lo = sharedLoad(Sh.v, slot);
+          Value *hi = sharedLoad(Sh.v, B.CreateAdd(slot, B.getInt64(valueStride)));
+          b.push_back(mma::fragment(B, A.precision, lo, hi));
+        }
+        mma::multiplyAdd(m, B, A.precision, a, b,
+                         MutableArrayRef<Value *>(next).slice(4 + nj * 4, 4));
+      }
+    }
+    return next;
   }
 
   // The lane's value columns lane + 32 s, held at the last column past ev (their sums are not
@@ -470,7 +662,7 @@ private:
   Type *F32;
   Constant *NegInf;
   Value *Tid = nullptr, *Lane = nullptr, *WarpRow0 = nullptr, *L = nullptr, *S = nullptr;
-  Value *Bq = nullptr, *M0 = nullptr;
+  Value *Bq = nullptr, *M0 = nullptr, *Group = nullptr, *InGroup = nullptr;
   Operand Q, K, V;
   std::optional<Operand> Mask;
 };
@@ -506,6 +698,21 @@ Expected<CudaKernel> emitAttentionKernel(Module &m, codegen::MathLibrary &math,
   const kir::AttentionCall &a = std::get<kir::AttentionCall>(step);
   if (Error err = checkAttention(entry, a))
     return err;
+  if (onTensorCores(a)) {
+    bool wide = std::max(*a.e.constant(), *a.ev.constant()) > MmaAttentionWideHeads;
+    const AttentionTiles &t = wide ? MmaAttentionWideTiles : MmaAttentionTiles;
+    SymExpr blocks = a.batch * a.heads * SymExpr::floorDiv(a.l + (t.blockM - 1), t.blockM);
+    return emitLibraryKernel(
+        m, math, entry, step, symIndex, blocks, t.threads, a.name,
+        [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
+          Type *f32 = b.getFloatTy();
+          unsigned e = unsigned(*a.e.constant()), ev = unsigned(*a.ev.constant());
+          SharedTiles shared{
+              nullptr, sharedArray(m, f32, t.blockN * mmaKeyStride(e), kernel + "_k_tile"),
+              sharedArray(m, f32, t.blockN * mmaValueStride(ev), kernel + "_v_tile"), nullptr};
+          AttentionKernel(b, ex, math, entry, a, t, kf, shared).emit();
+        });
+  }
   SymExpr blocks = a.batch * a.heads * SymExpr::floorDiv(a.l + (tiles.blockM - 1), tiles.blockM);
   return emitLibraryKernel(
       m, math, entry, step, symIndex, blocks, tiles.threads, a.name,

@@ -13,6 +13,7 @@
 #include "codegen/cuda/Gemm.h"
 #include "codegen/cuda/GemmOperands.h"
 #include "codegen/cuda/KernelBuilder.h"
+#include "codegen/cuda/Mma.h"
 
 #include "fmt/format.h"
 
@@ -24,9 +25,6 @@ using namespace llvm;
 using codegen::Builder;
 
 namespace {
-
-/// The mma shape of a precision: k = 8 for tf32, 16 for the 16-bit types; m16n8 always.
-unsigned mmaK(kir::Precision p) { return p == kir::Precision::TF32 ? 8 : 16; }
 
 class MmaGemmKernel {
 public:
@@ -63,7 +61,7 @@ public:
   }
 
 private:
-  static constexpr unsigned MmaM = 16, MmaN = 8;
+  static constexpr unsigned MmaM = mma::TileM, MmaN = mma::TileN;
   unsigned tilesM() const { return T.warpM() / MmaM; }
   unsigned tilesN() const { return T.warpN() / MmaN; }
 
@@ -118,23 +116,8 @@ private:
     return B.CreateLoad(B.getFloatTy(), sharedElement(B, tile, slot));
   }
 
-  // One fragment register from its elements: a tf32, or two 16-bit values with `lo` in the low
-  // half (cvt.rn.*x2.f32 puts its first operand in the high half).
-  Value *fragment(Value *lo, Value *hi) {
-    if (P == kir::Precision::TF32)
-      return B.CreateIntrinsic(Intrinsic::nvvm_f2tf32_rna, {}, {lo});
-    Intrinsic::ID pack =
-        P == kir::Precision::BF16 ? Intrinsic::nvvm_ff2bf16x2_rn : Intrinsic::nvvm_ff2f16x2_rn;
-    Value *packed = B.CreateIntrinsic(pack, {}, {hi, lo});
-    return B.CreateBitCast(packed, pairType());
-  }
-
-  // A register of two 16-bit values as the mma takes it: i32 for bf16, <2 x half> for f16.
-  Type *pairType() {
-    if (P == kir::Precision::BF16)
-      return B.getInt32Ty();
-    return FixedVectorType::get(B.getHalfTy(), 2);
-  }
+  Value *fragment(Value *lo, Value *hi) { return mma::fragment(B, P, lo, hi); }
+  Type *pairType() { return mma::pairType(B, P); }
 
   // A's fragment of mma tile `mi` at k-step `ks` (PTX ISA, "Matrix Fragments for mma.m16n8k8"
   // and "mma.m16n8k16"): register i holds row group + 8 (i & 1) and, for tf32, column
@@ -334,16 +317,7 @@ private:
 
   // acc[0..3] += A fragment x B fragment.
   void mma(ArrayRef<Value *> a, ArrayRef<Value *> b, MutableArrayRef<Value *> acc) {
-    Intrinsic::ID id = P == kir::Precision::TF32   ? Intrinsic::nvvm_mma_m16n8k8_row_col_tf32
-                       : P == kir::Precision::BF16 ? Intrinsic::nvvm_mma_m16n8k16_row_col_bf16
-                                                   : Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32;
-    SmallVector<Value *, 10> args(a.begin(), a.end());
-    args.append(b.begin(), b.end());
-    args.append(acc.begin(), acc.end());
-    Function *fn = Intrinsic::getDeclaration(&Mod, id);
-    Value *d = B.CreateCall(fn, args);
-    for (unsigned i = 0; i < 4; ++i)
-      acc[i] = B.CreateExtractValue(d, i);
+    mma::multiplyAdd(Mod, B, P, a, b, acc);
   }
 
   void accumulate(Value *kTiles) {
@@ -360,7 +334,7 @@ private:
       Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
       Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
       SmallVector<Value *, 64> sums(accs.begin(), accs.end());
-      for (unsigned ks = 0; ks < T.blockK / mmaK(P); ++ks) {
+      for (unsigned ks = 0; ks < T.blockK / mma::tileK(P); ++ks) {
         SmallVector<SmallVector<Value *, 4>, 4> a;
         SmallVector<SmallVector<Value *, 2>, 4> b;
         for (unsigned mi = 0; mi < tilesM(); ++mi)

@@ -7,6 +7,8 @@
 
 #include "kernel/Evaluate.h"
 
+#include "llvm/IR/Instructions.h"
+
 namespace aotc::cuda {
 namespace {
 
@@ -170,9 +172,87 @@ TEST(CudaPtxas, AttentionDecodeStep) { test::expectPtxasAccepts(DecodeStepGraph)
 
 TEST(CudaEmu, AttentionGqa) { test::expectEmulatedMatches(GqaGraph, GqaRuns, 1e-5); }
 TEST(CudaEmu, AttentionDecode) { test::expectEmulatedMatches(DecodeGraph, DecodeRuns, 1e-5); }
-// --precision lets GEMMs round their operands; attention computes in f32 at every precision.
-TEST(CudaEmu, AttentionAtBf16IsF32) {
-  test::expectEmulatedMatches(DecodeGraph, DecodeRuns, 1e-5, true, false, kir::Precision::BF16);
+// At tf32 attention computes in f32 (torch's flash kernels have no tf32 either), as does the
+// decode kernel at every precision: DecodeStepGraph's calls all have L = 1.
+TEST(CudaEmu, AttentionAtTf32IsF32) {
+  test::expectEmulatedMatches(DecodeGraph, DecodeRuns, 1e-5, true, false, kir::Precision::TF32);
+  test::expectEmulatedMatches(DecodeStepGraph, {{{"past", 33}}}, 1e-5, true, false,
+                              kir::Precision::BF16);
+}
+
+/// How many kernels of entry @f of `text`, lowered at `precision`, multiply on the tensor cores.
+int tensorCoreKernels(const std::string &text, kir::Precision precision) {
+  std::unique_ptr<Graph> g = aotc::test::prepare(text);
+  auto p = test::lowerForCuda(*g, true, precision);
+  if (!p)
+    return -1;
+  llvm::LLVMContext ctx;
+  auto cm = emitEntryKernels(ctx, p->entries[0], "test");
+  if (!cm) {
+    ADD_FAILURE() << llvm::toString(cm.takeError());
+    return -1;
+  }
+  int kernels = 0;
+  for (const llvm::Function &f : *cm->module) {
+    bool mma = false;
+    for (const llvm::BasicBlock &bb : f)
+      for (const llvm::Instruction &i : bb)
+        if (const auto *call = llvm::dyn_cast<llvm::CallInst>(&i))
+          if (const llvm::Function *callee = call->getCalledFunction())
+            mma |= callee->getName().starts_with("llvm.nvvm.mma.");
+    kernels += mma;
+  }
+  return kernels;
+}
+
+// At bf16 and fp16 every call but a decode step's takes the tensor cores (the graphs have no
+// GEMM).
+TEST(CudaAttention, TensorCoreKernels) {
+  for (kir::Precision p : {kir::Precision::BF16, kir::Precision::FP16}) {
+    EXPECT_EQ(tensorCoreKernels(GqaGraph, p), 4);
+    EXPECT_EQ(tensorCoreKernels(DecodeGraph, p), 3);
+    EXPECT_EQ(tensorCoreKernels(DecodeStepGraph, p), 0);
+  }
+  EXPECT_EQ(tensorCoreKernels(GqaGraph, kir::Precision::FP32), 0);
+  EXPECT_EQ(tensorCoreKernels(GqaGraph, kir::Precision::TF32), 0);
+}
+
+// On the tensor cores q and k, then the probabilities and v, are rounded to the precision (f32
+// sums): fresh f32 inputs within bf16's and fp16's tolerances of the interpreter's f64 at odd L,
+// S and head sizes (18, 32, 64, 80: e not a multiple of the mma's k, ev past whole tiles), causal
+// and masked, strided and grouped. Inputs already rounded leave only the probabilities' rounding.
+TEST(CudaEmu, AttentionTensorCoresBf16) {
+  test::expectEmulatedMatches(GqaGraph, GqaRuns, 1.5e-2, true, false, kir::Precision::BF16);
+  test::expectEmulatedMatches(DecodeGraph, DecodeRuns, 1.5e-2, true, false, kir::Precision::BF16);
+  test::expectEmulatedMatches(GqaGraph, GqaRuns, 6e-3, true, false, kir::Precision::BF16, true);
+}
+TEST(CudaEmu, AttentionTensorCoresFp16) {
+  test::expectEmulatedMatches(GqaGraph, GqaRuns, 3e-3, true, false, kir::Precision::FP16);
+  test::expectEmulatedMatches(DecodeGraph, DecodeRuns, 3e-3, true, false, kir::Precision::FP16);
+}
+TEST(CudaPtxas, AttentionTensorCores) {
+  test::expectPtxasAccepts(GqaGraph, true, kir::Precision::BF16);
+  test::expectPtxasAccepts(DecodeGraph, true, kir::Precision::FP16);
+}
+
+// The largest heads the kernel takes (128: 32 query fragment registers and 64 accumulators a
+// lane, 16 keys a tile) and GqaGraph's: no register spills, at most 208 registers a thread (about
+// 190 on both archs: two blocks an SM).
+const char *WideHeadsGraph = R"(graph @t opset 1.0
+dim seq in 1..300
+entry @f(%0 : f32[2, 4, seq, 128] = input "q", %1 : f32[2, 4, seq, 128] = input "k", %2 : f32[2, 4, seq, 128] = input "v") {
+  %3 = aten.scaled_dot_product_attention(%0, %1, %2, none) {is_causal = true} : f32[2, 4, seq, 128]
+  return %3 as output "o"
+}
+)";
+TEST(CudaPtxas, AttentionTensorCoresNoSpills) {
+  test::expectNoSpills(WideHeadsGraph, kir::Precision::BF16, 208);
+  test::expectNoSpills(GqaGraph, kir::Precision::FP16, 208);
+  test::expectNoSpills(DecodeGraph, kir::Precision::BF16, 208);
+}
+TEST(CudaEmu, AttentionTensorCoresWideHeads) {
+  test::expectEmulatedMatches(WideHeadsGraph, {{{"seq", 1}}, {{"seq", 77}}}, 1.5e-2, true, false,
+                              kir::Precision::BF16);
 }
 TEST(CudaPtxas, AttentionGqa) { test::expectPtxasAccepts(GqaGraph); }
 TEST(CudaPtxas, AttentionDecode) { test::expectPtxasAccepts(DecodeGraph); }

@@ -10,6 +10,7 @@
 
 #include <bit>
 #include <cstring>
+#include <regex>
 
 namespace aotc::cuda::test {
 
@@ -238,33 +239,73 @@ inline void expectEmulatedMatches(const std::string &text, const std::vector<Dim
   }
 }
 
-/// Every loop kernel of entry @f (fused and unfused) compiled to PTX and assembled by ptxas for
-/// sm_80 and sm_90; skipped where the toolkit is missing (CI has it).
-inline void expectPtxasAccepts(const std::string &text, bool decompose = true,
-                               kir::Precision precision = kir::Precision::FP32) {
+/// Entry @f of `text` lowered at `precision` (fused, and unfused too where `bothFusions`), its
+/// kernels compiled to PTX and assembled by ptxas for sm_80 and sm_90: `check(ptx, cubin, usage)`
+/// on each (usage: ptxas -v's report). Skipped where the toolkit is missing (CI has it).
+inline void forEachAssembly(
+    const std::string &text, bool decompose, kir::Precision precision, bool bothFusions,
+    llvm::function_ref<void(const std::string &, const std::vector<char> &, const std::string &)>
+        check) {
   if (auto dir = cudaToolkitDir(); !dir)
     GTEST_SKIP() << llvm::toString(dir.takeError());
   std::unique_ptr<Graph> g = aotc::test::prepare(text, decompose);
   ASSERT_TRUE(g);
   for (bool fuse : {true, false}) {
+    if (!fuse && !bothFusions)
+      break;
     auto program = lowerForCuda(*g, fuse, precision);
     ASSERT_TRUE(program);
     llvm::LLVMContext ctx;
     auto cm = emitEntryKernels(ctx, program->entries[0], "test");
     ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
     for (CudaArch arch : {CudaArch::SM80, CudaArch::SM90}) {
+      SCOPED_TRACE(archInfo(arch).name.str());
       auto ptx = compileToPtx(*cm->module, arch);
       ASSERT_TRUE(static_cast<bool>(ptx)) << llvm::toString(ptx.takeError());
-      auto cubin = assemblePtx(*ptx, arch);
+      std::string usage;
+      auto cubin = assemblePtx(*ptx, arch, &usage);
       ASSERT_TRUE(static_cast<bool>(cubin)) << llvm::toString(cubin.takeError()) << "\n" << *ptx;
-      ASSERT_GT(cubin->size(), 4u);
-      EXPECT_EQ(std::memcmp(cubin->data(),
-                            "\x7f"
-                            "ELF",
-                            4),
-                0);
+      check(*ptx, *cubin, usage);
     }
   }
+}
+
+/// Every loop kernel of entry @f (fused and unfused) compiled to PTX and assembled by ptxas for
+/// sm_80 and sm_90 into an ELF.
+inline void expectPtxasAccepts(const std::string &text, bool decompose = true,
+                               kir::Precision precision = kir::Precision::FP32) {
+  forEachAssembly(text, decompose, precision, true,
+                  [](const std::string &, const std::vector<char> &cubin, const std::string &) {
+                    ASSERT_GT(cubin.size(), 4u);
+                    EXPECT_EQ(std::memcmp(cubin.data(),
+                                          "\x7f"
+                                          "ELF",
+                                          4),
+                              0);
+                  });
+}
+
+/// ptxas -v on the kernels of entry @f of `text` (fused, lowered at `precision`): no register
+/// spills, at most `maxRegisters` registers a thread. AOTC_PRINT_PTXAS=1 prints the report.
+inline void expectNoSpills(const std::string &text, kir::Precision precision, int maxRegisters) {
+  SCOPED_TRACE(toString(precision).str());
+  forEachAssembly(text, true, precision, false,
+                  [&](const std::string &, const std::vector<char> &, const std::string &usage) {
+                    std::regex spills("([0-9]+) bytes spill stores, ([0-9]+) bytes spill loads");
+                    std::regex registers("Used ([0-9]+) registers");
+                    unsigned kernels = 0;
+                    for (auto it = std::sregex_iterator(usage.begin(), usage.end(), spills);
+                         it != std::sregex_iterator(); ++it, ++kernels) {
+                      EXPECT_EQ((*it)[1], "0") << usage;
+                      EXPECT_EQ((*it)[2], "0") << usage;
+                    }
+                    EXPECT_GE(kernels, 1u) << usage;
+                    for (auto it = std::sregex_iterator(usage.begin(), usage.end(), registers);
+                         it != std::sregex_iterator(); ++it)
+                      EXPECT_LE(std::stoi((*it)[1]), maxRegisters) << usage;
+                    if (getenv("AOTC_PRINT_PTXAS"))
+                      llvm::errs() << usage << "\n";
+                  });
 }
 
 } // namespace aotc::cuda::test

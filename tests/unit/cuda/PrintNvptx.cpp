@@ -1,7 +1,8 @@
-// aotc_print_nvptx [--ptx] GRAPH.aotc: prints the NVPTX LLVM IR the CUDA backend emits for entry
-// 0's loop kernels (after decompose, the default pipeline, lowering for the CUDA target and the
-// memory plan), or with --ptx the PTX LLVM compiles it to for sm_80 (libdevice linked; needs the
-// CUDA toolkit), for the FileCheck goldens under tests/golden/cuda. No CLI path emits either.
+// aotc_print_nvptx [--ptx] [--precision P] GRAPH.aotc: prints the NVPTX LLVM IR the CUDA backend
+// emits for entry 0's loop kernels (after decompose, the default pipeline, lowering for the CUDA
+// target at precision P, fp32 by default, and the memory plan), or with --ptx the PTX LLVM
+// compiles it to for sm_80 (libdevice linked; needs the CUDA toolkit), for the FileCheck goldens
+// under tests/golden/cuda. No CLI path emits either.
 #include "aotc/ir/Parser.h"
 #include "aotc/ir/Verifier.h"
 #include "codegen/cuda/CudaCodegen.h"
@@ -13,7 +14,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
-static llvm::Error run(const char *path, bool ptx) {
+static llvm::Error run(const char *path, bool ptx, aotc::kir::Precision precision) {
   auto buf = llvm::MemoryBuffer::getFile(path);
   if (!buf)
     return llvm::createStringError(buf.getError(), std::string("cannot read ") + path);
@@ -29,7 +30,9 @@ static llvm::Error run(const char *path, bool ptx) {
     return err;
   if (llvm::Error err = pm.run(**g))
     return err;
-  auto p = aotc::lowerToKernels(**g, aotc::cuda::loweringTarget(), aotc::LowerOptions{true});
+  aotc::LowerOptions options{true};
+  options.precision = precision;
+  auto p = aotc::lowerToKernels(**g, aotc::cuda::loweringTarget(), options);
   if (!p)
     return p.takeError();
   aotc::kir::planMemory(*p, (*g)->shapeEnv().facts());
@@ -49,12 +52,29 @@ static llvm::Error run(const char *path, bool ptx) {
 }
 
 int main(int argc, char **argv) {
-  bool ptx = argc == 3 && llvm::StringRef(argv[1]) == "--ptx";
-  if (argc != 2 && !ptx) {
-    llvm::errs() << "usage: aotc_print_nvptx [--ptx] GRAPH.aotc\n";
+  bool ptx = false;
+  aotc::kir::Precision precision = aotc::kir::Precision::FP32;
+  int i = 1;
+  for (; i + 1 < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    if (arg == "--ptx") {
+      ptx = true;
+    } else if (arg == "--precision" && i + 2 < argc) {
+      auto p = aotc::kir::parsePrecision(argv[++i]);
+      if (!p) {
+        llvm::errs() << "aotc_print_nvptx: " << llvm::toString(p.takeError()) << "\n";
+        return 2;
+      }
+      precision = *p;
+    } else {
+      break;
+    }
+  }
+  if (i != argc - 1) {
+    llvm::errs() << "usage: aotc_print_nvptx [--ptx] [--precision P] GRAPH.aotc\n";
     return 2;
   }
-  if (llvm::Error err = run(argv[argc - 1], ptx)) {
+  if (llvm::Error err = run(argv[i], ptx, precision)) {
     llvm::errs() << "aotc_print_nvptx: " << llvm::toString(std::move(err)) << "\n";
     return 1;
   }
