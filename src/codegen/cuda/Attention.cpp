@@ -50,12 +50,22 @@ bool onTensorCores(const kir::AttentionCall &a) {
          (a.precision == kir::Precision::BF16 || a.precision == kir::Precision::FP16);
 }
 
-unsigned roundUp(unsigned x, unsigned to) { return (x + to - 1) / to * to; }
-/// The tensor-core kernel's shared tiles: keys with e rounded up to the mma's k (zeros past e),
-/// rows an odd number of floats apart; values with ev rounded up to whole mma tiles, rows 4
-/// floats past a multiple of 32 apart, so that the lanes of a B fragment hit distinct banks.
-unsigned mmaKeyStride(unsigned e) { return roundUp(e, 16) | 1; }
-unsigned mmaValueStride(unsigned ev) { return roundUp(ev, mma::TileN) + 4; }
+constexpr unsigned roundUp(unsigned x, unsigned to) { return (x + to - 1) / to * to; }
+/// The tensor-core kernel's shared tiles hold 32-bit words of two 16-bit values, rounded once as
+/// they are staged: keys as rows of e's pairs (e rounded up to the mma's k, zeros past it), values
+/// transposed, a row of key pairs per value column (ev rounded up to whole mma tiles), so that
+/// each B fragment register is one word. Rows are 4 words longer than their pairs, so that a
+/// fragment's 8 x 4 lanes read 32 distinct banks.
+constexpr unsigned mmaKeyWords(unsigned e) { return roundUp(e, 16) / 2 + 4; }
+constexpr unsigned mmaValueWords(unsigned keys) { return keys / 2 + 4; }
+constexpr unsigned mmaSharedBytes(const AttentionTiles &t, unsigned e, unsigned ev) {
+  return 4 * (t.blockN * mmaKeyWords(e) + roundUp(ev, mma::TileN) * mmaValueWords(t.blockN));
+}
+static_assert(mmaSharedBytes(MmaAttentionTiles, MmaAttentionWideHeads, MmaAttentionWideHeads) <=
+                      48 * 1024 &&
+                  mmaSharedBytes(MmaAttentionWideTiles, AttentionMaxHeadDim, AttentionMaxHeadDim) <=
+                      48 * 1024,
+              "static shared memory");
 
 /// The tiled kernel's: the block's queries, a tile of keys, of values, of probabilities. The
 /// decode kernel's: the query row (q), each warp's running maximum then sum (p), and each warp's
@@ -284,40 +294,53 @@ private:
   SmallVector<Value *, 64> tensorCoreTile(Module &m, Value *t, ArrayRef<Value *> state,
                                           ArrayRef<SmallVector<Value *, 4>> q, Value *row0,
                                           Value *row1) {
-    const unsigned keyStride = mmaKeyStride(E), valueStride = mmaValueStride(Ev);
+    const unsigned keyWords = mmaKeyWords(E), valueWords = mmaValueWords(T.blockN);
     const unsigned keyCols = roundUp(E, 16), valueCols = roundUp(Ev, mma::TileN);
     const unsigned scoreTiles = T.blockN / mma::TileN, outTiles = valueCols / mma::TileN;
     Value *n0 = B.CreateMul(t, B.getInt64(T.blockN), "n0");
     // Every warp has read the previous tile's keys and values.
     barrier();
-    copyTile(T.blockN, keyCols, [&](Value *, Value *r, Value *c) {
+    // Consecutive threads on consecutive pairs of a key row (along e), then on consecutive value
+    // columns (a pair of keys each): both read along the operands' rows.
+    auto stage = [&](GlobalVariable *tile, Value *slot, Value *lo, Value *hi) {
+      Value *word = B.CreateBitCast(mma::fragment(B, A.precision, lo, hi), B.getInt32Ty());
+      B.CreateAlignedStore(word, sharedElement(B, tile, slot), Align(4));
+    };
+    copyTile(T.blockN, keyCols / 2, [&](Value *, Value *r, Value *w) {
       Value *key = B.CreateAdd(n0, r);
-      Value *ok = B.CreateAnd(B.CreateICmpULT(key, S), B.CreateICmpULT(c, B.getInt64(E)));
-      Value *slot = B.CreateAdd(B.CreateMul(r, B.getInt64(keyStride)), c);
-      B.CreateStore(load(K, ok, key, c), sharedElement(B, Sh.k, slot));
+      Value *e = B.CreateMul(w, B.getInt64(2));
+      Value *e1 = B.CreateAdd(e, B.getInt64(1));
+      Value *keyOk = B.CreateICmpULT(key, S);
+      Value *lo = load(K, B.CreateAnd(keyOk, B.CreateICmpULT(e, B.getInt64(E))), key, e);
+      Value *hi = load(K, B.CreateAnd(keyOk, B.CreateICmpULT(e1, B.getInt64(E))), key, e1);
+      stage(Sh.k, B.CreateAdd(B.CreateMul(r, B.getInt64(keyWords)), w), lo, hi);
     });
-    copyTile(T.blockN, valueCols, [&](Value *, Value *r, Value *c) {
-      Value *key = B.CreateAdd(n0, r);
-      Value *ok = B.CreateAnd(B.CreateICmpULT(key, S), B.CreateICmpULT(c, B.getInt64(Ev)));
-      Value *slot = B.CreateAdd(B.CreateMul(r, B.getInt64(valueStride)), c);
-      B.CreateStore(load(V, ok, key, c), sharedElement(B, Sh.v, slot));
+    copyTile(T.blockN / 2, valueCols, [&](Value *, Value *w, Value *c) {
+      Value *key = B.CreateAdd(n0, B.CreateMul(w, B.getInt64(2)));
+      Value *key1 = B.CreateAdd(key, B.getInt64(1));
+      Value *colOk = B.CreateICmpULT(c, B.getInt64(Ev));
+      Value *lo = load(V, B.CreateAnd(colOk, B.CreateICmpULT(key, S)), key, c);
+      Value *hi = load(V, B.CreateAnd(colOk, B.CreateICmpULT(key1, S)), key1, c);
+      stage(Sh.v, B.CreateAdd(B.CreateMul(c, B.getInt64(valueWords)), w), lo, hi);
     });
     barrier();
+    // Fragment register i of a lane: word inGroup + 4 i of the k-step's 8 in the row of its
+    // group's key (scores) or value column (values).
+    auto fragmentWord = [&](GlobalVariable *tile, Value *laneRow, unsigned at) {
+      Value *slot = sharedElement(B, tile, B.CreateAdd(laneRow, B.getInt64(at)));
+      Value *w = B.CreateAlignedLoad(B.getInt32Ty(), slot, Align(4));
+      return B.CreateBitCast(w, mma::pairType(B, A.precision));
+    };
     Value *pair = B.CreateMul(InGroup, B.getInt64(2));
     // The scores: mma tile ni holds keys ni x 8 .. of the tile; B's fragment register i holds key
     // group and e 2 inGroup + 8 i and the next.
     SmallVector<Value *, 16> acc(4 * scoreTiles, ConstantFP::get(F32, 0.0));
-    Value *laneKey = B.CreateAdd(B.CreateMul(Group, B.getInt64(keyStride)), pair);
+    Value *laneKey = B.CreateAdd(B.CreateMul(Group, B.getInt64(keyWords)), InGroup);
     for (unsigned ks = 0; ks < q.size(); ++ks)
       for (unsigned ni = 0; ni < scoreTiles; ++ni) {
         SmallVector<Value *, 2> b;
-        for (unsigned i = 0; i < 2; ++i) {
-          Value *slot =
-              B.CreateAdd(laneKey, B.getInt64(ni * mma::TileN * keyStride + ks * 16 + i * 8));
-          Value *lo = sharedLoad(Sh.k, slot);
-          Value *hi = sharedLoad(Sh.k, B.CreateAdd(slot, B.getInt64(1)));
-          b.push_back(mma::fragment(B, A.precision, lo, hi));
-        }
+        for (unsigned i = 0; i < 2; ++i)
+          b.push_back(fragmentWord(Sh.k, laneKey, ni * mma::TileN * keyWords + ks * 8 + i * 4));
         mma::multiplyAdd(m, B, A.precision, q[ks], b, MutableArrayRef(acc).slice(ni * 4, 4));
       }
     SmallVector<Value *, 16> x;
@@ -370,16 +393,11 @@ private:
         unsigned from = (2 * ks + (i >> 1)) * 4 + (i & 1) * 2;
         a.push_back(mma::fragment(B, A.precision, p[from], p[from + 1]));
       }
-      Value *laneValue = B.CreateAdd(B.CreateMul(pair, B.getInt64(valueStride)), Group);
+      Value *laneValue = B.CreateAdd(B.CreateMul(Group, B.getInt64(valueWords)), InGroup);
       for (unsigned nj = 0; nj < outTiles; ++nj) {
         SmallVector<Value *, 2> b;
-        for (unsigned i = 0; i < 2; ++i) {
-          Value *slot =
-              B.CreateAdd(laneValue, B.getInt64((ks * 16 + i * 8) * valueStride + nj * mma::TileN));
-          Value *lo = sharedLoad(Sh.v, slot);
-          Value *hi = sharedLoad(Sh.v, B.CreateAdd(slot, B.getInt64(valueStride)));
-          b.push_back(mma::fragment(B, A.precision, lo, hi));
-        }
+        for (unsigned i = 0; i < 2; ++i)
+          b.push_back(fragmentWord(Sh.v, laneValue, nj * mma::TileN * valueWords + ks * 8 + i * 4));
         mma::multiplyAdd(m, B, A.precision, a, b,
                          MutableArrayRef<Value *>(next).slice(4 + nj * 4, 4));
       }
@@ -705,11 +723,13 @@ Expected<CudaKernel> emitAttentionKernel(Module &m, codegen::MathLibrary &math,
     return emitLibraryKernel(
         m, math, entry, step, symIndex, blocks, t.threads, a.name,
         [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
-          Type *f32 = b.getFloatTy();
           unsigned e = unsigned(*a.e.constant()), ev = unsigned(*a.ev.constant());
-          SharedTiles shared{
-              nullptr, sharedArray(m, f32, t.blockN * mmaKeyStride(e), kernel + "_k_tile"),
-              sharedArray(m, f32, t.blockN * mmaValueStride(ev), kernel + "_v_tile"), nullptr};
+          Type *i32 = b.getInt32Ty();
+          SharedTiles shared{nullptr,
+                             sharedArray(m, i32, t.blockN * mmaKeyWords(e), kernel + "_k_tile"),
+                             sharedArray(m, i32, roundUp(ev, mma::TileN) * mmaValueWords(t.blockN),
+                                         kernel + "_v_tile"),
+                             nullptr};
           AttentionKernel(b, ex, math, entry, a, t, kf, shared).emit();
         });
   }
