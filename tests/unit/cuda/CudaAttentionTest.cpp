@@ -250,6 +250,25 @@ TEST(CudaPtxas, AttentionTensorCoresNoSpills) {
   test::expectNoSpills(GqaGraph, kir::Precision::FP16, 208);
   test::expectNoSpills(DecodeGraph, kir::Precision::BF16, 208);
 }
+// Odd head sizes (e = 17: a pair half past e; ev = 9: one column past a whole mma tile), rank 3,
+// causal and with a float mask, L and S from 1 (the tensor-core kernel: L is symbolic).
+const char *OddHeadsGraph = R"(graph @t opset 1.0
+dim seq in 1..40
+dim kv in 1..70
+entry @f(%0 : f32[3, seq, 17] = input "q", %1 : f32[3, kv, 17] = input "k", %2 : f32[3, kv, 9] = input "v", %3 : f32[3, seq, kv] = input "m") {
+  %4 = aten.scaled_dot_product_attention(%0, %1, %2, none) {is_causal = true} : f32[3, seq, 9]
+  %5 = aten.scaled_dot_product_attention(%0, %1, %2, %3) : f32[3, seq, 9]
+  return %4 as output "causal", %5 as output "fmask"
+}
+)";
+TEST(CudaEmu, AttentionTensorCoresOddHeads) {
+  const std::vector<Dims> runs = {
+      {{"seq", 1}, {"kv", 1}}, {{"seq", 40}, {"kv", 33}}, {{"seq", 17}, {"kv", 70}}};
+  test::expectEmulatedMatches(OddHeadsGraph, runs, 1.5e-2, true, false, kir::Precision::BF16);
+  test::expectEmulatedMatches(OddHeadsGraph, runs, 3e-3, true, false, kir::Precision::FP16);
+  EXPECT_EQ(tensorCoreKernels(OddHeadsGraph, kir::Precision::FP16), 2);
+}
+
 TEST(CudaEmu, AttentionTensorCoresWideHeads) {
   test::expectEmulatedMatches(WideHeadsGraph, {{{"seq", 1}}, {{"seq", 77}}}, 1.5e-2, true, false,
                               kir::Precision::BF16);
