@@ -255,12 +255,9 @@ private:
       SmallVector<Value *, 4> regs;
       for (unsigned i = 0; i < 4; ++i) {
         Value *row = (i & 1) ? row1 : row0;
-        Value *rowOk = B.CreateICmpULT(row, L);
         Value *e =
             B.CreateAdd(B.CreateMul(InGroup, B.getInt64(2)), B.getInt64(ks * 16 + (i >> 1) * 8));
-        Value *e1 = B.CreateAdd(e, B.getInt64(1));
-        Value *lo = load(Q, B.CreateAnd(rowOk, B.CreateICmpULT(e, B.getInt64(E))), row, e);
-        Value *hi = load(Q, B.CreateAnd(rowOk, B.CreateICmpULT(e1, B.getInt64(E))), row, e1);
+        auto [lo, hi] = pairAlongRow(Q, B.CreateICmpULT(row, L), row, e, E);
         regs.push_back(mma::fragment(B, A.precision, lo, hi));
       }
       q.push_back(regs);
@@ -271,21 +268,17 @@ private:
     SmallVector<Value *, 64> state = kTileLoop(B, tiles, init, [&](Value *t, ArrayRef<Value *> s) {
       return tensorCoreTile(m, t, s, q, row0, row1);
     });
-    // out[bq, row, col] = accumulator / sum, or 0 for a row whose every score was -inf.
     Value *pair = B.CreateMul(InGroup, B.getInt64(2));
+    Value *rows[2] = {row0, row1}, *rowOk[2], *masked[2];
+    for (unsigned h = 0; h < 2; ++h) {
+      rowOk[h] = B.CreateICmpULT(rows[h], L);
+      masked[h] = B.CreateFCmpOEQ(state[h], NegInf);
+    }
     for (unsigned nj = 0; nj < outTiles; ++nj)
       for (unsigned i = 0; i < 4; ++i) {
         unsigned h = i >> 1;
-        Value *row = h ? row1 : row0;
         Value *col = B.CreateAdd(pair, B.getInt64(nj * mma::TileN + (i & 1)), "col");
-        Value *ok = B.CreateAnd(B.CreateICmpULT(row, L), B.CreateICmpULT(col, B.getInt64(Ev)));
-        guarded(ok, [&] {
-          Value *o = B.CreateFDiv(state[4 + nj * 4 + i], state[2 + h]);
-          o = B.CreateSelect(B.CreateFCmpOEQ(state[h], NegInf), ConstantFP::get(F32, 0.0), o);
-          Value *outRow = B.CreateAdd(B.CreateMul(Bq, L), row);
-          Value *offset = B.CreateAdd(B.CreateMul(outRow, B.getInt64(Ev)), col);
-          B.CreateStore(o, B.CreateInBoundsGEP(F32, Kf.buffers[A.out], offset));
-        });
+        storeOutput(rowOk[h], masked[h], rows[h], col, state[4 + nj * 4 + i], state[2 + h]);
       }
   }
 
@@ -308,11 +301,8 @@ private:
     };
     copyTile(T.blockN, keyCols / 2, [&](Value *, Value *r, Value *w) {
       Value *key = B.CreateAdd(n0, r);
-      Value *e = B.CreateMul(w, B.getInt64(2));
-      Value *e1 = B.CreateAdd(e, B.getInt64(1));
-      Value *keyOk = B.CreateICmpULT(key, S);
-      Value *lo = load(K, B.CreateAnd(keyOk, B.CreateICmpULT(e, B.getInt64(E))), key, e);
-      Value *hi = load(K, B.CreateAnd(keyOk, B.CreateICmpULT(e1, B.getInt64(E))), key, e1);
+      auto [lo, hi] =
+          pairAlongRow(K, B.CreateICmpULT(key, S), key, B.CreateMul(w, B.getInt64(2)), E);
       stage(Sh.k, B.CreateAdd(B.CreateMul(r, B.getInt64(keyWords)), w), lo, hi);
     });
     copyTile(T.blockN / 2, valueCols, [&](Value *, Value *w, Value *c) {
@@ -387,13 +377,13 @@ private:
     for (unsigned nj = 0; nj < outTiles; ++nj)
       for (unsigned i = 0; i < 4; ++i)
         next[4 + nj * 4 + i] = B.CreateFMul(state[4 + nj * 4 + i], alpha[i >> 1]);
+    Value *laneValue = B.CreateAdd(B.CreateMul(Group, B.getInt64(valueWords)), InGroup);
     for (unsigned ks = 0; ks < scoreTiles / 2; ++ks) {
       SmallVector<Value *, 4> a;
       for (unsigned i = 0; i < 4; ++i) {
         unsigned from = (2 * ks + (i >> 1)) * 4 + (i & 1) * 2;
         a.push_back(mma::fragment(B, A.precision, p[from], p[from + 1]));
       }
-      Value *laneValue = B.CreateAdd(B.CreateMul(Group, B.getInt64(valueWords)), InGroup);
       for (unsigned nj = 0; nj < outTiles; ++nj) {
         SmallVector<Value *, 2> b;
         for (unsigned i = 0; i < 2; ++i)
@@ -458,6 +448,15 @@ private:
     Value *offset = B.CreateSelect(ok, at, op.base);
     Value *v = codegen::loadElement(B, op.data, offset, op.dtype);
     return B.CreateSelect(ok, v, Constant::getNullValue(v->getType()));
+  }
+
+  // Elements col and col + 1 of `op`'s row `row` (0 past the row and past `cols` columns).
+  std::pair<Value *, Value *> pairAlongRow(const Operand &op, Value *rowOk, Value *row, Value *col,
+                                           unsigned cols) {
+    Value *col1 = B.CreateAdd(col, B.getInt64(1));
+    Value *lo = load(op, B.CreateAnd(rowOk, B.CreateICmpULT(col, B.getInt64(cols))), row, col);
+    Value *hi = load(op, B.CreateAnd(rowOk, B.CreateICmpULT(col1, B.getInt64(cols))), row, col1);
+    return {lo, hi};
   }
 
   void barrier() { B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {}); }
@@ -637,16 +636,22 @@ private:
       Value *rowOk = B.CreateICmpULT(row, L);
       for (unsigned s = 0; s < Slots; ++s) {
         Value *col = B.CreateAdd(Lane, B.getInt64(s * WarpSize), "col");
-        Value *ok = B.CreateAnd(rowOk, B.CreateICmpULT(col, B.getInt64(Ev)));
-        guarded(ok, [&] {
-          Value *o = B.CreateFDiv(state[2 * Rows + i * Slots + s], state[Rows + i]);
-          o = B.CreateSelect(masked, ConstantFP::get(F32, 0.0), o);
-          Value *outRow = B.CreateAdd(B.CreateMul(Bq, L), row);
-          Value *offset = B.CreateAdd(B.CreateMul(outRow, B.getInt64(Ev)), col);
-          B.CreateStore(o, B.CreateInBoundsGEP(F32, Kf.buffers[A.out], offset));
-        });
+        storeOutput(rowOk, masked, row, col, state[2 * Rows + i * Slots + s], state[Rows + i]);
       }
     }
+  }
+
+  // out[bq, row, col] = acc / sum where the row is below L and col below ev, 0 where `masked`
+  // (the row's running maximum is -inf: every score was).
+  void storeOutput(Value *rowOk, Value *masked, Value *row, Value *col, Value *acc, Value *sum) {
+    Value *ok = B.CreateAnd(rowOk, B.CreateICmpULT(col, B.getInt64(Ev)));
+    guarded(ok, [&] {
+      Value *o = B.CreateFDiv(acc, sum);
+      o = B.CreateSelect(masked, ConstantFP::get(F32, 0.0), o);
+      Value *outRow = B.CreateAdd(B.CreateMul(Bq, L), row);
+      Value *offset = B.CreateAdd(B.CreateMul(outRow, B.getInt64(Ev)), col);
+      B.CreateStore(o, B.CreateInBoundsGEP(F32, Kf.buffers[A.out], offset));
+    });
   }
 
   // `v` combined over the warp's lanes by a butterfly: every lane gets the same bits.
@@ -716,44 +721,36 @@ Expected<CudaKernel> emitAttentionKernel(Module &m, codegen::MathLibrary &math,
   const kir::AttentionCall &a = std::get<kir::AttentionCall>(step);
   if (Error err = checkAttention(entry, a))
     return err;
-  if (onTensorCores(a)) {
-    bool wide = std::max(*a.e.constant(), *a.ev.constant()) > MmaAttentionWideHeads;
-    const AttentionTiles &t = wide ? MmaAttentionWideTiles : MmaAttentionTiles;
-    SymExpr blocks = a.batch * a.heads * SymExpr::floorDiv(a.l + (t.blockM - 1), t.blockM);
-    return emitLibraryKernel(
-        m, math, entry, step, symIndex, blocks, t.threads, a.name,
-        [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
-          unsigned e = unsigned(*a.e.constant()), ev = unsigned(*a.ev.constant());
-          Type *i32 = b.getInt32Ty();
-          SharedTiles shared{nullptr,
-                             sharedArray(m, i32, t.blockN * mmaKeyWords(e), kernel + "_k_tile"),
-                             sharedArray(m, i32, roundUp(ev, mma::TileN) * mmaValueWords(t.blockN),
-                                         kernel + "_v_tile"),
-                             nullptr};
-          AttentionKernel(b, ex, math, entry, a, t, kf, shared).emit();
-        });
-  }
-  SymExpr blocks = a.batch * a.heads * SymExpr::floorDiv(a.l + (tiles.blockM - 1), tiles.blockM);
+  // The tensor-core kernel takes its own tiles (16 keys a tile past 64 head columns).
+  const AttentionTiles &t = !onTensorCores(a) ? tiles
+                            : std::max(*a.e.constant(), *a.ev.constant()) > MmaAttentionWideHeads
+                                ? MmaAttentionWideTiles
+                                : MmaAttentionTiles;
+  SymExpr blocks = a.batch * a.heads * SymExpr::floorDiv(a.l + (t.blockM - 1), t.blockM);
   return emitLibraryKernel(
-      m, math, entry, step, symIndex, blocks, tiles.threads, a.name,
+      m, math, entry, step, symIndex, blocks, t.threads, a.name,
       [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
-        Type *f32 = b.getFloatTy();
+        Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
         uint64_t e = *a.e.constant(), ev = *a.ev.constant();
+        SharedTiles shared;
         if (isDecodeStep(a)) {
-          assert(tiles.threads >= ev && "a thread a value column when the warps merge");
-          unsigned warps = tiles.warps();
-          SharedTiles shared{sharedArray(m, f32, e, kernel + "_query"), nullptr,
-                             sharedArray(m, f32, warps * ev, kernel + "_warp_acc"),
-                             sharedArray(m, f32, 2 * warps, kernel + "_warp_max_sum")};
-          AttentionKernel(b, ex, math, entry, a, tiles, kf, shared).emit();
-          return;
+          assert(t.threads >= ev && "a thread a value column when the warps merge");
+          unsigned warps = t.warps();
+          shared = {sharedArray(m, f32, e, kernel + "_query"), nullptr,
+                    sharedArray(m, f32, warps * ev, kernel + "_warp_acc"),
+                    sharedArray(m, f32, 2 * warps, kernel + "_warp_max_sum")};
+        } else if (onTensorCores(a)) {
+          shared = {nullptr, sharedArray(m, i32, t.blockN * mmaKeyWords(e), kernel + "_k_tile"),
+                    sharedArray(m, i32, roundUp(ev, mma::TileN) * mmaValueWords(t.blockN),
+                                kernel + "_v_tile"),
+                    nullptr};
+        } else {
+          shared = {sharedArray(m, f32, t.blockM * e, kernel + "_q_tile"),
+                    sharedArray(m, f32, t.blockN * (e | 1), kernel + "_k_tile"),
+                    sharedArray(m, f32, t.blockN * ev, kernel + "_v_tile"),
+                    sharedArray(m, f32, uint64_t(t.blockM) * t.blockN, kernel + "_p_tile")};
         }
-        SharedTiles shared{
-            sharedArray(m, f32, tiles.blockM * e, kernel + "_q_tile"),
-            sharedArray(m, f32, tiles.blockN * (e | 1), kernel + "_k_tile"),
-            sharedArray(m, f32, tiles.blockN * ev, kernel + "_v_tile"),
-            sharedArray(m, f32, uint64_t(tiles.blockM) * tiles.blockN, kernel + "_p_tile")};
-        AttentionKernel(b, ex, math, entry, a, tiles, kf, shared).emit();
+        AttentionKernel(b, ex, math, entry, a, t, kf, shared).emit();
       });
 }
 

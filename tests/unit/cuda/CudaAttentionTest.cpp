@@ -237,7 +237,7 @@ TEST(CudaPtxas, AttentionTensorCores) {
 
 // The largest heads the kernel takes (128: 32 query fragment registers and 64 accumulators a
 // lane, 16 keys a tile) and GqaGraph's: no register spills, at most 208 registers a thread (about
-// 190 on both archs: two blocks an SM).
+// 180 on both archs: two blocks an SM).
 const char *WideHeadsGraph = R"(graph @t opset 1.0
 dim seq in 1..300
 entry @f(%0 : f32[2, 4, seq, 128] = input "q", %1 : f32[2, 4, seq, 128] = input "k", %2 : f32[2, 4, seq, 128] = input "v") {
