@@ -4,7 +4,8 @@
     tools/bench/gpu_bench.py prepare [--build build] [--cuda-arch sm_90] [--only gemm,models]
         on the build machine (no GPU needed): builds examples/run_model (libstdc++ static, so it
         runs on a machine without this toolchain) and exports, under .gpu-bench/, the GEMM
-        (tools/bench/models/gemm.cpp) at fp32, tf32, bf16 and fp16, ResNet-50 at fp32, tf32 and
+        (tools/bench/models/gemm.cpp) at fp32, tf32, bf16 and fp16, causal attention alone
+        (tools/bench/models/attention.cpp, heads of 64 and 128) at fp32 and bf16, ResNet-50 at fp32, tf32 and
         bf16 and GPT-2 small at fp32 and bf16, with --weights-file external: the artifacts hold
         the kernels only (a few MiB), small enough for a device call; manifest.json records each
         one's weights size and export time.
@@ -46,6 +47,10 @@ DIR = os.path.join(ROOT, ".gpu-bench")
 MODELS = {
     "gemm": ("tools/bench/models/gemm.cpp", [], ("fp32", "tf32", "bf16", "fp16"),
              [("4096^3", "forward", {"a": (4096, 4096), "b": (4096, 4096)})]),
+    "attention": ("tools/bench/models/attention.cpp", [], ("fp32", "bf16"),
+                  [(f"b{b} h{h} seq {s} head {e}", "forward" if e == 64 else "wide",
+                    {n: (b, h, s, e) for n in "qkv"})
+                   for b, h, s, e in ((8, 12, 128, 64), (4, 12, 1024, 64), (2, 16, 2048, 128))]),
     "resnet50": ("examples/resnet/resnet50.cpp", ["--dyn", "batch=1..32"], ("fp32", "tf32", "bf16"),
                  [(f"b{b}", "forward", {"x": (b, 3, 224, 224)}) for b in (1, 32)]),
     "gpt2": ("examples/gpt2/gpt2.cpp", [], ("fp32", "bf16"),
@@ -53,7 +58,7 @@ MODELS = {
              [(f"decode past 127 b{b}", "decode",
                {"input_ids": (b, 1), "past": (12, 2, b, 12, 127, 64)}) for b in (1, 8)]),
 }
-GROUPS = {"gemm": ("gemm",), "models": ("resnet50", "gpt2")}
+GROUPS = {"gemm": ("gemm", "attention"), "models": ("resnet50", "gpt2")}
 
 
 def sh(cmd, **kw):
@@ -147,6 +152,12 @@ def torch_module(torch, model):
                 return torch.mm(a, b)
 
         return Gemm()
+    if model == "attention":
+        class Attention(torch.nn.Module):
+            def forward(self, q, k, v):
+                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+        return Attention()
     if model == "resnet50":
         import torchvision
         return torchvision.models.resnet50()
@@ -158,7 +169,7 @@ def torch_inputs(torch, model, precision, shapes, device):
     for name, shape in shapes.items():
         if name == "input_ids":
             out.append(torch.randint(0, 50257, shape, device=device))
-        elif model == "gemm" and precision in ("bf16", "fp16"):
+        elif model in ("gemm", "attention") and precision in ("bf16", "fp16"):
             dtype = torch.bfloat16 if precision == "bf16" else torch.float16
             out.append(torch.randn(shape, device=device, dtype=dtype))
         else:
@@ -174,7 +185,7 @@ def set_precision(torch, precision):
 
 def autocast(torch, model, precision):
     import contextlib
-    if model == "gemm" or precision not in ("bf16", "fp16"):
+    if model in ("gemm", "attention") or precision not in ("bf16", "fp16"):
         return contextlib.nullcontext()
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     return torch.autocast(device_type="cuda", dtype=dtype)
@@ -306,6 +317,9 @@ def run(args):
         extra = ""
         if name.startswith("gemm"):
             extra = f" ({2 * 4096**3 / a / 1e9:.0f} TFLOPS)"
+        if name.startswith("attention"):  # causal: half of QK^T and of P.V
+            b, h, s, e = {c[0]: c[2]["q"] for c in MODELS["attention"][3]}[label]
+            extra = f" ({2 * b * h * s * s * e / a / 1e9:.0f} TFLOPS)"
         print(f"| {name} | {label} | {fmt(samples['aotc'])}{extra} | {fmt(samples['aotc graphs'])} | "
               + ", ".join(f"{k} {v:.3g}" for k, v in peers_ms.items()) + " | "
               + ", ".join(f"{a / v:.2f}" for v in peers_ms.values()) + " |")

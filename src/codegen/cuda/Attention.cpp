@@ -13,7 +13,11 @@
 // of 32 keys as 4 mma tiles (q and k rounded, f32 sums), runs the online softmax on the
 // accumulators as they lie (a row's values spread over the 4 lanes of a group), and multiplies
 // the probabilities, rounded, by the values: the accumulators of two score tiles are the A
-// fragment of one k-step, so the probabilities never leave registers.
+// fragment of one k-step, so the probabilities never leave registers. Its keys and values reach
+// shared memory as words of two 16-bit values, through a pipeline: while the warps multiply on
+// one tile, the next tile's f32 elements are on their way (cp.async, 16 bytes at a time where
+// the rows allow) into each thread's own staging slots, which it rounds into the other of two
+// buffers after the mmas; one barrier a tile.
 //
 // Deterministic: every sum runs in a fixed order and the warp's butterflies give each lane the
 // same bits; nothing is atomic, so runs and thread counts give identical results.
@@ -58,8 +62,32 @@ constexpr unsigned roundUp(unsigned x, unsigned to) { return (x + to - 1) / to *
 /// fragment's 8 x 4 lanes read 32 distinct banks.
 constexpr unsigned mmaKeyWords(unsigned e) { return roundUp(e, 16) / 2 + 4; }
 constexpr unsigned mmaValueWords(unsigned keys) { return keys / 2 + 4; }
+/// One buffer of each shared tile, in words; the tiles hold two, the current key tile's and the
+/// next one's.
+constexpr unsigned mmaKeyBufferWords(const AttentionTiles &t, unsigned e) {
+  return t.blockN * mmaKeyWords(e);
+}
+constexpr unsigned mmaValueBufferWords(const AttentionTiles &t, unsigned ev) {
+  return roundUp(ev, mma::TileN) * mmaValueWords(t.blockN);
+}
+/// A block stages a tile's keys and values as chunks of 4 f32 along a row: keys' (a key, 4 of
+/// e's columns rounded up to the mma's k) and values' (a pair of keys, 4 of ev's columns rounded
+/// up to whole mma tiles: two chunks). A thread takes chunks idx = tid + round x threads, and
+/// keeps them in its own 16-byte slots of the staging buffer, the next after each other.
+constexpr unsigned mmaKeyChunks(const AttentionTiles &t, unsigned e) {
+  return t.blockN * roundUp(e, 16) / 4;
+}
+constexpr unsigned mmaValueChunks(const AttentionTiles &t, unsigned ev) {
+  return t.blockN / 2 * roundUp(ev, mma::TileN) / 4;
+}
+/// A thread's 16-byte slots: one a key chunk, two a value chunk (its pair of keys).
+constexpr unsigned mmaStagedSlots(const AttentionTiles &t, unsigned e, unsigned ev) {
+  return roundUp(mmaKeyChunks(t, e), t.threads) / t.threads +
+         2 * (roundUp(mmaValueChunks(t, ev), t.threads) / t.threads);
+}
 constexpr unsigned mmaSharedBytes(const AttentionTiles &t, unsigned e, unsigned ev) {
-  return 4 * (t.blockN * mmaKeyWords(e) + roundUp(ev, mma::TileN) * mmaValueWords(t.blockN));
+  return 4 * 2 * (mmaKeyBufferWords(t, e) + mmaValueBufferWords(t, ev)) +
+         16 * t.threads * mmaStagedSlots(t, e, ev);
 }
 static_assert(mmaSharedBytes(MmaAttentionTiles, MmaAttentionWideHeads, MmaAttentionWideHeads) <=
                       48 * 1024 &&
@@ -72,6 +100,8 @@ static_assert(mmaSharedBytes(MmaAttentionTiles, MmaAttentionWideHeads, MmaAttent
 /// accumulators (v).
 struct SharedTiles {
   GlobalVariable *q, *k, *v, *p;
+  /// The tensor-core kernel's: the next tile's f32 keys and values, each thread's own.
+  GlobalVariable *staged = nullptr;
 };
 
 class AttentionKernel {
@@ -265,8 +295,13 @@ private:
     unsigned outTiles = roundUp(Ev, mma::TileN) / mma::TileN;
     SmallVector<Value *, 64> init = {NegInf, NegInf};
     init.append(2 + 4 * outTiles, ConstantFP::get(F32, 0.0));
+    // The first tile's keys and values into buffer 0.
+    Vec16 = vectorStaging();
+    issueStaged(B.getInt64(0), S);
+    storeStaged(B.getInt64(0));
+    barrier();
     SmallVector<Value *, 64> state = kTileLoop(B, tiles, init, [&](Value *t, ArrayRef<Value *> s) {
-      return tensorCoreTile(m, t, s, q, row0, row1);
+      return tensorCoreTile(m, t, tiles, s, q, row0, row1);
     });
     Value *pair = B.CreateMul(InGroup, B.getInt64(2));
     Value *rows[2] = {row0, row1}, *rowOk[2], *masked[2];
@@ -282,38 +317,177 @@ private:
       }
   }
 
-  // One tile of keys from n0 = t x blockN on the tensor cores: state is {max, max', sum, sum',
-  // accumulators} for the lane's rows row0 and row1.
-  SmallVector<Value *, 64> tensorCoreTile(Module &m, Value *t, ArrayRef<Value *> state,
+  // The chunks that the thread stages: key chunks, then value chunks. `chunk` is called with
+  // whether it is a key chunk, its first 16-byte slot, its row (the key; for values the pair of
+  // keys) and its first column; a round that not every thread has runs under a guard. Unrolled,
+  // or `looped`: a loop over the rounds of each, which keeps the per-chunk addresses from being
+  // hoisted out of the tile loop into registers (the scalar copies: 4 addresses a chunk).
+  void forStagedChunks(bool looped, function_ref<void(bool, Value *, Value *, Value *)> chunk) {
+    unsigned firstSlot = 0;
+    for (bool keys : {true, false}) {
+      unsigned chunks = keys ? mmaKeyChunks(T, E) : mmaValueChunks(T, Ev);
+      unsigned cols = (keys ? roundUp(E, 16) : roundUp(Ev, mma::TileN)) / 4;
+      unsigned rounds = (chunks + T.threads - 1) / T.threads, slotsPerChunk = keys ? 1 : 2;
+      auto one = [&](Value *round) {
+        Value *idx = B.CreateAdd(Tid, B.CreateMul(round, B.getInt64(T.threads)));
+        Value *slot =
+            B.CreateAdd(B.getInt64(firstSlot), B.CreateMul(round, B.getInt64(slotsPerChunk)));
+        auto body = [&] {
+          Value *row = B.CreateUDiv(idx, B.getInt64(cols));
+          Value *col = B.CreateMul(B.CreateURem(idx, B.getInt64(cols)), B.getInt64(4));
+          chunk(keys, slot, row, col);
+        };
+        if (chunks % T.threads == 0)
+          body();
+        else
+          guarded(B.CreateICmpULT(idx, B.getInt64(chunks)), body);
+      };
+      if (looped) {
+        BasicBlock *pre = B.GetInsertBlock();
+        codegen::emitLoop(B, B.getInt64(0), B.getInt64(rounds), one,
+                          keys ? "stage.keys" : "stage.values");
+        // Kept a loop: LLVM would unroll a loop of so few rounds.
+        BasicBlock *header = B.GetInsertBlock()->getSinglePredecessor();
+        for (BasicBlock *latch : predecessors(header))
+          if (latch != pre)
+            latch->getTerminator()->setMetadata(LLVMContext::MD_loop,
+                                                unrollDisabled(B.getContext()));
+      } else
+        for (unsigned round = 0; round < rounds; ++round)
+          one(B.getInt64(round));
+      firstSlot += rounds * slotsPerChunk;
+    }
+  }
+
+  static MDNode *unrollDisabled(LLVMContext &c) {
+    MDNode *disable = MDNode::get(c, MDString::get(c, "llvm.loop.unroll.disable"));
+    MDNode *loop = MDNode::getDistinct(c, {nullptr, disable});
+    loop->replaceOperandWith(0, loop);
+    return loop;
+  }
+
+  // The thread's 16-byte slot `slot` of the staging buffer (as f32 element index).
+  Value *stagedSlot(Value *slot) {
+    return B.CreateMul(B.CreateAdd(Tid, B.CreateMul(slot, B.getInt64(T.threads))), B.getInt64(4));
+  }
+
+  // Whether the block's keys and values can be copied 16 bytes at a time: rows contiguous and
+  // every chunk 16-byte aligned (a head size that is not a multiple of 4 never is).
+  Value *vectorStaging() {
+    if (E % 4 || Ev % 4)
+      return B.getFalse();
+    Value *ok = B.getTrue();
+    for (const Operand *op : {&K, &V}) {
+      Value *address = B.CreatePtrToInt(op->data, B.getInt64Ty());
+      Value *misaligned = B.CreateOr(B.CreateAnd(address, B.getInt64(15)),
+                                     B.CreateShl(B.CreateOr(op->base, op->rowStride), 2));
+      ok = B.CreateAnd(ok, B.CreateICmpEQ(op->colStride, B.getInt64(1)));
+      ok = B.CreateAnd(ok, B.CreateICmpEQ(B.CreateAnd(misaligned, B.getInt64(15)), B.getInt64(0)));
+    }
+    return ok;
+  }
+
+  // Starts the copies of the keys and values of the tile from n0 that the thread stages
+  // (cp.async, zeros at keys from kvEnd and past e and ev) into its slots, 16 bytes at a time
+  // where Vec16 (a value chunk: its pair of keys' rows, one after the other), else an element
+  // at a time, and commits them as one group.
+  void issueStaged(Value *n0, Value *kvEnd) {
+    auto copies = [&](bool vector) {
+      forStagedChunks(!vector, [&](bool keys, Value *slot, Value *row, Value *col) {
+        const Operand &op = keys ? K : V;
+        Value *cols = B.getInt64(keys ? E : Ev);
+        for (unsigned k = 0; k < (keys ? 1u : 2u); ++k) {
+          Value *key = B.CreateAdd(
+              n0, keys ? row : B.CreateAdd(B.CreateMul(row, B.getInt64(2)), B.getInt64(k)));
+          Value *keyOk = B.CreateICmpULT(key, kvEnd);
+          Value *dst = stagedSlot(B.CreateAdd(slot, B.getInt64(k)));
+          for (unsigned i = 0; i < (vector ? 1u : 4u); ++i) {
+            Value *c = B.CreateAdd(col, B.getInt64(i));
+            Value *ok = B.CreateAnd(keyOk, B.CreateICmpULT(c, cols));
+            Value *src = B.CreateInBoundsGEP(F32, op.data, elementOffset(op, ok, key, c));
+            unsigned bytes = vector ? 16 : 4;
+            Value *srcBytes = B.CreateSelect(ok, B.getInt32(bytes), B.getInt32(0));
+            B.CreateIntrinsic(vector ? Intrinsic::nvvm_cp_async_cg_shared_global_16_s
+                                     : Intrinsic::nvvm_cp_async_ca_shared_global_4_s,
+                              {},
+                              {sharedElement(B, Sh.staged, B.CreateAdd(dst, B.getInt64(i))),
+                               B.CreateAddrSpaceCast(src, B.getPtrTy(1)), srcBytes});
+          }
+        }
+      });
+    };
+    Function *f = B.GetInsertBlock()->getParent();
+    BasicBlock *vector = BasicBlock::Create(f->getContext(), "stage.vector", f);
+    BasicBlock *scalar = BasicBlock::Create(f->getContext(), "stage.scalar", f);
+    BasicBlock *done = BasicBlock::Create(f->getContext(), "stage.done", f);
+    B.CreateCondBr(Vec16, vector, scalar);
+    B.SetInsertPoint(vector);
+    copies(true);
+    B.CreateBr(done);
+    B.SetInsertPoint(scalar);
+    copies(false);
+    B.CreateBr(done);
+    B.SetInsertPoint(done);
+    B.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {}, {});
+  }
+
+  // Waits for the thread's copies, then rounds its chunks into buffer `buffer` (0 or 1) of the
+  // shared tiles: a key chunk is two consecutive words of its key's row, a value chunk one word
+  // (its pair of keys) in each of its 4 columns' rows.
+  void storeStaged(Value *buffer) {
+    B.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {}, {B.getInt32(0)});
+    Value *keyOffset = B.CreateMul(buffer, B.getInt64(mmaKeyBufferWords(T, E)));
+    Value *valueOffset = B.CreateMul(buffer, B.getInt64(mmaValueBufferWords(T, Ev)));
+    Type *f32x4 = FixedVectorType::get(F32, 4);
+    auto staged = [&](Value *slot) {
+      return B.CreateAlignedLoad(f32x4, sharedElement(B, Sh.staged, stagedSlot(slot)), Align(16));
+    };
+    auto word = [&](Value *lo, Value *hi) {
+      return B.CreateBitCast(mma::fragment(B, A.precision, lo, hi), B.getInt32Ty());
+    };
+    auto element = [&](Value *chunk, unsigned i) { return B.CreateExtractElement(chunk, i); };
+    forStagedChunks(false, [&](bool keys, Value *slot, Value *row, Value *col) {
+      if (keys) {
+        Value *chunk = staged(slot);
+        Value *words = PoisonValue::get(FixedVectorType::get(B.getInt32Ty(), 2));
+        for (unsigned i = 0; i < 2; ++i)
+          words = B.CreateInsertElement(words,
+                                        word(element(chunk, 2 * i), element(chunk, 2 * i + 1)), i);
+        Value *at = B.CreateAdd(B.CreateAdd(B.CreateMul(row, B.getInt64(mmaKeyWords(E))),
+                                            B.CreateUDiv(col, B.getInt64(2))),
+                                keyOffset);
+        B.CreateAlignedStore(words, sharedElement(B, Sh.k, at), Align(8));
+        return;
+      }
+      Value *lo = staged(slot), *hi = staged(B.CreateAdd(slot, B.getInt64(1)));
+      for (unsigned i = 0; i < 4; ++i) {
+        Value *c = B.CreateAdd(col, B.getInt64(i));
+        Value *at = B.CreateAdd(
+            B.CreateAdd(B.CreateMul(c, B.getInt64(mmaValueWords(T.blockN))), row), valueOffset);
+        B.CreateAlignedStore(word(element(lo, i), element(hi, i)), sharedElement(B, Sh.v, at),
+                             Align(4));
+      }
+    });
+  }
+
+  // One tile of keys from n0 = t x blockN on the tensor cores, of `tiles`: state is {max, max',
+  // sum, sum', accumulators} for the lane's rows row0 and row1. The tile's keys and values are in
+  // buffer t % 2 of the shared tiles; the next tile's loads are issued before this one's mmas and
+  // rounded into the other buffer after them, so that they are in flight while the tensor cores
+  // work, and one barrier a tile publishes them (every warp has then also finished reading the
+  // buffer that the next tile's successor overwrites).
+  SmallVector<Value *, 64> tensorCoreTile(Module &m, Value *t, Value *tiles,
+                                          ArrayRef<Value *> state,
                                           ArrayRef<SmallVector<Value *, 4>> q, Value *row0,
                                           Value *row1) {
     const unsigned keyWords = mmaKeyWords(E), valueWords = mmaValueWords(T.blockN);
-    const unsigned keyCols = roundUp(E, 16), valueCols = roundUp(Ev, mma::TileN);
-    const unsigned scoreTiles = T.blockN / mma::TileN, outTiles = valueCols / mma::TileN;
+    const unsigned scoreTiles = T.blockN / mma::TileN;
+    const unsigned outTiles = roundUp(Ev, mma::TileN) / mma::TileN;
     Value *n0 = B.CreateMul(t, B.getInt64(T.blockN), "n0");
-    // Every warp has read the previous tile's keys and values.
-    barrier();
-    // Consecutive threads on consecutive pairs of a key row (along e), then on consecutive value
-    // columns (a pair of keys each): both read along the operands' rows.
-    auto stage = [&](GlobalVariable *tile, Value *slot, Value *lo, Value *hi) {
-      Value *word = B.CreateBitCast(mma::fragment(B, A.precision, lo, hi), B.getInt32Ty());
-      B.CreateAlignedStore(word, sharedElement(B, tile, slot), Align(4));
-    };
-    copyTile(T.blockN, keyCols / 2, [&](Value *, Value *r, Value *w) {
-      Value *key = B.CreateAdd(n0, r);
-      auto [lo, hi] =
-          pairAlongRow(K, B.CreateICmpULT(key, S), key, B.CreateMul(w, B.getInt64(2)), E);
-      stage(Sh.k, B.CreateAdd(B.CreateMul(r, B.getInt64(keyWords)), w), lo, hi);
-    });
-    copyTile(T.blockN / 2, valueCols, [&](Value *, Value *w, Value *c) {
-      Value *key = B.CreateAdd(n0, B.CreateMul(w, B.getInt64(2)));
-      Value *key1 = B.CreateAdd(key, B.getInt64(1));
-      Value *colOk = B.CreateICmpULT(c, B.getInt64(Ev));
-      Value *lo = load(V, B.CreateAnd(colOk, B.CreateICmpULT(key, S)), key, c);
-      Value *hi = load(V, B.CreateAnd(colOk, B.CreateICmpULT(key1, S)), key1, c);
-      stage(Sh.v, B.CreateAdd(B.CreateMul(c, B.getInt64(valueWords)), w), lo, hi);
-    });
-    barrier();
+    Value *buffer = B.CreateAnd(t, B.getInt64(1), "buffer");
+    Value *nextT = B.CreateAdd(t, B.getInt64(1));
+    Value *nextEnd = B.CreateSelect(B.CreateICmpULT(nextT, tiles), S, B.getInt64(0));
+    issueStaged(B.CreateMul(nextT, B.getInt64(T.blockN)), nextEnd);
     // Fragment register i of a lane: word inGroup + 4 i of the k-step's 8 in the row of its
     // group's key (scores) or value column (values).
     auto fragmentWord = [&](GlobalVariable *tile, Value *laneRow, unsigned at) {
@@ -326,6 +500,7 @@ private:
     // group and e 2 inGroup + 8 i and the next.
     SmallVector<Value *, 16> acc(4 * scoreTiles, ConstantFP::get(F32, 0.0));
     Value *laneKey = B.CreateAdd(B.CreateMul(Group, B.getInt64(keyWords)), InGroup);
+    laneKey = B.CreateAdd(laneKey, B.CreateMul(buffer, B.getInt64(mmaKeyBufferWords(T, E))));
     for (unsigned ks = 0; ks < q.size(); ++ks)
       for (unsigned ni = 0; ni < scoreTiles; ++ni) {
         SmallVector<Value *, 2> b;
@@ -378,6 +553,7 @@ private:
       for (unsigned i = 0; i < 4; ++i)
         next[4 + nj * 4 + i] = B.CreateFMul(state[4 + nj * 4 + i], alpha[i >> 1]);
     Value *laneValue = B.CreateAdd(B.CreateMul(Group, B.getInt64(valueWords)), InGroup);
+    laneValue = B.CreateAdd(laneValue, B.CreateMul(buffer, B.getInt64(mmaValueBufferWords(T, Ev))));
     for (unsigned ks = 0; ks < scoreTiles / 2; ++ks) {
       SmallVector<Value *, 4> a;
       for (unsigned i = 0; i < 4; ++i) {
@@ -392,6 +568,8 @@ private:
                          MutableArrayRef<Value *>(next).slice(4 + nj * 4, 4));
       }
     }
+    storeStaged(B.CreateXor(buffer, B.getInt64(1)));
+    barrier();
     return next;
   }
 
@@ -442,12 +620,15 @@ private:
   // Element (row, col) of `op` where `ok`, else 0 (false for a bool mask), read at the
   // operand's element (0, 0) then, which exists whenever a block runs.
   Value *load(const Operand &op, Value *ok, Value *row, Value *col) {
+    Value *v = codegen::loadElement(B, op.data, elementOffset(op, ok, row, col), op.dtype);
+    return B.CreateSelect(ok, v, Constant::getNullValue(v->getType()));
+  }
+
+  // The offset of element (row, col) of `op` where `ok`, else of its element (0, 0).
+  Value *elementOffset(const Operand &op, Value *ok, Value *row, Value *col) {
     Value *r = B.CreateMul(row, op.rowStride);
     Value *c = B.CreateMul(col, op.colStride);
-    Value *at = B.CreateAdd(op.base, B.CreateAdd(r, c));
-    Value *offset = B.CreateSelect(ok, at, op.base);
-    Value *v = codegen::loadElement(B, op.data, offset, op.dtype);
-    return B.CreateSelect(ok, v, Constant::getNullValue(v->getType()));
+    return B.CreateSelect(ok, B.CreateAdd(op.base, B.CreateAdd(r, c)), op.base);
   }
 
   // Elements col and col + 1 of `op`'s row `row` (0 past the row and past `cols` columns).
@@ -686,6 +867,7 @@ private:
   Constant *NegInf;
   Value *Tid = nullptr, *Lane = nullptr, *WarpRow0 = nullptr, *L = nullptr, *S = nullptr;
   Value *Bq = nullptr, *M0 = nullptr, *Group = nullptr, *InGroup = nullptr;
+  Value *Vec16 = nullptr; // the tensor-core kernel's: whether it stages 16 bytes at a time
   Operand Q, K, V;
   std::optional<Operand> Mask;
 };
@@ -740,10 +922,10 @@ Expected<CudaKernel> emitAttentionKernel(Module &m, codegen::MathLibrary &math,
                     sharedArray(m, f32, warps * ev, kernel + "_warp_acc"),
                     sharedArray(m, f32, 2 * warps, kernel + "_warp_max_sum")};
         } else if (onTensorCores(a)) {
-          shared = {nullptr, sharedArray(m, i32, t.blockN * mmaKeyWords(e), kernel + "_k_tile"),
-                    sharedArray(m, i32, roundUp(ev, mma::TileN) * mmaValueWords(t.blockN),
-                                kernel + "_v_tile"),
-                    nullptr};
+          shared = {
+              nullptr, sharedArray(m, i32, 2 * mmaKeyBufferWords(t, e), kernel + "_k_tile"),
+              sharedArray(m, i32, 2 * mmaValueBufferWords(t, ev), kernel + "_v_tile"), nullptr,
+              sharedArray(m, f32, 4 * t.threads * mmaStagedSlots(t, e, ev), kernel + "_staged")};
         } else {
           shared = {sharedArray(m, f32, t.blockM * e, kernel + "_q_tile"),
                     sharedArray(m, f32, t.blockN * (e | 1), kernel + "_k_tile"),

@@ -184,6 +184,10 @@ Expected<CudaCode> generateCode(const kir::Program &program, ArrayRef<CudaArch> 
     kir::forEachStep(e.steps, [&](const kir::Step &s) {
       if (const auto *g = std::get_if<kir::GemmCall>(&s))
         code.precision = std::max(code.precision, g->precision);
+      // Attention rounds at bf16 and fp16 only (its kernels at tf32 compute in f32).
+      if (const auto *a = std::get_if<kir::AttentionCall>(&s))
+        if (a->precision == kir::Precision::BF16 || a->precision == kir::Precision::FP16)
+          code.precision = std::max(code.precision, a->precision);
     });
   LLVMContext c;
   std::vector<CudaModule> modules;

@@ -77,8 +77,8 @@ struct CudaCode {
   std::vector<std::string> kernels; // function names; the host code launches them by index
   std::vector<WeightUpload> uploads;
   uint64_t deviceWeightBytes = 0;
-  /// What its GEMMs round their operands to (every GEMM of a program has the same precision;
-  /// fp32 without GEMMs): the artifact's AOTC_PRECISION_*, in the same order.
+  /// What its GEMMs and attention round their operands to (every GEMM of a program has the same
+  /// precision; fp32 when nothing rounds): the artifact's AOTC_PRECISION_*, in the same order.
   kir::Precision precision = kir::Precision::FP32;
   /// x86-64 host code: per entry i, aotc_e<i>_cuda_run and aotc_e<i>_cuda_arena (and
   /// aotc_e<i>_shapes when asked for), with the contracts of runtime/src/artifact.h.
