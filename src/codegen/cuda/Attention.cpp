@@ -8,8 +8,9 @@
 // one per element.
 //
 // At --precision bf16 or fp16 (the export permits rounding the products' operands) the tiled
-// kernel multiplies on the tensor cores instead (emitTensorCores): each of 4 warps takes 16 query
-// rows, one m16n8k16 tile of rows, whose query fragments it keeps in registers; it scores a tile
+// kernel multiplies on the tensor cores instead (emitTensorCores): each of 4 warps takes 32 query
+// rows, two m16n8k16 tiles of rows (16 rows, one tile, for calls of few blocks and for heads wider
+// than 64), whose query fragments it keeps in registers; it scores a tile
 // of 32 keys as 4 mma tiles (q and k rounded, f32 sums), runs the online softmax on the
 // accumulators as they lie (a row's values spread over the 4 lanes of a group), and multiplies
 // the probabilities, rounded, by the values: the accumulators of two score tiles are the A
@@ -269,52 +270,62 @@ private:
     });
   }
 
-  // The tiled kernel on the tensor cores (T: MmaAttentionTiles, 16 rows a warp). A lane holds,
-  // in every mma tile, rows group and group + 8 of its warp's 16: its state is their running
-  // maxima and sums, then the output accumulators of ev's mma tiles (4 each, as they lie).
+  // The tiled kernel on the tensor cores (T: one of attentionVariants' tiles, whole mma tiles of
+  // 16 rows a warp). A lane holds, in every mma tile, rows group and group + 8 of each of its
+  // warp's row tiles: its state is, row tile by row tile, their running maxima and sums, then the
+  // output accumulators of ev's mma tiles (4 each, as they lie).
   void emitTensorCores() {
     Module &m = *B.GetInsertBlock()->getModule();
     Value *tiles = beginTiles();
     Group = B.CreateUDiv(Lane, B.getInt64(4), "group");
     InGroup = B.CreateURem(Lane, B.getInt64(4), "in.group");
-    Value *row0 = B.CreateAdd(M0, B.CreateAdd(WarpRow0, Group), "row0");
-    Value *row1 = B.CreateAdd(row0, B.getInt64(8), "row1");
-    // The query fragments of the warp's rows, k-step by k-step over e (zeros past e and L).
-    SmallVector<SmallVector<Value *, 4>, 8> q;
-    for (unsigned ks = 0; ks < roundUp(E, 16) / 16; ++ks) {
-      SmallVector<Value *, 4> regs;
-      for (unsigned i = 0; i < 4; ++i) {
-        Value *row = (i & 1) ? row1 : row0;
-        Value *e =
-            B.CreateAdd(B.CreateMul(InGroup, B.getInt64(2)), B.getInt64(ks * 16 + (i >> 1) * 8));
-        auto [lo, hi] = pairAlongRow(Q, B.CreateICmpULT(row, L), row, e, E);
-        regs.push_back(mma::fragment(B, A.precision, lo, hi));
+    // The warp's row tiles: the lane's two rows in each and their query fragments, k-step by
+    // k-step over e (zeros past e and L).
+    SmallVector<RowTile, 2> rowTiles(T.warpRows() / mma::TileM);
+    for (auto [r, rt] : enumerate(rowTiles)) {
+      rt.rows[0] = B.CreateAdd(M0, B.CreateAdd(WarpRow0, B.CreateAdd(Group, B.getInt64(16 * r))));
+      rt.rows[1] = B.CreateAdd(rt.rows[0], B.getInt64(8));
+      for (unsigned ks = 0; ks < roundUp(E, 16) / 16; ++ks) {
+        SmallVector<Value *, 4> regs;
+        for (unsigned i = 0; i < 4; ++i) {
+          Value *row = rt.rows[i & 1];
+          Value *e =
+              B.CreateAdd(B.CreateMul(InGroup, B.getInt64(2)), B.getInt64(ks * 16 + (i >> 1) * 8));
+          auto [lo, hi] = pairAlongRow(Q, B.CreateICmpULT(row, L), row, e, E);
+          regs.push_back(mma::fragment(B, A.precision, lo, hi));
+        }
+        rt.q.push_back(regs);
       }
-      q.push_back(regs);
     }
     unsigned outTiles = roundUp(Ev, mma::TileN) / mma::TileN;
-    SmallVector<Value *, 64> init = {NegInf, NegInf};
-    init.append(2 + 4 * outTiles, ConstantFP::get(F32, 0.0));
+    SmallVector<Value *, 64> init;
+    for (size_t r = 0; r < rowTiles.size(); ++r) {
+      init.append({NegInf, NegInf});
+      init.append(2 + 4 * outTiles, ConstantFP::get(F32, 0.0));
+    }
     // The first tile's keys and values into buffer 0.
     Vec16 = vectorStaging();
     issueStaged(B.getInt64(0), S);
     storeStaged(B.getInt64(0));
     barrier();
     SmallVector<Value *, 64> state = kTileLoop(B, tiles, init, [&](Value *t, ArrayRef<Value *> s) {
-      return tensorCoreTile(m, t, tiles, s, q, row0, row1);
+      return tensorCoreTile(m, t, tiles, s, rowTiles);
     });
     Value *pair = B.CreateMul(InGroup, B.getInt64(2));
-    Value *rows[2] = {row0, row1}, *rowOk[2], *masked[2];
-    for (unsigned h = 0; h < 2; ++h) {
-      rowOk[h] = B.CreateICmpULT(rows[h], L);
-      masked[h] = B.CreateFCmpOEQ(state[h], NegInf);
-    }
-    for (unsigned nj = 0; nj < outTiles; ++nj)
-      for (unsigned i = 0; i < 4; ++i) {
-        unsigned h = i >> 1;
-        Value *col = B.CreateAdd(pair, B.getInt64(nj * mma::TileN + (i & 1)), "col");
-        storeOutput(rowOk[h], masked[h], rows[h], col, state[4 + nj * 4 + i], state[2 + h]);
+    for (auto [r, rt] : enumerate(rowTiles)) {
+      ArrayRef<Value *> st = ArrayRef<Value *>(state).slice(r * (4 + 4 * outTiles));
+      Value *rowOk[2], *masked[2];
+      for (unsigned h = 0; h < 2; ++h) {
+        rowOk[h] = B.CreateICmpULT(rt.rows[h], L);
+        masked[h] = B.CreateFCmpOEQ(st[h], NegInf);
       }
+      for (unsigned nj = 0; nj < outTiles; ++nj)
+        for (unsigned i = 0; i < 4; ++i) {
+          unsigned h = i >> 1;
+          Value *col = B.CreateAdd(pair, B.getInt64(nj * mma::TileN + (i & 1)), "col");
+          storeOutput(rowOk[h], masked[h], rt.rows[h], col, st[4 + nj * 4 + i], st[2 + h]);
+        }
+    }
   }
 
   // The chunks that the thread stages: key chunks, then value chunks. `chunk` is called with
@@ -470,19 +481,25 @@ private:
     });
   }
 
-  // One tile of keys from n0 = t x blockN on the tensor cores, of `tiles`: state is {max, max',
-  // sum, sum', accumulators} for the lane's rows row0 and row1. The tile's keys and values are in
-  // buffer t % 2 of the shared tiles; the next tile's loads are issued before this one's mmas and
-  // rounded into the other buffer after them, so that they are in flight while the tensor cores
-  // work, and one barrier a tile publishes them (every warp has then also finished reading the
-  // buffer that the next tile's successor overwrites).
+  // One of the warp's m16 tiles of query rows: the lane's rows (group and group + 8 of the tile)
+  // and its query fragments, a k-step each.
+  struct RowTile {
+    Value *rows[2];
+    SmallVector<SmallVector<Value *, 4>, 8> q;
+  };
+
+  // One tile of keys from n0 = t x blockN on the tensor cores, of `tiles`: state is, for each of
+  // the warp's row tiles, {max, max', sum, sum', accumulators} of the lane's rows. The tile's keys
+  // and values are in buffer t % 2 of the shared tiles; the next tile's copies start before this
+  // one's mmas and are rounded into the other buffer after them, so that they are in flight while
+  // the tensor cores work, and one barrier a tile publishes them (every warp has then also
+  // finished reading the buffer that the tile after next overwrites). Each B fragment is loaded
+  // once for all the row tiles.
   SmallVector<Value *, 64> tensorCoreTile(Module &m, Value *t, Value *tiles,
-                                          ArrayRef<Value *> state,
-                                          ArrayRef<SmallVector<Value *, 4>> q, Value *row0,
-                                          Value *row1) {
+                                          ArrayRef<Value *> state, ArrayRef<RowTile> rowTiles) {
     const unsigned keyWords = mmaKeyWords(E), valueWords = mmaValueWords(T.blockN);
     const unsigned scoreTiles = T.blockN / mma::TileN;
-    const unsigned outTiles = roundUp(Ev, mma::TileN) / mma::TileN;
+    const unsigned outTiles = roundUp(Ev, mma::TileN) / mma::TileN, stateSize = 4 + 4 * outTiles;
     Value *n0 = B.CreateMul(t, B.getInt64(T.blockN), "n0");
     Value *buffer = B.CreateAnd(t, B.getInt64(1), "buffer");
     Value *nextT = B.CreateAdd(t, B.getInt64(1));
@@ -490,29 +507,27 @@ private:
     issueStaged(B.CreateMul(nextT, B.getInt64(T.blockN)), nextEnd);
     // Fragment register i of a lane: word inGroup + 4 i of the k-step's 8 in the row of its
     // group's key (scores) or value column (values).
-    auto fragmentWord = [&](GlobalVariable *tile, Value *laneRow, unsigned at) {
-      Value *slot = sharedElement(B, tile, B.CreateAdd(laneRow, B.getInt64(at)));
-      Value *w = B.CreateAlignedLoad(B.getInt32Ty(), slot, Align(4));
-      return B.CreateBitCast(w, mma::pairType(B, A.precision));
+    auto fragment = [&](GlobalVariable *tile, Value *laneRow, unsigned at) {
+      SmallVector<Value *, 2> b;
+      for (unsigned i = 0; i < 2; ++i) {
+        Value *slot = sharedElement(B, tile, B.CreateAdd(laneRow, B.getInt64(at + i * 4)));
+        Value *w = B.CreateAlignedLoad(B.getInt32Ty(), slot, Align(4));
+        b.push_back(B.CreateBitCast(w, mma::pairType(B, A.precision)));
+      }
+      return b;
     };
     Value *pair = B.CreateMul(InGroup, B.getInt64(2));
     // The scores: mma tile ni holds keys ni x 8 .. of the tile; B's fragment register i holds key
     // group and e 2 inGroup + 8 i and the next.
-    SmallVector<Value *, 16> acc(4 * scoreTiles, ConstantFP::get(F32, 0.0));
+    SmallVector<SmallVector<Value *, 16>, 2> acc(
+        rowTiles.size(), SmallVector<Value *, 16>(4 * scoreTiles, ConstantFP::get(F32, 0.0)));
     Value *laneKey = B.CreateAdd(B.CreateMul(Group, B.getInt64(keyWords)), InGroup);
     laneKey = B.CreateAdd(laneKey, B.CreateMul(buffer, B.getInt64(mmaKeyBufferWords(T, E))));
-    for (unsigned ks = 0; ks < q.size(); ++ks)
+    for (unsigned ks = 0; ks < rowTiles[0].q.size(); ++ks)
       for (unsigned ni = 0; ni < scoreTiles; ++ni) {
-        SmallVector<Value *, 2> b;
-        for (unsigned i = 0; i < 2; ++i)
-          b.push_back(fragmentWord(Sh.k, laneKey, ni * mma::TileN * keyWords + ks * 8 + i * 4));
-        mma::multiplyAdd(m, B, A.precision, q[ks], b, MutableArrayRef(acc).slice(ni * 4, 4));
-      }
-    SmallVector<Value *, 16> x;
-    for (unsigned ni = 0; ni < scoreTiles; ++ni)
-      for (unsigned i = 0; i < 4; ++i) {
-        Value *key = B.CreateAdd(n0, B.CreateAdd(pair, B.getInt64(ni * mma::TileN + (i & 1))));
-        x.push_back(score(acc[ni * 4 + i], (i >> 1) ? row1 : row0, key));
+        SmallVector<Value *, 2> b = fragment(Sh.k, laneKey, ni * mma::TileN * keyWords + ks * 8);
+        for (auto [rt, a] : zip(rowTiles, acc))
+          mma::multiplyAdd(m, B, A.precision, rt.q[ks], b, MutableArrayRef(a).slice(ni * 4, 4));
       }
     // The online softmax per row: its values lie in the 4 lanes of the group.
     auto groupAll = [&](Value *v, function_ref<Value *(Value *, Value *)> combine) {
@@ -521,51 +536,62 @@ private:
       return v;
     };
     SmallVector<Value *, 64> next(state.begin(), state.end());
-    Value *alpha[2], *mUse[2];
-    for (unsigned h = 0; h < 2; ++h) {
-      Value *tileMax = nullptr;
+    SmallVector<SmallVector<Value *, 16>, 2> p(rowTiles.size());
+    for (auto [r, rt] : enumerate(rowTiles)) {
+      ArrayRef<Value *> st = state.slice(r * stateSize, stateSize);
+      MutableArrayRef<Value *> nx = MutableArrayRef<Value *>(next).slice(r * stateSize, stateSize);
+      SmallVector<Value *, 16> x;
       for (unsigned ni = 0; ni < scoreTiles; ++ni)
-        for (unsigned i = 2 * h; i < 2 * h + 2; ++i)
-          tileMax = tileMax ? maximum(tileMax, x[ni * 4 + i]) : x[ni * 4 + i];
-      tileMax = groupAll(tileMax, [&](Value *a, Value *b) { return maximum(a, b); });
-      Value *mNew = maximum(state[h], tileMax);
-      mUse[h] = shiftOf(mNew);
-      alpha[h] = exp(B.CreateFSub(state[h], mUse[h]));
-      next[h] = mNew;
-    }
-    SmallVector<Value *, 16> p;
-    Value *sum[2] = {nullptr, nullptr};
-    for (unsigned ni = 0; ni < scoreTiles; ++ni)
-      for (unsigned i = 0; i < 4; ++i) {
-        unsigned h = i >> 1;
-        p.push_back(exp(B.CreateFSub(x[ni * 4 + i], mUse[h])));
-        sum[h] = sum[h] ? B.CreateFAdd(sum[h], p.back()) : p.back();
+        for (unsigned i = 0; i < 4; ++i) {
+          Value *key = B.CreateAdd(n0, B.CreateAdd(pair, B.getInt64(ni * mma::TileN + (i & 1))));
+          x.push_back(score(acc[r][ni * 4 + i], rt.rows[i >> 1], key));
+        }
+      Value *alpha[2], *mUse[2];
+      for (unsigned h = 0; h < 2; ++h) {
+        Value *tileMax = nullptr;
+        for (unsigned ni = 0; ni < scoreTiles; ++ni)
+          for (unsigned i = 2 * h; i < 2 * h + 2; ++i)
+            tileMax = tileMax ? maximum(tileMax, x[ni * 4 + i]) : x[ni * 4 + i];
+        tileMax = groupAll(tileMax, [&](Value *a, Value *b) { return maximum(a, b); });
+        Value *mNew = maximum(st[h], tileMax);
+        mUse[h] = shiftOf(mNew);
+        alpha[h] = exp(B.CreateFSub(st[h], mUse[h]));
+        nx[h] = mNew;
       }
-    for (unsigned h = 0; h < 2; ++h) {
-      Value *all = groupAll(sum[h], [&](Value *a, Value *b) { return B.CreateFAdd(a, b); });
-      next[2 + h] = fma(state[2 + h], alpha[h], all);
+      Value *sum[2] = {nullptr, nullptr};
+      for (unsigned ni = 0; ni < scoreTiles; ++ni)
+        for (unsigned i = 0; i < 4; ++i) {
+          unsigned h = i >> 1;
+          p[r].push_back(exp(B.CreateFSub(x[ni * 4 + i], mUse[h])));
+          sum[h] = sum[h] ? B.CreateFAdd(sum[h], p[r].back()) : p[r].back();
+        }
+      for (unsigned h = 0; h < 2; ++h) {
+        Value *all = groupAll(sum[h], [&](Value *a, Value *b) { return B.CreateFAdd(a, b); });
+        nx[2 + h] = fma(st[2 + h], alpha[h], all);
+      }
+      // The accumulators rescaled.
+      for (unsigned nj = 0; nj < outTiles; ++nj)
+        for (unsigned i = 0; i < 4; ++i)
+          nx[4 + nj * 4 + i] = B.CreateFMul(st[4 + nj * 4 + i], alpha[i >> 1]);
     }
-    // The accumulators rescaled, then the probabilities times the values: score tiles 2 ks and
-    // 2 ks + 1 are the A fragment of k-step ks (keys 16 ks ..), rows group and group + 8 in
-    // registers 0 and 1, keys + 8 in 2 and 3; B's register i holds column group of the value
-    // tile and keys 2 inGroup + 8 i and the next.
-    for (unsigned nj = 0; nj < outTiles; ++nj)
-      for (unsigned i = 0; i < 4; ++i)
-        next[4 + nj * 4 + i] = B.CreateFMul(state[4 + nj * 4 + i], alpha[i >> 1]);
+    // The probabilities times the values: score tiles 2 ks and 2 ks + 1 are the A fragment of
+    // k-step ks (keys 16 ks ..), rows group and group + 8 in registers 0 and 1, keys + 8 in 2 and
+    // 3; B's register i holds column group of the value tile and keys 2 inGroup + 8 i and the next.
     Value *laneValue = B.CreateAdd(B.CreateMul(Group, B.getInt64(valueWords)), InGroup);
     laneValue = B.CreateAdd(laneValue, B.CreateMul(buffer, B.getInt64(mmaValueBufferWords(T, Ev))));
     for (unsigned ks = 0; ks < scoreTiles / 2; ++ks) {
-      SmallVector<Value *, 4> a;
-      for (unsigned i = 0; i < 4; ++i) {
-        unsigned from = (2 * ks + (i >> 1)) * 4 + (i & 1) * 2;
-        a.push_back(mma::fragment(B, A.precision, p[from], p[from + 1]));
-      }
+      SmallVector<SmallVector<Value *, 4>, 2> a(rowTiles.size());
+      for (size_t r = 0; r < rowTiles.size(); ++r)
+        for (unsigned i = 0; i < 4; ++i) {
+          unsigned from = (2 * ks + (i >> 1)) * 4 + (i & 1) * 2;
+          a[r].push_back(mma::fragment(B, A.precision, p[r][from], p[r][from + 1]));
+        }
       for (unsigned nj = 0; nj < outTiles; ++nj) {
-        SmallVector<Value *, 2> b;
-        for (unsigned i = 0; i < 2; ++i)
-          b.push_back(fragmentWord(Sh.v, laneValue, nj * mma::TileN * valueWords + ks * 8 + i * 4));
-        mma::multiplyAdd(m, B, A.precision, a, b,
-                         MutableArrayRef<Value *>(next).slice(4 + nj * 4, 4));
+        SmallVector<Value *, 2> b =
+            fragment(Sh.v, laneValue, nj * mma::TileN * valueWords + ks * 8);
+        for (size_t r = 0; r < rowTiles.size(); ++r)
+          mma::multiplyAdd(m, B, A.precision, a[r], b,
+                           MutableArrayRef<Value *>(next).slice(r * stateSize + 4 + nj * 4, 4));
       }
     }
     storeStaged(B.CreateXor(buffer, B.getInt64(1)));
@@ -896,21 +922,29 @@ Error checkAttention(const kir::EntryKernels &entry, const kir::AttentionCall &a
 
 } // namespace
 
+SmallVector<AttentionVariant, 2> attentionVariants(const kir::AttentionCall &a,
+                                                   const AttentionTiles &cudaCoreTiles) {
+  if (!onTensorCores(a))
+    return {{cudaCoreTiles, "", {}}};
+  std::optional<int64_t> e = a.e.constant(), ev = a.ev.constant();
+  if (e && ev && std::max(*e, *ev) > MmaAttentionWideHeads)
+    return {{MmaAttentionWideTiles, "", {}}};
+  const AttentionTiles &t = MmaAttentionTiles;
+  SymExpr blocks = a.batch * a.heads * SymExpr::floorDiv(a.l + (t.blockM - 1), t.blockM);
+  return {{t, "", {blocks - SymExpr(GemmFewBlocks - 1)}},
+          {MmaAttentionFewTiles, "_few", {SymExpr(GemmFewBlocks) - blocks}}};
+}
+
 Expected<CudaKernel> emitAttentionKernel(Module &m, codegen::MathLibrary &math,
                                          const kir::EntryKernels &entry, const kir::Step &step,
                                          const StringMap<unsigned> &symIndex,
-                                         const AttentionTiles &tiles) {
+                                         const AttentionTiles &t, StringRef suffix) {
   const kir::AttentionCall &a = std::get<kir::AttentionCall>(step);
   if (Error err = checkAttention(entry, a))
     return err;
-  // The tensor-core kernel takes its own tiles (16 keys a tile past 64 head columns).
-  const AttentionTiles &t = !onTensorCores(a) ? tiles
-                            : std::max(*a.e.constant(), *a.ev.constant()) > MmaAttentionWideHeads
-                                ? MmaAttentionWideTiles
-                                : MmaAttentionTiles;
   SymExpr blocks = a.batch * a.heads * SymExpr::floorDiv(a.l + (t.blockM - 1), t.blockM);
   return emitLibraryKernel(
-      m, math, entry, step, symIndex, blocks, t.threads, a.name,
+      m, math, entry, step, symIndex, blocks, t.threads, (a.name + suffix).str(),
       [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
         Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
         uint64_t e = *a.e.constant(), ev = *a.ev.constant();

@@ -9,15 +9,28 @@
 
 namespace aotc::cuda {
 
+/// A kernel an AttentionCall may take: its tiles, the suffix of its name, and the terms of its
+/// gate (it serves where their minimum is positive; none: always).
+struct AttentionVariant {
+  AttentionTiles tiles;
+  std::string suffix;
+  llvm::SmallVector<SymExpr, 2> gate;
+};
+
+/// The kernels of `a`: on the CUDA cores `cudaCoreTiles`; on the tensor cores (bf16 and fp16,
+/// not a decode step) the wide tiles past 64 head columns, else MmaAttentionTiles where the call
+/// has at least GemmFewBlocks of their blocks and MmaAttentionFewTiles where it has fewer.
+llvm::SmallVector<AttentionVariant, 2> attentionVariants(const kir::AttentionCall &a,
+                                                         const AttentionTiles &cudaCoreTiles);
+
 /// Emits the AttentionCall `step` of `entry` into `m` as one kernel of CudaCodegen.h's
-/// convention, launched on one block of tiles.threads threads per tiles.blockM query rows of
-/// each query batch element. An f32 call whose head sizes fit the tiles' shared memory
-/// (AttentionMaxHeadDim) only; anything else is an error naming the call.
-llvm::Expected<CudaKernel> emitAttentionKernel(llvm::Module &m, codegen::MathLibrary &math,
-                                               const kir::EntryKernels &entry,
-                                               const kir::Step &step,
-                                               const llvm::StringMap<unsigned> &symIndex,
-                                               const AttentionTiles &tiles);
+/// convention, named the call's name and `suffix`, launched on one block of tiles.threads threads
+/// per tiles.blockM query rows of each query batch element. An f32 call whose head sizes fit the
+/// tiles' shared memory (AttentionMaxHeadDim) only; anything else is an error naming the call.
+llvm::Expected<CudaKernel>
+emitAttentionKernel(llvm::Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry,
+                    const kir::Step &step, const llvm::StringMap<unsigned> &symIndex,
+                    const AttentionTiles &tiles, llvm::StringRef suffix = "");
 
 } // namespace aotc::cuda
 

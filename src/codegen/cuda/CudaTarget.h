@@ -211,16 +211,23 @@ struct AttentionTiles {
 /// blocks. A decode step (L = 1) takes the decode kernel instead, a block of the same 4 warps
 /// per batch x head, the warps splitting the keys 32 at a time (Attention.cpp).
 inline constexpr AttentionTiles CudaCoreAttentionTiles = {16, 32, 128};
-/// The attention kernel on the tensor cores (bf16 and fp16 precision): 4 warps of 16 query rows
-/// (one mma tile of rows each), 32 keys a tile (4 mma tiles of scores, 2 k-steps of the values);
-/// past 64 head columns 16 keys a tile, so that the query's fragments and the accumulators (32
-/// and 64 registers a lane at 128) leave room without spilling.
-inline constexpr AttentionTiles MmaAttentionTiles = {64, 32, 128};
+/// The attention kernel on the tensor cores (bf16 and fp16 precision): 4 warps of 32 query rows
+/// (two mma tiles of rows each, which share every fragment of keys and values), 32 keys a tile
+/// (4 mma tiles of scores, 2 k-steps of the values); where a call has fewer than GemmFewBlocks
+/// blocks of 128 rows, 4 warps of 16 rows (MmaAttentionFewTiles), so that a short prefill still
+/// fills the SMs. Past 64 head columns one mma tile of rows a warp and 16 keys a tile, so that the
+/// query's fragments and the accumulators (32 and 64 registers a lane at 128) leave room without
+/// spilling.
+inline constexpr AttentionTiles MmaAttentionTiles = {128, 32, 128};
+inline constexpr AttentionTiles MmaAttentionFewTiles = {64, 32, 128};
 inline constexpr AttentionTiles MmaAttentionWideTiles = {64, 16, 128};
 inline constexpr unsigned MmaAttentionWideHeads = 64;
-static_assert(MmaAttentionTiles.warpRows() == 16 && MmaAttentionTiles.blockN % 16 == 0 &&
-                  MmaAttentionWideTiles.warpRows() == 16 && MmaAttentionWideTiles.blockN % 16 == 0,
-              "an mma tile of rows a warp, whole k-steps of keys");
+static_assert(MmaAttentionTiles.warpRows() % 16 == 0 && MmaAttentionTiles.blockN % 16 == 0 &&
+                  MmaAttentionFewTiles.warpRows() % 16 == 0 &&
+                  MmaAttentionFewTiles.blockN == MmaAttentionTiles.blockN &&
+                  MmaAttentionWideTiles.warpRows() % 16 == 0 &&
+                  MmaAttentionWideTiles.blockN % 16 == 0,
+              "whole mma tiles of rows a warp, whole k-steps of keys");
 /// The largest head size (query and value) the attention kernel takes: 42 KiB of static shared
 /// memory at 128, under the 48 KiB every arch gives without opting in. Larger heads keep the
 /// GEMM -> softmax -> GEMM lowering.

@@ -532,6 +532,26 @@ const MmaGemmTiles &halfGemmTiles(const kir::GemmCall &g) {
   return least && *least >= GemmFewBlocks ? big : TensorCoreGemmTiles;
 }
 
+/// Appends the kernel `emit` makes to `out` where its gate, the minimum of `terms` (and 1), is
+/// positive for some size in the dims' declared ranges; a symbolic gate becomes the y extent of
+/// its grid (1 where it serves, at most 0: no launch, elsewhere).
+Error addGatedKernel(const kir::EntryKernels &entry, ArrayRef<SymExpr> terms,
+                     function_ref<Expected<CudaKernel>()> emit, std::vector<CudaKernel> &out) {
+  SmallVector<SymExpr, 4> all = {SymExpr(1)};
+  all.append(terms.begin(), terms.end());
+  SymExpr gate = SymExpr::minOf(all);
+  if (rangeOf(gate, entry.facts).hi <= 0)
+    return Error::success();
+  std::optional<int64_t> fixed = gate.constant();
+  Expected<CudaKernel> k = emit();
+  if (!k)
+    return k.takeError();
+  if (!fixed)
+    k->launch.grid.push_back(gate);
+  out.push_back(std::move(*k));
+  return Error::success();
+}
+
 /// The kernels of a GEMM step: a small-m kernel for each tier its m may fall in; for more rows,
 /// fp32 GEMMs in f32 on the CUDA cores (on the largest of CudaCoreGemmTiles of which there are
 /// enough blocks to fill the GPU), tf32, bf16 and fp16 ones on the tensor cores (which every arch
@@ -544,20 +564,8 @@ Error emitGemmKernels(Module &m, codegen::MathLibrary &math, const kir::EntryKer
                       const kir::Step &step, const StringMap<unsigned> &symIndex,
                       std::vector<CudaKernel> &out) {
   const kir::GemmCall &g = std::get<kir::GemmCall>(step);
-  auto add = [&](ArrayRef<SymExpr> terms, function_ref<Expected<CudaKernel>()> emit) -> Error {
-    SmallVector<SymExpr, 4> all = {SymExpr(1)};
-    all.append(terms.begin(), terms.end());
-    SymExpr gate = SymExpr::minOf(all);
-    if (rangeOf(gate, entry.facts).hi <= 0)
-      return Error::success();
-    std::optional<int64_t> fixed = gate.constant();
-    Expected<CudaKernel> k = emit();
-    if (!k)
-      return k.takeError();
-    if (!fixed)
-      k->launch.grid.push_back(gate);
-    out.push_back(std::move(*k));
-    return Error::success();
+  auto add = [&](ArrayRef<SymExpr> terms, function_ref<Expected<CudaKernel>()> emit) {
+    return addGatedKernel(entry, terms, emit, out);
   };
   for (const SmallGemmTier &t : SmallGemmTiers)
     if (Error e = add({g.m - SymExpr(t.minM - 1), SymExpr(t.maxM + 1) - g.m},
@@ -612,14 +620,15 @@ Expected<CudaModule> emitEntryKernels(LLVMContext &c, const kir::EntryKernels &e
       out.kernels.push_back(emitKernel(m, math, entry, step, symIndex));
     else if (std::holds_alternative<kir::GemmCall>(step))
       err = emitGemmKernels(m, math, entry, step, symIndex, out.kernels);
-    else if (std::holds_alternative<kir::AttentionCall>(step)) {
-      Expected<CudaKernel> k =
-          emitAttentionKernel(m, math, entry, step, symIndex, CudaCoreAttentionTiles);
-      if (k)
-        out.kernels.push_back(std::move(*k));
-      else
-        err = k.takeError();
-    }
+    else if (const auto *a = std::get_if<kir::AttentionCall>(&step))
+      for (const AttentionVariant &v : attentionVariants(*a, CudaCoreAttentionTiles))
+        if (!err)
+          err = addGatedKernel(
+              entry, v.gate,
+              [&] {
+                return emitAttentionKernel(m, math, entry, step, symIndex, v.tiles, v.suffix);
+              },
+              out.kernels);
   });
   if (err)
     return err;

@@ -270,6 +270,31 @@ TEST(CudaEmu, AttentionTensorCoresOddHeads) {
   EXPECT_EQ(tensorCoreKernels(OddHeadsGraph, kir::Precision::FP16), 2);
 }
 
+// A call with at least GemmFewBlocks blocks of 128 query rows takes the kernel whose warps each
+// hold two mma tiles of rows (MmaAttentionTiles), a smaller one the kernel of one tile a warp
+// (MmaAttentionFewTiles): both are emitted for a symbolic batch, each launched where its gate is
+// positive; here 11 x 12 heads at L = 129 (264 blocks of 128 rows, the last row block partial)
+// and at L = 40 (132 blocks of 128, 1 of them a block of 64 rows), 2 x 12 at L = 77 (24 blocks).
+const char *RowTilesGraph = R"(graph @t opset 1.0
+dim batch in 1..16
+dim seq in 1..300
+entry @f(%0 : f32[batch, 12, seq, 64] = input "q", %1 : f32[batch, 12, seq, 64] = input "k", %2 : f32[batch, 12, seq, 40] = input "v") {
+  %3 = aten.scaled_dot_product_attention(%0, %1, %2, none) {is_causal = true} : f32[batch, 12, seq, 40]
+  return %3 as output "o"
+}
+)";
+TEST(CudaEmu, AttentionTensorCoresRowTiles) {
+  EXPECT_EQ(tensorCoreKernels(RowTilesGraph, kir::Precision::BF16), 2);
+  const std::vector<Dims> runs = {
+      {{"batch", 11}, {"seq", 129}}, {{"batch", 11}, {"seq", 40}}, {{"batch", 2}, {"seq", 77}}};
+  test::expectEmulatedMatches(RowTilesGraph, runs, 1.5e-2, true, false, kir::Precision::BF16);
+}
+// Two row tiles a warp take every register (255 at heads of 64: two blocks of 128 rows an SM)
+// without spilling.
+TEST(CudaPtxas, AttentionRowTilesNoSpills) {
+  test::expectNoSpills(RowTilesGraph, kir::Precision::BF16, 255);
+}
+
 // The tensor-core kernel copies keys and values 16 bytes at a time only where their rows are
 // contiguous and 16-byte aligned; else an element at a time: keys transposed (a column stride of
 // S) and values sliced one column in (every row 1 float past 16-byte alignment), at heads of 32
