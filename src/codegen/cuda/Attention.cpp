@@ -516,18 +516,39 @@ private:
       }
       return b;
     };
+    // Two mma tiles' B fragments at once, nt and nt + 1 (ldmatrix.x4): matrices (k +0, n +0),
+    // (k +8, n +0), (k +0, n +8), (k +8, n +8) of 8 rows (keys, or value columns) of 8 16-bit
+    // values, 4 words of a row, are b0, b1 of tile nt and b0, b1 of nt + 1; lanes 8i..8i+7 give
+    // the rows of matrix i. `lane` is this lane's row (matrixRow).
+    Value *matrix = B.CreateUDiv(Lane, B.getInt64(8));
+    auto matrixRow = [&](unsigned rowWords, Value *offset) {
+      Value *row = B.CreateAdd(B.CreateURem(Lane, B.getInt64(8)),
+                               B.CreateMul(B.CreateLShr(matrix, 1), B.getInt64(8)));
+      Value *word = B.CreateMul(B.CreateAnd(matrix, 1), B.getInt64(4));
+      return B.CreateAdd(B.CreateAdd(B.CreateMul(row, B.getInt64(rowWords)), word), offset);
+    };
+    auto fragmentPair = [&](GlobalVariable *tile, Value *lane, unsigned at) {
+      SmallVector<Value *, 4> regs = mma::loadMatrices(
+          B, A.precision, sharedElement(B, tile, B.CreateAdd(lane, B.getInt64(at))), false);
+      return std::pair{SmallVector<Value *, 2>{regs[0], regs[1]},
+                       SmallVector<Value *, 2>{regs[2], regs[3]}};
+    };
     Value *pair = B.CreateMul(InGroup, B.getInt64(2));
     // The scores: mma tile ni holds keys ni x 8 .. of the tile; B's fragment register i holds key
     // group and e 2 inGroup + 8 i and the next.
     SmallVector<SmallVector<Value *, 16>, 2> acc(
         rowTiles.size(), SmallVector<Value *, 16>(4 * scoreTiles, ConstantFP::get(F32, 0.0)));
-    Value *laneKey = B.CreateAdd(B.CreateMul(Group, B.getInt64(keyWords)), InGroup);
-    laneKey = B.CreateAdd(laneKey, B.CreateMul(buffer, B.getInt64(mmaKeyBufferWords(T, E))));
+    Value *keyRow = matrixRow(keyWords, B.CreateMul(buffer, B.getInt64(mmaKeyBufferWords(T, E))));
+    static_assert(MmaAttentionTiles.blockN % 16 == 0 && MmaAttentionWideTiles.blockN % 16 == 0,
+                  "score tiles in pairs");
     for (unsigned ks = 0; ks < rowTiles[0].q.size(); ++ks)
-      for (unsigned ni = 0; ni < scoreTiles; ++ni) {
-        SmallVector<Value *, 2> b = fragment(Sh.k, laneKey, ni * mma::TileN * keyWords + ks * 8);
-        for (auto [rt, a] : zip(rowTiles, acc))
-          mma::multiplyAdd(m, B, A.precision, rt.q[ks], b, MutableArrayRef(a).slice(ni * 4, 4));
+      for (unsigned ni = 0; ni < scoreTiles; ni += 2) {
+        auto [b0, b1] = fragmentPair(Sh.k, keyRow, ni * mma::TileN * keyWords + ks * 8);
+        for (auto [rt, a] : zip(rowTiles, acc)) {
+          mma::multiplyAdd(m, B, A.precision, rt.q[ks], b0, MutableArrayRef(a).slice(ni * 4, 4));
+          mma::multiplyAdd(m, B, A.precision, rt.q[ks], b1,
+                           MutableArrayRef(a).slice(ni * 4 + 4, 4));
+        }
       }
     // The online softmax per row: its values lie in the 4 lanes of the group.
     auto groupAll = [&](Value *v, function_ref<Value *(Value *, Value *)> combine) {
@@ -578,7 +599,9 @@ private:
     // k-step ks (keys 16 ks ..), rows group and group + 8 in registers 0 and 1, keys + 8 in 2 and
     // 3; B's register i holds column group of the value tile and keys 2 inGroup + 8 i and the next.
     Value *laneValue = B.CreateAdd(B.CreateMul(Group, B.getInt64(valueWords)), InGroup);
-    laneValue = B.CreateAdd(laneValue, B.CreateMul(buffer, B.getInt64(mmaValueBufferWords(T, Ev))));
+    Value *valueOffset = B.CreateMul(buffer, B.getInt64(mmaValueBufferWords(T, Ev)));
+    laneValue = B.CreateAdd(laneValue, valueOffset);
+    Value *valueRow = matrixRow(valueWords, valueOffset);
     for (unsigned ks = 0; ks < scoreTiles / 2; ++ks) {
       SmallVector<SmallVector<Value *, 4>, 2> a(rowTiles.size());
       for (size_t r = 0; r < rowTiles.size(); ++r)
@@ -586,13 +609,20 @@ private:
           unsigned from = (2 * ks + (i >> 1)) * 4 + (i & 1) * 2;
           a[r].push_back(mma::fragment(B, A.precision, p[r][from], p[r][from + 1]));
         }
-      for (unsigned nj = 0; nj < outTiles; ++nj) {
-        SmallVector<Value *, 2> b =
-            fragment(Sh.v, laneValue, nj * mma::TileN * valueWords + ks * 8);
+      auto accumulate = [&](unsigned nj, ArrayRef<Value *> b) {
         for (size_t r = 0; r < rowTiles.size(); ++r)
           mma::multiplyAdd(m, B, A.precision, a[r], b,
                            MutableArrayRef<Value *>(next).slice(r * stateSize + 4 + nj * 4, 4));
+      };
+      // Value tiles in pairs; an odd last one by two 32-bit loads.
+      for (unsigned nj = 0; nj + 1 < outTiles; nj += 2) {
+        auto [b0, b1] = fragmentPair(Sh.v, valueRow, nj * mma::TileN * valueWords + ks * 8);
+        accumulate(nj, b0);
+        accumulate(nj + 1, b1);
       }
+      if (outTiles % 2)
+        accumulate(outTiles - 1,
+                   fragment(Sh.v, laneValue, (outTiles - 1) * mma::TileN * valueWords + ks * 8));
     }
     storeStaged(B.CreateXor(buffer, B.getInt64(1)));
     barrier();

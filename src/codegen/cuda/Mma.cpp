@@ -23,6 +23,20 @@ Value *fragment(codegen::Builder &b, kir::Precision p, Value *lo, Value *hi) {
   return b.CreateBitCast(packed, pairType(b, p));
 }
 
+SmallVector<Value *, 4> loadMatrices(codegen::Builder &b, kir::Precision p, Value *row,
+                                     bool trans) {
+  Intrinsic::ID id = trans ? Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16
+                           : Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16;
+  SmallVector<Type *, 1> overload;
+  if (Intrinsic::isOverloaded(id))
+    overload.push_back(row->getType());
+  Value *d = b.CreateIntrinsic(id, overload, {row});
+  SmallVector<Value *, 4> regs;
+  for (unsigned i = 0; i < 4; ++i)
+    regs.push_back(b.CreateBitCast(b.CreateExtractValue(d, i), pairType(b, p)));
+  return regs;
+}
+
 void multiplyAdd(Module &m, codegen::Builder &b, kir::Precision p, ArrayRef<Value *> a,
                  ArrayRef<Value *> bRegs, MutableArrayRef<Value *> acc) {
   Intrinsic::ID id = p == kir::Precision::TF32   ? Intrinsic::nvvm_mma_m16n8k8_row_col_tf32

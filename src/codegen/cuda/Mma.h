@@ -23,6 +23,12 @@ llvm::Type *pairType(codegen::Builder &b, kir::Precision p);
 /// 16-bit values with `lo` in the low half (the lower k or column).
 llvm::Value *fragment(codegen::Builder &b, kir::Precision p, llvm::Value *lo, llvm::Value *hi);
 
+/// ldmatrix.x4 (.trans where `trans`) at `row`, this lane's row address in shared memory (lanes
+/// 8i..8i+7 give the 16-byte rows of 8x8 matrix i of 16-bit values): the four registers, as the
+/// mma takes them.
+llvm::SmallVector<llvm::Value *, 4> loadMatrices(codegen::Builder &b, kir::Precision p,
+                                                 llvm::Value *row, bool trans);
+
 /// acc[0..3] += a x b for one m16n8 tile: a's 4 registers, b's 2, acc's 4 f32.
 void multiplyAdd(llvm::Module &m, codegen::Builder &b, kir::Precision p,
                  llvm::ArrayRef<llvm::Value *> a, llvm::ArrayRef<llvm::Value *> bRegs,

@@ -230,17 +230,7 @@ private:
   // ldmatrix.x4 (.trans) at this lane's row address: four 8x8 matrices of 16-bit pairs, lanes
   // 8i..8i+7 giving the rows of matrix i; returns its four registers as the mma takes them.
   SmallVector<Value *, 4> ldmatrix(GlobalVariable *tile, Value *slot, bool trans) {
-    Intrinsic::ID id = trans ? Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16
-                             : Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16;
-    Value *ptr = sharedElement(B, tile, slot);
-    SmallVector<Type *, 1> overload;
-    if (Intrinsic::isOverloaded(id))
-      overload.push_back(ptr->getType());
-    Value *d = B.CreateIntrinsic(id, overload, {ptr});
-    SmallVector<Value *, 4> regs;
-    for (unsigned i = 0; i < 4; ++i)
-      regs.push_back(B.CreateBitCast(B.CreateExtractValue(d, i), pairType()));
-    return regs;
+    return mma::loadMatrices(B, P, sharedElement(B, tile, slot), trans);
   }
 
   // This lane's row of the ldmatrix.x4 matrices: matrix i = lane / 8, row lane % 8 of it.
