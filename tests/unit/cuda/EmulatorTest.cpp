@@ -462,6 +462,50 @@ exit:
   EXPECT_EQ(rotated[0], 1);
 }
 
+// A cp.async whose source or destination is not aligned to its size (a misaligned-address fault
+// on a GPU) is an error naming the kernel, the block and the thread; the copy does not happen.
+// Thread 0 copies 16 bytes from float 0 of the input, thread 1 from float 5 (20 bytes in).
+TEST(Emulator, MisalignedCpAsyncIsAnError) {
+  auto m = loadOrFail(R"(
+@s = internal addrspace(3) global [8 x float] undef, align 16
+declare void @llvm.nvvm.cp.async.cg.shared.global.16(ptr addrspace(3), ptr addrspace(1))
+declare void @llvm.nvvm.cp.async.commit.group()
+declare void @llvm.nvvm.cp.async.wait.group(i32)
+define void @k(ptr %in, ptr %out) {
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %t = zext i32 %tid to i64
+  %from = mul i64 %t, 5
+  %src = getelementptr float, ptr %in, i64 %from
+  %gsrc = addrspacecast ptr %src to ptr addrspace(1)
+  %to = mul i64 %t, 4
+  %dst = getelementptr float, ptr addrspace(3) @s, i64 %to
+  call void @llvm.nvvm.cp.async.cg.shared.global.16(ptr addrspace(3) %dst, ptr addrspace(1) %gsrc)
+  call void @llvm.nvvm.cp.async.commit.group()
+  call void @llvm.nvvm.cp.async.wait.group(i32 0)
+  call void @llvm.nvvm.barrier0()
+  %v = load float, ptr addrspace(3) %dst
+  %o = getelementptr float, ptr %out, i64 %t
+  store float %v, ptr %o
+  ret void
+}
+!nvvm.annotations = !{!0}
+!0 = !{ptr @k, !"kernel", i32 1}
+)");
+  ASSERT_TRUE(m);
+  alignas(16) float in[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  float out[2] = {0, 0};
+  llvm::Error err = launch(*m, "k", {1}, {2}, {in, out});
+  ASSERT_TRUE(static_cast<bool>(err));
+  std::string message = llvm::toString(std::move(err));
+  EXPECT_EQ(message.rfind("kernel k, block (0, 0, 0), thread 1: cp.async of 16 bytes from ", 0), 0u)
+      << message;
+  EXPECT_NE(message.find(": not 16-byte aligned"), std::string::npos) << message;
+  // One thread, its copy aligned: it lands.
+  alignas(16) float aligned[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  EXPECT_FALSE(launch(*m, "k", {1}, {1}, {aligned, out}));
+  EXPECT_EQ(out[0], 1.0f);
+}
+
 // A shuffle whose mask leaves out the lane calling it (undefined on a GPU) is an error.
 TEST(Emulator, MaskWithoutTheCallerIsAnError) {
   auto m = loadOrFail(R"(

@@ -153,6 +153,9 @@ struct BlockRunner::Fiber {
   // Its cp.async copies that no wait has completed yet, and how many groups it committed.
   SmallVector<PendingCopy, 16> copies;
   uint32_t commits = 0;
+  // Its first cp.async whose addresses are not aligned to its size (a fault on a GPU): the
+  // block's run ends with an error naming it.
+  std::string fault;
   char *stack = nullptr;
   void *fakeStack = nullptr; // ASan's, while switched out
   bool quit = false;         // set when its runner ends: the fiber returns from its last yield
@@ -276,6 +279,12 @@ void aotcEmuCpAsync(uint8_t *dst, const uint8_t *src, uint32_t bytes, uint32_t s
     return;
   }
   BlockRunner::Fiber &f = FiberAccess::current();
+  if (reinterpret_cast<uintptr_t>(dst) % bytes || reinterpret_cast<uintptr_t>(src) % bytes) {
+    if (f.fault.empty())
+      f.fault = fmt::format("cp.async of {} bytes from {} to shared {}: not {}-byte aligned", bytes,
+                            static_cast<const void *>(src), static_cast<void *>(dst), bytes);
+    return;
+  }
   f.copies.push_back({dst, src, bytes, srcBytes, f.commits});
 }
 
@@ -581,11 +590,19 @@ Error BlockRunner::run(StringRef kernel, Trampoline entry, void *const *params,
     f.state = Fiber::State::Ready;
     f.copies.clear();
     f.commits = 0;
+    f.fault.clear();
   }
   for (;;) {
     for (unsigned i = 0; i < Threads; ++i)
       if (Fibers[i].state == Fiber::State::Ready)
         enter(Fibers[i]);
+    for (unsigned i = 0; i < Threads; ++i)
+      if (!Fibers[i].fault.empty()) {
+        Abandoned = true;
+        const Dim3 &b = block.ctaid;
+        return createStringError(fmt::format("kernel {}, block ({}, {}, {}), thread {}: {}",
+                                             kernel.str(), b.x, b.y, b.z, i, Fibers[i].fault));
+      }
     if (llvm::all_of(ArrayRef(Fibers.get(), Threads),
                      [](const Fiber &f) { return f.state == Fiber::State::Done; }))
       return Error::success();
