@@ -48,20 +48,13 @@ constexpr unsigned DecodeLoadsInFlight = 16;
 /// One query row a batch element (a decode step over a cache): the decode kernel's calls.
 bool isDecodeStep(const kir::AttentionCall &a) { return a.l.constant() == 1; }
 
-/// The tiled kernel on the tensor cores: at a 16-bit precision (tf32 keeps f32, as torch's
-/// flash kernels have no tf32 either), never for a decode step.
-bool onTensorCores(const kir::AttentionCall &a) {
-  return !isDecodeStep(a) &&
-         (a.precision == kir::Precision::BF16 || a.precision == kir::Precision::FP16);
-}
-
-constexpr unsigned roundUp(unsigned x, unsigned to) { return (x + to - 1) / to * to; }
 /// The tensor-core kernel's shared tiles hold 32-bit words of two 16-bit values, rounded once as
 /// they are staged: keys as rows of e's pairs (e rounded up to the mma's k, zeros past it), values
 /// transposed, a row of key pairs per value column (ev rounded up to whole mma tiles), so that
-/// each B fragment register is one word. Rows are 4 words longer than their pairs, so that a
-/// fragment's 8 x 4 lanes read 32 distinct banks.
-constexpr unsigned mmaKeyWords(unsigned e) { return roundUp(e, 16) / 2 + 4; }
+/// each B fragment register is one word, and ldmatrix's 8 rows of a matrix are 16-byte groups.
+/// Rows are 4 words longer than their pairs, so that those 8 rows (or a fragment's 8 x 4 lanes
+/// of 32-bit loads) fall in distinct banks.
+constexpr unsigned mmaKeyWords(unsigned e) { return alignTo(e, 16) / 2 + 4; }
 constexpr unsigned mmaValueWords(unsigned keys) { return keys / 2 + 4; }
 /// One buffer of each shared tile, in words; the tiles hold two, the current key tile's and the
 /// next one's.
@@ -69,22 +62,22 @@ constexpr unsigned mmaKeyBufferWords(const AttentionTiles &t, unsigned e) {
   return t.blockN * mmaKeyWords(e);
 }
 constexpr unsigned mmaValueBufferWords(const AttentionTiles &t, unsigned ev) {
-  return roundUp(ev, mma::TileN) * mmaValueWords(t.blockN);
+  return alignTo(ev, mma::TileN) * mmaValueWords(t.blockN);
 }
 /// A block stages a tile's keys and values as chunks of 4 f32 along a row: keys' (a key, 4 of
 /// e's columns rounded up to the mma's k) and values' (a pair of keys, 4 of ev's columns rounded
 /// up to whole mma tiles: two chunks). A thread takes chunks idx = tid + round x threads, and
 /// keeps them in its own 16-byte slots of the staging buffer, the next after each other.
 constexpr unsigned mmaKeyChunks(const AttentionTiles &t, unsigned e) {
-  return t.blockN * roundUp(e, 16) / 4;
+  return t.blockN * alignTo(e, 16) / 4;
 }
 constexpr unsigned mmaValueChunks(const AttentionTiles &t, unsigned ev) {
-  return t.blockN / 2 * roundUp(ev, mma::TileN) / 4;
+  return t.blockN / 2 * alignTo(ev, mma::TileN) / 4;
 }
 /// A thread's 16-byte slots: one a key chunk, two a value chunk (its pair of keys).
 constexpr unsigned mmaStagedSlots(const AttentionTiles &t, unsigned e, unsigned ev) {
-  return roundUp(mmaKeyChunks(t, e), t.threads) / t.threads +
-         2 * (roundUp(mmaValueChunks(t, ev), t.threads) / t.threads);
+  return alignTo(mmaKeyChunks(t, e), t.threads) / t.threads +
+         2 * (alignTo(mmaValueChunks(t, ev), t.threads) / t.threads);
 }
 constexpr unsigned mmaSharedBytes(const AttentionTiles &t, unsigned e, unsigned ev) {
   return 4 * 2 * (mmaKeyBufferWords(t, e) + mmaValueBufferWords(t, ev)) +
@@ -285,7 +278,7 @@ private:
     for (auto [r, rt] : enumerate(rowTiles)) {
       rt.rows[0] = B.CreateAdd(M0, B.CreateAdd(WarpRow0, B.CreateAdd(Group, B.getInt64(16 * r))));
       rt.rows[1] = B.CreateAdd(rt.rows[0], B.getInt64(8));
-      for (unsigned ks = 0; ks < roundUp(E, 16) / 16; ++ks) {
+      for (unsigned ks = 0; ks < alignTo(E, 16) / 16; ++ks) {
         SmallVector<Value *, 4> regs;
         for (unsigned i = 0; i < 4; ++i) {
           Value *row = rt.rows[i & 1];
@@ -297,7 +290,7 @@ private:
         rt.q.push_back(regs);
       }
     }
-    unsigned outTiles = roundUp(Ev, mma::TileN) / mma::TileN;
+    unsigned outTiles = alignTo(Ev, mma::TileN) / mma::TileN;
     SmallVector<Value *, 64> init;
     for (size_t r = 0; r < rowTiles.size(); ++r) {
       init.append({NegInf, NegInf});
@@ -337,7 +330,7 @@ private:
     unsigned firstSlot = 0;
     for (bool keys : {true, false}) {
       unsigned chunks = keys ? mmaKeyChunks(T, E) : mmaValueChunks(T, Ev);
-      unsigned cols = (keys ? roundUp(E, 16) : roundUp(Ev, mma::TileN)) / 4;
+      unsigned cols = (keys ? alignTo(E, 16) : alignTo(Ev, mma::TileN)) / 4;
       unsigned rounds = (chunks + T.threads - 1) / T.threads, slotsPerChunk = keys ? 1 : 2;
       auto one = [&](Value *round) {
         Value *idx = B.CreateAdd(Tid, B.CreateMul(round, B.getInt64(T.threads)));
@@ -499,7 +492,7 @@ private:
                                           ArrayRef<Value *> state, ArrayRef<RowTile> rowTiles) {
     const unsigned keyWords = mmaKeyWords(E), valueWords = mmaValueWords(T.blockN);
     const unsigned scoreTiles = T.blockN / mma::TileN;
-    const unsigned outTiles = roundUp(Ev, mma::TileN) / mma::TileN, stateSize = 4 + 4 * outTiles;
+    const unsigned outTiles = alignTo(Ev, mma::TileN) / mma::TileN, stateSize = 4 + 4 * outTiles;
     Value *n0 = B.CreateMul(t, B.getInt64(T.blockN), "n0");
     Value *buffer = B.CreateAnd(t, B.getInt64(1), "buffer");
     Value *nextT = B.CreateAdd(t, B.getInt64(1));
@@ -520,10 +513,9 @@ private:
     // (k +8, n +0), (k +0, n +8), (k +8, n +8) of 8 rows (keys, or value columns) of 8 16-bit
     // values, 4 words of a row, are b0, b1 of tile nt and b0, b1 of nt + 1; lanes 8i..8i+7 give
     // the rows of matrix i. `lane` is this lane's row (matrixRow).
-    Value *matrix = B.CreateUDiv(Lane, B.getInt64(8));
+    auto [matrixRowIn, matrix] = mma::matrixLane(B, Lane);
     auto matrixRow = [&](unsigned rowWords, Value *offset) {
-      Value *row = B.CreateAdd(B.CreateURem(Lane, B.getInt64(8)),
-                               B.CreateMul(B.CreateLShr(matrix, 1), B.getInt64(8)));
+      Value *row = B.CreateAdd(matrixRowIn, B.CreateMul(B.CreateLShr(matrix, 1), B.getInt64(8)));
       Value *word = B.CreateMul(B.CreateAnd(matrix, 1), B.getInt64(4));
       return B.CreateAdd(B.CreateAdd(B.CreateMul(row, B.getInt64(rowWords)), word), offset);
     };
@@ -951,6 +943,11 @@ Error checkAttention(const kir::EntryKernels &entry, const kir::AttentionCall &a
 }
 
 } // namespace
+
+bool onTensorCores(const kir::AttentionCall &a) {
+  return !isDecodeStep(a) &&
+         (a.precision == kir::Precision::BF16 || a.precision == kir::Precision::FP16);
+}
 
 SmallVector<AttentionVariant, 2> attentionVariants(const kir::AttentionCall &a,
                                                    const AttentionTiles &cudaCoreTiles) {

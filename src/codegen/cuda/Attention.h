@@ -9,6 +9,11 @@
 
 namespace aotc::cuda {
 
+/// Whether `a` takes the tiled kernel on the tensor cores, rounding q, k, the probabilities and v
+/// to its precision: at bf16 and fp16 (tf32 keeps f32, as torch's flash kernels have no tf32
+/// either), never for a decode step (L = 1), which keeps the f32 decode kernel.
+bool onTensorCores(const kir::AttentionCall &a);
+
 /// A kernel an AttentionCall may take: its tiles, the suffix of its name, and the terms of its
 /// gate (it serves where their minimum is positive; none: always).
 struct AttentionVariant {

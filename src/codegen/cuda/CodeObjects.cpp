@@ -1,6 +1,7 @@
 // The codegen-cuda step of an export: the entries' kernels in one NVPTX module, its images (a
 // cubin per arch, PTX, the emulator's bitcode), the device's weight layout and the host code.
 #include "codegen/cpu/CpuCodegen.h"
+#include "codegen/cuda/Attention.h"
 #include "codegen/cuda/CudaCodegen.h"
 #include "codegen/cuda/HostCode.h"
 
@@ -184,10 +185,9 @@ Expected<CudaCode> generateCode(const kir::Program &program, ArrayRef<CudaArch> 
     kir::forEachStep(e.steps, [&](const kir::Step &s) {
       if (const auto *g = std::get_if<kir::GemmCall>(&s))
         code.precision = std::max(code.precision, g->precision);
-      // Attention rounds at bf16 and fp16 only (its kernels at tf32 compute in f32).
-      if (const auto *a = std::get_if<kir::AttentionCall>(&s))
-        if (a->precision == kir::Precision::BF16 || a->precision == kir::Precision::FP16)
-          code.precision = std::max(code.precision, a->precision);
+      // Attention rounds only on the tensor cores (at tf32 and in a decode step it is f32).
+      if (const auto *a = std::get_if<kir::AttentionCall>(&s); a && onTensorCores(*a))
+        code.precision = std::max(code.precision, a->precision);
     });
   LLVMContext c;
   std::vector<CudaModule> modules;

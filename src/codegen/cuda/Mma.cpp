@@ -37,6 +37,11 @@ SmallVector<Value *, 4> loadMatrices(codegen::Builder &b, kir::Precision p, Valu
   return regs;
 }
 
+std::pair<Value *, Value *> matrixLane(codegen::Builder &b, Value *lane) {
+  Value *eight = ConstantInt::get(lane->getType(), 8);
+  return {b.CreateURem(lane, eight), b.CreateUDiv(lane, eight)};
+}
+
 void multiplyAdd(Module &m, codegen::Builder &b, kir::Precision p, ArrayRef<Value *> a,
                  ArrayRef<Value *> bRegs, MutableArrayRef<Value *> acc) {
   Intrinsic::ID id = p == kir::Precision::TF32   ? Intrinsic::nvvm_mma_m16n8k8_row_col_tf32

@@ -29,6 +29,9 @@ llvm::Value *fragment(codegen::Builder &b, kir::Precision p, llvm::Value *lo, ll
 llvm::SmallVector<llvm::Value *, 4> loadMatrices(codegen::Builder &b, kir::Precision p,
                                                  llvm::Value *row, bool trans);
 
+/// The row that `lane` (0..31) gives ldmatrix.x4 and its matrix: {lane % 8, lane / 8}.
+std::pair<llvm::Value *, llvm::Value *> matrixLane(codegen::Builder &b, llvm::Value *lane);
+
 /// acc[0..3] += a x b for one m16n8 tile: a's 4 registers, b's 2, acc's 4 f32.
 void multiplyAdd(llvm::Module &m, codegen::Builder &b, kir::Precision p,
                  llvm::ArrayRef<llvm::Value *> a, llvm::ArrayRef<llvm::Value *> bRegs,

@@ -235,8 +235,7 @@ private:
 
   // This lane's row of the ldmatrix.x4 matrices: matrix i = lane / 8, row lane % 8 of it.
   std::pair<Value *, Value *> ldmatrixLane() {
-    Value *lane = B.CreateURem(Tid, B.getInt64(32));
-    return {B.CreateURem(lane, B.getInt64(8)), B.CreateUDiv(lane, B.getInt64(8))};
+    return mma::matrixLane(B, B.CreateURem(Tid, B.getInt64(32)));
   }
 
   // A's fragment of mma tile mi at k-step ks: matrices (rows +0, k +0), (+8, +0), (+0, +8),
