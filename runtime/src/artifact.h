@@ -138,8 +138,9 @@ typedef struct aotc_weight_desc {
   int64_t held_pair_cols, held_pair_transposed; /* format 7: a bf16 holder's k-pair panels */
   /* Format 8: 1 when the blob does not store this weight and the runtime computes it at create
    * from the weights it holds (their held_by is this one; they are stored as themselves, as f32
-   * 3x3 filters whose Winograd transforms this one holds): offset and nbytes are then within the
-   * derived weights (derived_size), not the blob. */
+   * or bf16 3x3 filters whose Winograd transforms this one holds, f32, or bf16 and dense; a bf16
+   * filter may itself hold an f32 one, rounded): offset and nbytes are then within the derived
+   * weights (derived_size), not the blob. */
   int32_t derived, reserved;
 } aotc_weight_desc;
 

@@ -50,52 +50,82 @@ static inline __attribute__((always_inline)) void winograd_filter4(int tile, con
     }
 }
 
-/* A unit of work is a panel (or with a dense layout, a row), its rows four at a time where the
- * panels are of whole groups of four, else one at a time. */
+/* A unit of work is a panel (or with a dense layout, four rows), its rows four at a time where
+ * the panels are of whole groups of four, else one at a time. */
 static int64_t unit_rows(const aotc_weight_desc *w) {
-  return w->held_panel_rows ? w->held_panel_rows : 1;
+  return w->held_panel_rows ? w->held_panel_rows : 4;
 }
-static int64_t lanes_of(const aotc_weight_desc *w) {
-  return w->held_panel_rows && w->held_panel_rows % 4 == 0 ? 4 : 1;
-}
+static int64_t lanes_of(const aotc_weight_desc *w) { return w->held_panel_rows % 4 == 0 ? 4 : 1; }
 /* The units of `w`: a panel's rows past the filter's are zero in the holder. */
 static int64_t units_of(const aotc_weight_desc *w) {
   return (w->held_rows + unit_rows(w) - 1) / unit_rows(w);
 }
 
-static const float Zeros[9];
+/* bf16 `x` rounded to the nearest even, as the compiler's floatToBFloat16 (a NaN stays one). */
+static uint16_t to_bf16(float x) {
+  uint32_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) {
+    const uint16_t top = (uint16_t)(bits >> 16);
+    return top & 0x7f ? top : (uint16_t)(top | 0x40);
+  }
+  return (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
+}
 
-/* Writes the transforms of units [begin, end) of weight `w` (a [rows, cols, 3, 3] f32 filter in
- * the blob) into its derived holder: component b of filter (r, c) at b * stride + position(r, c)
- * (runtime.h's aotc_weight_layout), column by column through a panel so that each component's
- * stores are consecutive. descriptor.c checked that all of it lies inside both. */
+/* Element i of a filter of f32, or of bf16 widened. */
+static inline float filter_tap(const uint8_t *filters, int bf16, int64_t i) {
+  if (bf16) {
+    uint16_t h;
+    memcpy(&h, filters + 2 * i, sizeof h);
+    const uint32_t bits = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &bits, sizeof x);
+    return x;
+  }
+  float x;
+  memcpy(&x, filters + 4 * i, sizeof x);
+  return x;
+}
+
+/* Writes the transforms of units [begin, end) of weight `w` (a [rows, cols, 3, 3] f32 or bf16
+ * filter in the blob) into its derived holder (f32, or bf16: each transform rounded once more):
+ * component b of filter (r, c) at b * stride + position(r, c) (runtime.h's aotc_weight_layout),
+ * column by column through a panel so that each component's stores are consecutive.
+ * descriptor.c checked that all of it lies inside both. */
 __attribute__((target("avx2"))) static void derive_winograd(const aotc_weight_desc *w,
-                                                            const uint8_t *weights, float *holder,
-                                                            int64_t begin, int64_t end) {
+                                                            const uint8_t *weights, uint8_t *holder,
+                                                            int holder_bf16, int64_t begin,
+                                                            int64_t end) {
   const int tile = w->held_winograd_tile, components = (tile + 2) * (tile + 2);
   const int64_t rows = w->held_rows, cols = w->held_cols, p = w->held_panel_rows;
   const int64_t per_unit = unit_rows(w), lanes = lanes_of(w), stride = aotc_held_stride(w);
-  const float *filters = (const float *)(weights + w->offset);
+  const uint8_t *filters = weights + w->offset;
+  const int bf16 = w->dtype == AOTC_DTYPE_BF16;
   v4d g[9], u[36];
   for (int64_t unit = begin; unit < end; ++unit)
     for (int64_t c = 0; c < cols; ++c)
       for (int64_t r0 = unit * per_unit; r0 < (unit + 1) * per_unit; r0 += lanes) {
-        const float *src[4];
-        for (int l = 0; l < 4; ++l)
-          src[l] = l < lanes && r0 + l < rows ? filters + ((r0 + l) * cols + c) * 9 : Zeros;
         for (int tap = 0; tap < 9; ++tap)
-          g[tap] = (v4d){src[0][tap], src[1][tap], src[2][tap], src[3][tap]};
+          for (int l = 0; l < 4; ++l)
+            g[tap][l] = l < lanes && r0 + l < rows
+                            ? filter_tap(filters, bf16, ((r0 + l) * cols + c) * 9 + tap)
+                            : 0;
         if (tile == 4) /* each with the matrices' numbers in the code */
           winograd_filter4(4, g, u);
         else
           winograd_filter4(2, g, u);
-        const int64_t pos = p ? r0 / p * p * cols + c * p + r0 % p : r0 * cols + c;
         for (int b = 0; b < components; ++b) {
           const v4f v = __builtin_convertvector(u[b], v4f);
-          if (lanes == 4)
-            memcpy(holder + b * stride + pos, &v, sizeof v);
-          else
-            holder[b * stride + pos] = v[0];
+          for (int l = 0; l < lanes && r0 + l < rows; ++l) {
+            const int64_t r = r0 + l, pos = p ? r / p * p * cols + c * p + r % p : r * cols + c;
+            const int64_t at = b * stride + pos;
+            if (holder_bf16) {
+              const uint16_t h = to_bf16(v[l]);
+              memcpy(holder + 2 * at, &h, sizeof h);
+            } else {
+              memcpy(holder + 4 * at, &v[l], sizeof(float));
+            }
+          }
         }
       }
 }
@@ -133,11 +163,12 @@ static void derive_task(void *closure, int64_t begin, int64_t end) {
     const int64_t units = units_of(w);
     const int64_t lo = begin > at ? begin : at, hi = end < at + units ? end : at + units;
     if (lo < hi) {
-      derive_winograd(w, job->weights, (float *)(job->out + job->desc->weights[w->held_by].offset),
+      const aotc_weight_desc *holder = &job->desc->weights[w->held_by];
+      derive_winograd(w, job->weights, job->out + holder->offset, holder->dtype == AOTC_DTYPE_BF16,
                       lo - at, hi - at);
       if (job->release_pages) {
         const int64_t per_unit = unit_rows(w), rows = w->held_rows,
-                      row_bytes = w->held_cols * 9 * (int64_t)sizeof(float);
+                      row_bytes = w->held_cols * 9 * (w->dtype == AOTC_DTYPE_BF16 ? 2 : 4);
         const int64_t r0 = (lo - at) * per_unit,
                       r1 = (hi - at) * per_unit < rows ? (hi - at) * per_unit : rows;
         const uint8_t *filters = job->weights + w->offset;

@@ -174,18 +174,22 @@ static int cuda_ok(checker *c, const aotc_artifact_desc *desc) {
   return 1;
 }
 
-/* A stored f32 filter [rows, cols, 3, 3] whose transforms (derive.c) fit in `holder`. */
+/* A stored f32 or bf16 filter [rows, cols, 3, 3] whose transforms (derive.c) fit in `holder`
+ * (f32, or bf16 and dense). */
 static int derived_source_ok(const aotc_weight_desc *w, const aotc_weight_desc *holder) {
   const int64_t tile = w->held_winograd_tile, rows = w->held_rows, cols = w->held_cols,
                 p = w->held_panel_rows;
   const int64_t limit = (int64_t)1 << 26;
+  const uint64_t size = w->dtype == AOTC_DTYPE_BF16 ? 2 : 4,
+                 holder_size = holder->dtype == AOTC_DTYPE_BF16 ? 2 : 4;
   if ((tile != 2 && tile != 4) || rows < 1 || cols < 1 || rows > limit || cols > limit || p < 0 ||
-      p > 64 || w->held_pair_cols || w->held_pair_transposed || w->dtype != AOTC_DTYPE_F32 ||
-      w->offset % sizeof(float) || w->nbytes != (uint64_t)(rows * cols * 9) * sizeof(float))
+      p > 64 || w->held_pair_cols || w->held_pair_transposed ||
+      (w->dtype != AOTC_DTYPE_F32 && w->dtype != AOTC_DTYPE_BF16) || (holder_size == 2 && p != 0) ||
+      w->offset % size || w->nbytes != (uint64_t)(rows * cols * 9) * size)
     return 0;
   /* Below 2^53 elements: rows and cols at most 2^26, p at most 64. */
   return (uint64_t)aotc_held_stride(w) <=
-         holder->nbytes / sizeof(float) / (uint64_t)((tile + 2) * (tile + 2));
+         holder->nbytes / holder_size / (uint64_t)((tile + 2) * (tile + 2));
 }
 
 static int descriptor_ok(checker *c, const aotc_artifact_desc *desc) {
@@ -230,13 +234,18 @@ static int descriptor_ok(checker *c, const aotc_artifact_desc *desc) {
     if (w->offset > region || w->nbytes > region - w->offset)
       return fail_at(c, "weight \"%s\" lies outside the %s weights", w->name,
                      w->derived ? "derived" : "stored");
-    if (w->derived && (w->dtype != AOTC_DTYPE_F32 || w->held_by != -1 || w->offset % AOTC_ALIGN))
-      return fail_at(c, "weight \"%s\" is derived but not an aligned f32 weight of its own",
+    if (w->derived && ((w->dtype != AOTC_DTYPE_F32 && w->dtype != AOTC_DTYPE_BF16) ||
+                       w->held_by != -1 || w->offset % AOTC_ALIGN))
+      return fail_at(c, "weight \"%s\" is derived but not an aligned f32 or bf16 weight of its own",
                      w->name);
-    /* A weight held by another: that one is stored as itself, and this one takes no bytes,
-     * unless that one is derived from it. */
+    /* A weight held by another: that one is stored as itself (held by none, or by a weight
+     * derived from it: a bf16 filter), and this one takes no bytes, unless that one is derived
+     * from it. */
     if (w->held_by != -1 && (w->held_by < 0 || w->held_by >= desc->num_weights || w->held_by == i ||
-                             desc->weights[w->held_by].held_by != -1 ||
+                             (desc->weights[w->held_by].held_by != -1 &&
+                              (desc->weights[w->held_by].held_by < 0 ||
+                               desc->weights[w->held_by].held_by >= desc->num_weights ||
+                               !desc->weights[desc->weights[w->held_by].held_by].derived)) ||
                              (w->nbytes && !desc->weights[w->held_by].derived)))
       return fail_at(c, "weight \"%s\" is held by weight %d, which cannot hold it", w->name,
                      (int)w->held_by);

@@ -15,8 +15,9 @@ namespace aotc {
 struct LowerOptions {
   /// Off: every graph value is realized in its own kernel (a debugging aid and a test oracle).
   bool fuse = true;
-  /// 3x3 stride-1 f32 convolutions as Winograd F(2x2, 3x3) where the shape suits it (2.25x fewer
-  /// multiplications; the sums round differently from the direct GEMM's).
+  /// 3x3 stride-1 f32 convolutions as Winograd F(4x4, 3x3) or F(2x2, 3x3) where the shape suits
+  /// it (TargetInfo; 4x or 2.25x fewer multiplications; the sums round differently from the
+  /// direct GEMM's).
   bool winograd = true;
   /// What each f32 GEMM may round its operands to (GemmCall::precision).
   kir::Precision precision = kir::Precision::FP32;

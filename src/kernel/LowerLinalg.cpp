@@ -542,11 +542,8 @@ llvm::Error Lowerer::lowerConvPool(const Node &n) {
          dil = ints("dilation", sd, 1);
     SymExpr groups = intAttr(n, "groups", 1);
     if (groups == SymExpr(1) && out == DType::F32) {
-      // Rounded to bf16 a filter multiplies as it is: its Winograd transform's 16 components
-      // would round more, and the direct GEMM is the one bf16 arithmetic speeds up.
-      bool winograd = Options.winograd && Options.precision != kir::Precision::BF16;
-      auto g = winograd ? convAsWinograd(*this, x, w, bias, shape, stride, pad, dil)
-                        : llvm::Expected<LValue *>(nullptr);
+      auto g = Options.winograd ? convAsWinograd(*this, x, w, bias, shape, stride, pad, dil)
+                                : llvm::Expected<LValue *>(nullptr);
       if (g && !*g)
         g = convAsGemm(*this, x, w, bias, shape, stride, pad, dil);
       if (!g)

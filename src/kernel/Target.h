@@ -24,9 +24,11 @@ struct TargetInfo {
   /// channels, F(2x2, 3x3) from `winograd2MinInChannels`, both from `winogradMinOutChannels`
   /// output channels and on maps of at least `winogradMinTiles` tiles per image; the
   /// transformed input and the products each stay under `winogradMaxElements` elements at the
-  /// largest sizes. winogradMinOutChannels 0: never Winograd.
+  /// largest sizes. winogradMinOutChannels 0: never Winograd. At --precision bf16 only F(2x2,
+  /// 3x3), from `winogradBf16MinInChannels`: its products multiply bf16 transforms, and F(4x4)'s
+  /// transforms amplify that rounding some sixfold.
   int64_t winogradMinOutChannels = 0;
-  int64_t winograd4MinInChannels = 0, winograd2MinInChannels = 0;
+  int64_t winograd4MinInChannels = 0, winograd2MinInChannels = 0, winogradBf16MinInChannels = 0;
   int64_t winogradMinTiles = 0;
   int64_t winogradMaxElements = 0;
 

@@ -127,6 +127,10 @@ int main(void) {
   expect_refused(AOTC_FAKE_MODEL_HELDBYSELF, "heldbyself",
                  "aotc_model_create: the artifact is damaged: weight \"w\" is held by weight 0, "
                  "which cannot hold it (re-export the model)");
+  /* A holder that another weight holds, not one derived from it. */
+  expect_refused(AOTC_FAKE_MODEL_CHAIN, "chain",
+                 "aotc_model_create: the artifact is damaged: weight \"w\" is held by weight 1, "
+                 "which cannot hold it (re-export the model)");
   /* k-pair panels (format 7) on a weight no bf16 weight holds. */
   expect_refused(
       AOTC_FAKE_MODEL_PAIRS, "pairs",
@@ -142,7 +146,7 @@ int main(void) {
   /* A derived weight at an offset no aotc writes; a weight no derived one can hold. */
   expect_refused(AOTC_FAKE_MODEL_DERIVEDALIGN, "derivedalign",
                  "aotc_model_create: the artifact is damaged: weight \"acc\" is derived but not "
-                 "an aligned f32 weight of its own (re-export the model)");
+                 "an aligned f32 or bf16 weight of its own (re-export the model)");
   expect_refused(AOTC_FAKE_MODEL_DERIVEDSOURCE, "derivedsource",
                  "aotc_model_create: the artifact is damaged: weight \"w\" is not a filter "
                  "whose Winograd transforms weight 1 can hold (re-export the model)");

@@ -41,10 +41,21 @@ static const int64_t shape4[] = {4};
 #ifndef AOTC_FAKE_DERIVED_SIZE
 #define AOTC_FAKE_DERIVED_SIZE 0
 #endif
+/* AOTC_FAKE_CHAIN: w, of no bytes, claims to be held by acc, which claims to be held by w: a
+ * holder that is itself held, not by a weight derived from it (only a bf16 filter whose
+ * transforms are derived at load both holds a weight and is held). */
+#ifdef AOTC_FAKE_CHAIN
+#define AOTC_FAKE_W_BYTES 0
+#define AOTC_FAKE_ACC_HELD_BY 0
+#else
+#define AOTC_FAKE_W_BYTES 16
+#define AOTC_FAKE_ACC_HELD_BY -1
+#endif
 static const aotc_weight_desc weights[] = {
-    {"w", AOTC_DTYPE_F32, 1, shape4, 0, 16, AOTC_FAKE_HELD_BY, 0, 0, 0, 0, AOTC_FAKE_PAIR_COLS, 0,
-     AOTC_FAKE_DERIVED, 0},
-    {"acc", AOTC_DTYPE_F32, 1, shape4, 16, 16, -1, 0, 0, 0, 0, 0, 0, AOTC_FAKE_ACC_DERIVED, 0},
+    {"w", AOTC_DTYPE_F32, 1, shape4, 0, AOTC_FAKE_W_BYTES, AOTC_FAKE_HELD_BY, 0, 0, 0, 0,
+     AOTC_FAKE_PAIR_COLS, 0, AOTC_FAKE_DERIVED, 0},
+    {"acc", AOTC_DTYPE_F32, 1, shape4, 16, 16, AOTC_FAKE_ACC_HELD_BY, 0, 0, 0, 0, 0, 0,
+     AOTC_FAKE_ACC_DERIVED, 0},
 };
 static const uint8_t program[] = "fake program";
 

@@ -53,8 +53,13 @@ private:
         return pairPanels(entry, g.b, *at);
       return round(entry, g.b);
     }
-    // A weight as A (a convolution's filter) when B is not one.
-    if (isF32Weight(g.a) && entry.buffers[g.b.buffer].kind != kir::Buffer::Kind::Weight)
+    // A weight as A (a convolution's filter) when B is not one. A Winograd filter too: its
+    // transform, which the GEMM reads, is derived from the bf16 copy (pack-weights).
+    const kir::Buffer &a = entry.buffers[g.a.buffer];
+    bool filter =
+        a.kind == kir::Buffer::Kind::Weight && a.dtype == DType::F32 && !g.a.conv && !g.a.panelRows;
+    if ((isF32Weight(g.a) || (filter && g.a.winogradTile)) &&
+        entry.buffers[g.b.buffer].kind != kir::Buffer::Kind::Weight)
       return round(entry, g.a);
     return llvm::Error::success();
   }

@@ -14,7 +14,8 @@ namespace aotc::cpu {
 
 /// For every f32 GEMM of precision bf16 (in every entry, cond branches included) whose B is an
 /// immutable f32 weight read in place (no conv window, no panels) and whose batch is 1, or else
-/// whose A is one (no panels, no Winograd transform) and B is not a weight, adds a bf16 weight
+/// whose A is one (no panels; a Winograd filter too, whose transform pack-weights then derives
+/// from the copy) and B is not a weight, adds a bf16 weight
 /// (every element rounded to nearest even, NaN kept; its data appended to `exported`) and points
 /// the operand at it. A B of constant sizes and addressing gets "<name>.bf16pairs", its k-pair
 /// panels (kir::MatrixOperand::pairPanelCols, PairPanelCols wide; one per weight and

@@ -37,13 +37,18 @@ const kir::TargetInfo &loweringTarget() {
     t.winogradMinOutChannels = 64;
     t.winograd4MinInChannels = 64;
     t.winograd2MinInChannels = 128;
+    // At bf16 the direct GEMM's im2col packing costs as much as the transforms (ResNet-18 b1 on a
+    // Zen 4, vdpbf16ps: 11.9 ms direct, 11.0 with F(2x2) from 128 channels, 10.3 from 64).
+    t.winogradBf16MinInChannels = 64;
     // Tiles per image at least; the tiles' area at most 5/4 of the map's (the overhang): ResNet's
     // 7x7 maps (16 tiles of 2x2 overhanging by 31 %) ran slower (ResNet-18 batch 1: 13.4
     // against 10.5 ms).
     t.winogradMinTiles = 25;
     // The transformed input and the products live in the arena at the largest sizes the dims
-    // allow; past this many elements each the convolution stays a direct GEMM.
-    t.winogradMaxElements = int64_t(32) << 20;
+    // allow; past this many elements each the convolution stays a direct GEMM. F(2x2) on
+    // ResNet's first 64-channel layer at its largest (batch 64 of 448 x 448 images) holds 51 M,
+    // as many as the layer's activations.
+    t.winogradMaxElements = int64_t(64) << 20;
     return t;
   }();
   return target;

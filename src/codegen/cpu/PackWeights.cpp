@@ -1,6 +1,7 @@
 // pack-weights: constant GEMM A operands re-laid out as the register tile reads them, once, at
 // compile time (see PackWeights.h).
 #include "codegen/cpu/PackWeights.h"
+#include "aotc/tensor/HostTensor.h"
 #include "codegen/cpu/CpuTarget.h"
 #include "codegen/cpu/DerivedWeights.h"
 
@@ -23,8 +24,9 @@ struct Addressing {
   int64_t offset, rowStride, colStride, m, k;
   int winograd = 0; // F(t x t, 3x3): the filter's transform, else the operand as it is
   bool panels = true;
+  bool bf16 = false; // a bf16 filter (bf16-weights) whose transform is stored dense in bf16
   auto key() const {
-    return std::tie(weight, offset, rowStride, colStride, m, k, winograd, panels);
+    return std::tie(weight, offset, rowStride, colStride, m, k, winograd, panels, bf16);
   }
   bool operator<(const Addressing &o) const { return key() < o.key(); }
   // The packed weight `holder`'s layout of the operand.
@@ -99,15 +101,22 @@ private:
     const kir::Buffer &buf = entry.buffers[a.buffer];
     auto m = g.m.constant(), k = g.k.constant(), off = a.offset.constant(),
          bs = a.batchStride.constant(), rs = a.rowStride.constant(), cs = a.colStride.constant();
+    bool bf16 = buf.dtype == DType::BF16;
     bool constant = g.dtype == DType::F32 && buf.kind == kir::Buffer::Kind::Weight &&
                     buf.dtype == DType::F32 && m && k && off && rs && cs && *m >= 1 && *k >= 1;
     if (a.winogradTile) {
+      // bf16-weights rounded the filter of a bf16 GEMM: its transform is rounded too, dense, as
+      // the bf16 kernels read A.
+      bool filter = constant || (bf16 && g.precision == kir::Precision::BF16 &&
+                                 g.dtype == DType::F32 && buf.kind == kir::Buffer::Kind::Weight &&
+                                 m && k && off && rs && cs && *m >= 1 && *k >= 1);
       int64_t components = (a.winogradTile + 2) * (a.winogradTile + 2);
-      if (!constant || g.batch.constant() != components)
+      if (!filter || g.batch.constant() != components)
         return llvm::createStringError(fmt::format(
-            "pack-weights: GEMM {} reads a Winograd filter that is not a constant f32 weight",
-            g.name));
-      return Addressing{buf.index, *off, *rs, *cs, *m, *k, a.winogradTile, readsPanels(g, *m, *cs)};
+            "pack-weights: GEMM {} reads a Winograd filter that is not a constant weight", g.name));
+      return Addressing{
+          buf.index, *off, *rs, *cs, *m, *k, a.winogradTile, !bf16 && readsPanels(g, *m, *cs),
+          bf16};
     }
     if (!constant || a.conv || a.panelRows || !bs || *bs != 0 || !readsPanels(g, *m, *cs))
       return std::nullopt;
@@ -220,7 +229,7 @@ private:
     std::string name = freshWeightName(P, Exported, src.name + suffix);
     kir::Weight w;
     w.name = name;
-    w.dtype = DType::F32;
+    w.dtype = at.bf16 ? DType::BF16 : DType::F32;
     if (at.panels)
       w.shape = {at.panelCount(), at.k, PanelRows};
     else
@@ -245,42 +254,61 @@ private:
   }
 
   // Appends the data of `packed` to the exported program: `source` read at `at` (each 3x3 filter
-  // transformed, for a Winograd operand), as panels or dense.
+  // transformed, for a Winograd operand), as panels or dense; a bf16 source's transform is
+  // rounded to bf16 (from the f32 transform of the widened filter, as derive.c computes it).
   llvm::Error pack(const Addressing &at, const std::string &source, const kir::Weight &packed) {
     const Weight *data = Exported.findWeight(source);
-    if (!data)
+    size_t elementBytes = at.bf16 ? sizeof(uint16_t) : sizeof(float);
+    if (!data || data->dtype() != (at.bf16 ? DType::BF16 : DType::F32))
       return llvm::createStringError(
           fmt::format("pack-weights: the program has no data for weight \"{}\"", source));
-    int64_t numel = static_cast<int64_t>(data->bytes().size() / sizeof(float));
+    int64_t numel = static_cast<int64_t>(data->bytes().size() / elementBytes);
     int64_t taps = at.layout(0).taps();
     int64_t last = at.offset + (at.m - 1) * at.rowStride + (at.k - 1) * at.colStride + taps - 1;
     if (at.offset < 0 || at.rowStride < 0 || at.colStride < 0 || last >= numel)
       return llvm::createStringError(fmt::format(
           "pack-weights: a GEMM operand reads weight \"{}\" past its {} elements", source, numel));
-    auto out = std::make_shared<std::vector<float>>(packed.numel(), 0.0f);
     const uint8_t *bytes = data->bytes().data();
+    auto element = [&](int64_t i) {
+      if (!at.bf16) {
+        float x;
+        std::memcpy(&x, bytes + sizeof(float) * i, sizeof x);
+        return x;
+      }
+      uint16_t x;
+      std::memcpy(&x, bytes + sizeof(uint16_t) * i, sizeof x);
+      return bfloat16ToFloat(x);
+    };
+    std::vector<float> out(packed.numel(), 0.0f);
     for (int64_t r = 0; r < at.m; ++r)
       for (int64_t c = 0; c < at.k; ++c) {
         float in[9], u[36];
-        std::memcpy(in, bytes + sizeof(float) * (at.offset + r * at.rowStride + c * at.colStride),
-                    sizeof(float) * taps);
+        for (int64_t t = 0; t < taps; ++t)
+          in[t] = element(at.offset + r * at.rowStride + c * at.colStride + t);
         if (at.winograd)
           kir::winogradFilter(at.winograd, in, u);
         else
           u[0] = in[0];
         int64_t pos = at.panels ? kir::panelOffset(r, c, at.k, PanelRows) : r * at.k + c;
         for (int64_t b = 0; b < at.batch(); ++b)
-          (*out)[b * at.stride() + pos] = u[b];
+          out[b * at.stride() + pos] = u[b];
       }
-    append(packed, std::move(out));
+    if (!at.bf16) {
+      append(packed, std::make_shared<std::vector<float>>(std::move(out)));
+      return llvm::Error::success();
+    }
+    auto rounded = std::make_shared<std::vector<uint16_t>>(out.size());
+    llvm::transform(out, rounded->begin(), floatToBFloat16);
+    append(packed, std::move(rounded));
     return llvm::Error::success();
   }
 
   // Appends `data` to the exported program as the weight `packed`'s.
-  void append(const kir::Weight &packed, std::shared_ptr<std::vector<float>> data) {
+  template <typename T>
+  void append(const kir::Weight &packed, std::shared_ptr<std::vector<T>> data) {
     llvm::ArrayRef<uint8_t> view(reinterpret_cast<const uint8_t *>(data->data()),
-                                 data->size() * sizeof(float));
-    Exported.weights.emplace_back(packed.name, DType::F32,
+                                 data->size() * sizeof(T));
+    Exported.weights.emplace_back(packed.name, packed.dtype,
                                   std::vector<int64_t>(packed.shape.begin(), packed.shape.end()),
                                   view, std::move(data));
   }

@@ -20,7 +20,9 @@ namespace aotc::cpu {
 /// weight
 /// "<name>.winograd" holding its 16 transformed components, as panels (batch stride one
 /// component's panels) where the blocked path reads A, else dense [16, m, k]; such an operand
-/// must read an immutable f32 weight with constant addressing, or the pass fails.
+/// must read an immutable f32 weight with constant addressing, or the pass fails. A bf16 filter
+/// (bf16-weights' copy, for a GEMM of precision bf16) gets a dense bf16 transform, each
+/// component the f32 one rounded (kir::winogradFilter of the widened taps, as derive.c).
 /// An f32 GEMM of batch 1 whose B is an immutable f32 weight read at constant addressing, at
 /// least PanelCols columns wide, whose rows do not run contiguously (nn.Linear's [n, k] weight;
 /// a Conv1D's [k, n] is read in place) reads "<name>.panels" instead: PanelCols-column panels

@@ -3,6 +3,7 @@
 // holds A's elements where kir::panelOffset says; Winograd transforms that the runtime derives at
 // load are the ones pack-weights would compute.
 #include "codegen/cpu/PackWeights.h"
+#include "aotc/tensor/HostTensor.h"
 #include "codegen/cpu/CpuTarget.h"
 
 #include "../../../runtime/src/internal.h"
@@ -105,66 +106,96 @@ TEST(PackWeights, PanelsHoldTheWeightWherePanelOffsetSays) {
 
 // The runtime derives a Winograd filter's transforms at load (runtime/src/derive.c) bit for bit
 // as kir::winogradFilter computes them, where kir::panelOffset puts them, with zero padding rows;
-// every handle of one set of weights shares them.
+// every handle of one set of weights shares them. A bf16 filter (bf16-weights' copy at
+// --precision bf16) gives a dense bf16 holder: the f32 transform of the widened filter, rounded
+// to the nearest even as floatToBFloat16 rounds, which is what pack-weights would store.
 TEST(PackWeights, WinogradFiltersDerivedAtLoadAreTheExportsTransforms) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
   const int64_t m = 13, k = 5;
   aotc_pool *pool = nullptr;
   ASSERT_EQ(aotc_pool_create(2, &pool), AOTC_OK);
-  for (int tile : {2, 4})
-    for (unsigned panelRows : {0u, 12u, 6u}) {
-      SCOPED_TRACE(testing::Message() << "F(" << tile << "), panels of " << panelRows);
-      kir::HeldWeight held{1, m, k, panelRows, tile};
-      const int64_t holderFloats = held.components() * held.componentStride();
-      std::vector<float> filters(m * k * 9);
-      for (float &x : filters)
-        x = dist(rng);
-      const int64_t shape[4] = {m, k, 3, 3}, holderShape[1] = {holderFloats};
-      // The filter, stored at 0 of the blob, and the holder, at 64 of the derived weights.
-      aotc_weight_desc weights[2] = {};
-      for (aotc_weight_desc &w : weights) {
-        w.dtype = AOTC_DTYPE_F32;
-        w.held_by = -1;
+  struct Case {
+    int tile;
+    unsigned panelRows;
+    bool bf16;
+  };
+  std::vector<Case> cases;
+  for (int tile : {2, 4}) {
+    for (unsigned panelRows : {0u, 12u, 6u})
+      cases.push_back({tile, panelRows, false});
+    cases.push_back({tile, 0, true});
+  }
+  for (const Case &cs : cases) {
+    SCOPED_TRACE(testing::Message() << "F(" << cs.tile << "), panels of " << cs.panelRows
+                                    << (cs.bf16 ? ", bf16" : ", f32"));
+    kir::HeldWeight held{1, m, k, cs.panelRows, cs.tile};
+    const int64_t holderElements = held.components() * held.componentStride();
+    const size_t size = cs.bf16 ? sizeof(uint16_t) : sizeof(float);
+    // The filters as the blob stores them, and as the transform reads them.
+    std::vector<float> filters(m * k * 9);
+    std::vector<uint8_t> blob(filters.size() * size);
+    for (size_t i = 0; i < filters.size(); ++i) {
+      float x = dist(rng);
+      if (cs.bf16) {
+        uint16_t h = floatToBFloat16(x);
+        std::memcpy(&blob[i * size], &h, size);
+        x = bfloat16ToFloat(h);
+      } else {
+        std::memcpy(&blob[i * size], &x, size);
       }
-      weights[0].name = "w";
-      weights[0].rank = 4;
-      weights[0].shape = shape;
-      weights[0].nbytes = filters.size() * sizeof(float);
-      weights[0].held_by = 1;
-      weights[0].held_winograd_tile = tile;
-      weights[0].held_rows = m;
-      weights[0].held_cols = k;
-      weights[0].held_panel_rows = panelRows;
-      weights[1].name = "w.winograd";
-      weights[1].rank = 1;
-      weights[1].shape = holderShape;
-      weights[1].offset = 64;
-      weights[1].nbytes = holderFloats * sizeof(float);
-      weights[1].derived = 1;
-      aotc_artifact_desc desc = {};
-      desc.num_weights = 2;
-      desc.weights = weights;
-      desc.derived_size = 64 + holderFloats * sizeof(float);
-      const uint8_t *blob = reinterpret_cast<const uint8_t *>(filters.data());
-      const uint8_t *derived = nullptr, *again = nullptr;
-      ASSERT_EQ(aotc_derived_acquire(&desc, blob, 0, pool, 2, &derived), AOTC_OK);
-      ASSERT_EQ(aotc_derived_acquire(&desc, blob, 0, pool, 2, &again), AOTC_OK);
-      EXPECT_EQ(derived, again);
-      const float *holder = reinterpret_cast<const float *>(derived + 64);
-      std::vector<float> want(holderFloats, 0.0f);
-      for (int64_t r = 0; r < m; ++r)
-        for (int64_t c = 0; c < k; ++c) {
-          float u[36];
-          kir::winogradFilter(tile, &filters[(r * k + c) * 9], u);
-          for (int b = 0; b < held.components(); ++b)
-            want[b * held.componentStride() + held.position(r, c)] = u[b];
-        }
-      for (int64_t i = 0; i < holderFloats; ++i)
-        ASSERT_EQ(std::memcmp(&holder[i], &want[i], sizeof(float)), 0)
-            << "element " << i << ": " << holder[i] << " against " << want[i];
-      aotc_derived_release(again);
-      aotc_derived_release(derived);
+      filters[i] = x;
     }
+    const int64_t shape[4] = {m, k, 3, 3}, holderShape[1] = {holderElements};
+    // The filter, stored at 0 of the blob, and the holder, at 64 of the derived weights.
+    aotc_weight_desc weights[2] = {};
+    for (aotc_weight_desc &w : weights) {
+      w.dtype = cs.bf16 ? AOTC_DTYPE_BF16 : AOTC_DTYPE_F32;
+      w.held_by = -1;
+    }
+    weights[0].name = "w";
+    weights[0].rank = 4;
+    weights[0].shape = shape;
+    weights[0].nbytes = blob.size();
+    weights[0].held_by = 1;
+    weights[0].held_winograd_tile = cs.tile;
+    weights[0].held_rows = m;
+    weights[0].held_cols = k;
+    weights[0].held_panel_rows = cs.panelRows;
+    weights[1].name = "w.winograd";
+    weights[1].rank = 1;
+    weights[1].shape = holderShape;
+    weights[1].offset = 64;
+    weights[1].nbytes = holderElements * size;
+    weights[1].derived = 1;
+    aotc_artifact_desc desc = {};
+    desc.num_weights = 2;
+    desc.weights = weights;
+    desc.derived_size = 64 + holderElements * size;
+    const uint8_t *derived = nullptr, *again = nullptr;
+    ASSERT_EQ(aotc_derived_acquire(&desc, blob.data(), 0, pool, 2, &derived), AOTC_OK);
+    ASSERT_EQ(aotc_derived_acquire(&desc, blob.data(), 0, pool, 2, &again), AOTC_OK);
+    EXPECT_EQ(derived, again);
+    std::vector<float> want(holderElements, 0.0f);
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < k; ++c) {
+        float u[36];
+        kir::winogradFilter(cs.tile, &filters[(r * k + c) * 9], u);
+        for (int b = 0; b < held.components(); ++b)
+          want[b * held.componentStride() + held.position(r, c)] = u[b];
+      }
+    for (int64_t i = 0; i < holderElements; ++i) {
+      if (cs.bf16) {
+        uint16_t got, rounded = floatToBFloat16(want[i]);
+        std::memcpy(&got, derived + 64 + i * size, size);
+        ASSERT_EQ(got, rounded) << "element " << i << " of " << want[i];
+      } else {
+        ASSERT_EQ(std::memcmp(derived + 64 + i * size, &want[i], size), 0)
+            << "element " << i << " against " << want[i];
+      }
+    }
+    aotc_derived_release(again);
+    aotc_derived_release(derived);
+  }
   aotc_pool_destroy(pool);
 }
