@@ -119,11 +119,12 @@ __attribute__((target("avx2"))) static void derive_winograd(const aotc_weight_de
           for (int l = 0; l < lanes && r0 + l < rows; ++l) {
             const int64_t r = r0 + l, pos = p ? r / p * p * cols + c * p + r % p : r * cols + c;
             const int64_t at = b * stride + pos;
+            const float x = v[l];
             if (holder_bf16) {
-              const uint16_t h = to_bf16(v[l]);
+              const uint16_t h = to_bf16(x);
               memcpy(holder + 2 * at, &h, sizeof h);
             } else {
-              memcpy(holder + 4 * at, &v[l], sizeof(float));
+              memcpy(holder + 4 * at, &x, sizeof x);
             }
           }
         }
