@@ -753,31 +753,41 @@ void GemmEmitter::packAWordsBf16(Builder &b, const GemmValues &v, Value *bi, Val
   Value *kcp = emitCeilDiv(b, kc, b.getInt64(2));
   Value *firstMr = lanesBelow(b, vw, b.getInt64(T.mr));
   Value *noWords = Constant::getNullValue(firstMr->getType());
-  emitLoop(
-      b, b.getInt64(0), emitCeilDiv(b, kcp, b.getInt64(vw)),
-      [&](Value *ch) {
-        Value *p0 = b.CreateMul(ch, b.getInt64(vw));
-        // The chunk's elements, fewer at the block's end (an odd kc's last word gets a zero).
-        Value *elems = lanesBelow(b, 2 * vw, b.CreateSub(kc, b.CreateMul(p0, b.getInt64(2))));
-        Value *none = Constant::getNullValue(elems->getType());
-        SmallVector<Value *, 16> x(vw, ConstantAggregateZero::get(wordV));
-        for (unsigned r = 0; r < T.mr; ++r) {
-          // Rows past mrEff read nothing (their address clamped to a real row).
-          Value *exists = b.CreateICmpSLT(b.getInt64(r), mrEff);
-          Value *row = b.CreateAdd(i0, smin(b, b.getInt64(r), b.CreateSub(mrEff, b.getInt64(1))));
-          Value *at = ptrA(b, v, bi, row, b.CreateAdd(k0, b.CreateMul(p0, b.getInt64(2))));
-          Value *got = b.CreateMaskedLoad(halves, at, Align(2), b.CreateSelect(exists, elems, none),
-                                          ConstantAggregateZero::get(halves));
-          x[r] = b.CreateBitCast(got, wordV);
-        }
-        transposeSquare(b, x);
-        for (unsigned t = 0; t < vw; ++t) {
-          Value *p = b.CreateAdd(p0, b.getInt64(t));
-          b.CreateMaskedStore(x[t], b.CreateInBoundsGEP(i32, ap, b.CreateMul(p, mr)), Align(4),
-                              b.CreateSelect(b.CreateICmpSLT(p, kcp), firstMr, noWords));
-        }
-      },
-      "paw");
+  // A whole micro-panel (every row but a filter's last few) loads all MR rows under one mask:
+  // with a mask a row, the 12 masks and row addresses outlived the registers and were reloaded
+  // from the stack in the loop.
+  auto chunks = [&](bool whole) {
+    emitLoop(
+        b, b.getInt64(0), emitCeilDiv(b, kcp, b.getInt64(vw)),
+        [&](Value *ch) {
+          Value *p0 = b.CreateMul(ch, b.getInt64(vw));
+          // The chunk's elements, fewer at the block's end (an odd kc's last word gets a zero).
+          Value *elems = lanesBelow(b, 2 * vw, b.CreateSub(kc, b.CreateMul(p0, b.getInt64(2))));
+          Value *none = Constant::getNullValue(elems->getType());
+          Value *col = b.CreateAdd(k0, b.CreateMul(p0, b.getInt64(2)));
+          SmallVector<Value *, 16> x(vw, ConstantAggregateZero::get(wordV));
+          for (unsigned r = 0; r < T.mr; ++r) {
+            // Rows past mrEff read nothing (their address clamped to a real row).
+            Value *row = b.CreateAdd(i0, b.getInt64(r)), *mask = elems;
+            if (!whole) {
+              row = b.CreateAdd(i0, smin(b, b.getInt64(r), b.CreateSub(mrEff, b.getInt64(1))));
+              mask = b.CreateSelect(b.CreateICmpSLT(b.getInt64(r), mrEff), elems, none);
+            }
+            Value *got = b.CreateMaskedLoad(halves, ptrA(b, v, bi, row, col), Align(2), mask,
+                                            ConstantAggregateZero::get(halves));
+            x[r] = b.CreateBitCast(got, wordV);
+          }
+          transposeSquare(b, x);
+          for (unsigned t = 0; t < vw; ++t) {
+            Value *p = b.CreateAdd(p0, b.getInt64(t));
+            b.CreateMaskedStore(x[t], b.CreateInBoundsGEP(i32, ap, b.CreateMul(p, mr)), Align(4),
+                                b.CreateSelect(b.CreateICmpSLT(p, kcp), firstMr, noWords));
+          }
+        },
+        "paw");
+  };
+  emitIf(
+      b, b.CreateICmpEQ(mrEff, mr), [&] { chunks(true); }, [&] { chunks(false); });
 }
 
 void GemmEmitter::forAColumns(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *mrEff,
