@@ -192,6 +192,13 @@ static int derived_source_ok(const aotc_weight_desc *w, const aotc_weight_desc *
          holder->nbytes / holder_size / (uint64_t)((tile + 2) * (tile + 2));
 }
 
+/* Whether weight `h` is stored as itself: held by none, or by a weight derived from it (a bf16
+ * filter, which may then hold an f32 one). */
+static int stored_as_itself(const aotc_artifact_desc *desc, const aotc_weight_desc *h) {
+  return h->held_by == -1 ||
+         (h->held_by >= 0 && h->held_by < desc->num_weights && desc->weights[h->held_by].derived);
+}
+
 static int descriptor_ok(checker *c, const aotc_artifact_desc *desc) {
   if (!string_ok(c, desc->model_name, "model name", -1) ||
       !string_ok(c, desc->producer, "producer", -1) ||
@@ -238,14 +245,10 @@ static int descriptor_ok(checker *c, const aotc_artifact_desc *desc) {
                        w->held_by != -1 || w->offset % AOTC_ALIGN))
       return fail_at(c, "weight \"%s\" is derived but not an aligned f32 or bf16 weight of its own",
                      w->name);
-    /* A weight held by another: that one is stored as itself (held by none, or by a weight
-     * derived from it: a bf16 filter), and this one takes no bytes, unless that one is derived
-     * from it. */
+    /* A weight held by another: that one is stored as itself, and this one takes no bytes,
+     * unless that one is derived from it. */
     if (w->held_by != -1 && (w->held_by < 0 || w->held_by >= desc->num_weights || w->held_by == i ||
-                             (desc->weights[w->held_by].held_by != -1 &&
-                              (desc->weights[w->held_by].held_by < 0 ||
-                               desc->weights[w->held_by].held_by >= desc->num_weights ||
-                               !desc->weights[desc->weights[w->held_by].held_by].derived)) ||
+                             !stored_as_itself(desc, &desc->weights[w->held_by]) ||
                              (w->nbytes && !desc->weights[w->held_by].derived)))
       return fail_at(c, "weight \"%s\" is held by weight %d, which cannot hold it", w->name,
                      (int)w->held_by);

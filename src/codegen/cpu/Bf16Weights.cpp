@@ -41,10 +41,11 @@ private:
   llvm::Error gemm(kir::EntryKernels &entry, kir::GemmCall &g) {
     if (g.dtype != DType::F32 || g.precision != kir::Precision::BF16)
       return llvm::Error::success();
+    // (Only A is ever a Winograd filter: its transform is derived from the bf16 copy.)
     auto isF32Weight = [&](const kir::MatrixOperand &o) {
       const kir::Buffer &src = entry.buffers[o.buffer];
       return src.kind == kir::Buffer::Kind::Weight && src.dtype == DType::F32 && !o.conv &&
-             !o.panelRows && !o.winogradTile;
+             !o.panelRows;
     };
     // Batched GEMMs fold several images' columns into one packed block, which reads a bf16 B
     // nowhere.
@@ -55,11 +56,7 @@ private:
     }
     // A weight as A (a convolution's filter) when B is not one. A Winograd filter too: its
     // transform, which the GEMM reads, is derived from the bf16 copy (pack-weights).
-    const kir::Buffer &a = entry.buffers[g.a.buffer];
-    bool filter =
-        a.kind == kir::Buffer::Kind::Weight && a.dtype == DType::F32 && !g.a.conv && !g.a.panelRows;
-    if ((isF32Weight(g.a) || (filter && g.a.winogradTile)) &&
-        entry.buffers[g.b.buffer].kind != kir::Buffer::Kind::Weight)
+    if (isF32Weight(g.a) && entry.buffers[g.b.buffer].kind != kir::Buffer::Kind::Weight)
       return round(entry, g.a);
     return llvm::Error::success();
   }

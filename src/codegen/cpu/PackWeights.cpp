@@ -101,15 +101,13 @@ private:
     const kir::Buffer &buf = entry.buffers[a.buffer];
     auto m = g.m.constant(), k = g.k.constant(), off = a.offset.constant(),
          bs = a.batchStride.constant(), rs = a.rowStride.constant(), cs = a.colStride.constant();
-    bool bf16 = buf.dtype == DType::BF16;
-    bool constant = g.dtype == DType::F32 && buf.kind == kir::Buffer::Kind::Weight &&
-                    buf.dtype == DType::F32 && m && k && off && rs && cs && *m >= 1 && *k >= 1;
+    bool weight = g.dtype == DType::F32 && buf.kind == kir::Buffer::Kind::Weight && m && k && off &&
+                  rs && cs && *m >= 1 && *k >= 1;
+    bool constant = weight && buf.dtype == DType::F32, bf16 = buf.dtype == DType::BF16;
     if (a.winogradTile) {
       // bf16-weights rounded the filter of a bf16 GEMM: its transform is rounded too, dense, as
       // the bf16 kernels read A.
-      bool filter = constant || (bf16 && g.precision == kir::Precision::BF16 &&
-                                 g.dtype == DType::F32 && buf.kind == kir::Buffer::Kind::Weight &&
-                                 m && k && off && rs && cs && *m >= 1 && *k >= 1);
+      bool filter = constant || (weight && bf16 && g.precision == kir::Precision::BF16);
       int64_t components = (a.winogradTile + 2) * (a.winogradTile + 2);
       if (!filter || g.batch.constant() != components)
         return llvm::createStringError(fmt::format(
