@@ -732,7 +732,7 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                              b.getInt64(0));
   // A k block of pairs fills the B block's words with twice the depth.
   Value *nr = b.getInt64(T.nr()), *mr = b.getInt64(amx ? AmxRows : T.mr),
-        *kcMax = b.getInt64(pairs ? 2 * T.kc : T.kc);
+        *kcMax = b.getInt64(pairs ? 2 * T.kc : T.kcF32);
   std::optional<TileEpilogue> tileEpilogue = matchTileEpilogue(Entry, G);
   emitLoop(
       b, ts.begin, ts.end,
