@@ -624,9 +624,12 @@ TileEpilogueArgs tileEpilogueArgs(Builder &b, ExprEmitter &ex,
 } // namespace
 
 // The next k block's B (rows k0 + kc ..) streams from memory while this block is multiplied:
-// each of the block's `calls` kernel calls prefetches its share of that block's lines into L2,
-// in units of B's contiguous runs (a row along n, or a column along k). GPT-2's weights stream
-// from memory once per call, and packing a block waited for them with the FMAs idle.
+// each of the block's `calls` kernel calls prefetches an equal share of that block's lines into
+// L2, B's contiguous runs (a row along n, a column along k, a panel's rows) one after another.
+// GPT-2's weights stream from memory once per call, and packing a block waited for them with
+// the FMAs idle. Shares of whole runs were uneven: a block of 12 panels fetched 256 lines in
+// each of the first 12 of 132 calls and none in the rest, and those prefetches stalled on full
+// fill buffers (BERT-base's GEMMs' own time, perf annotate on a Xeon).
 NextBlockPrefetch GemmEmitter::nextBlockPrefetch(Builder &b, const GemmValues &v, Value *bi,
                                                  Value *k0, Value *kc, Value *kcEven, Value *n0,
                                                  Value *n1, Value *calls) {
@@ -654,17 +657,21 @@ NextBlockPrefetch GemmEmitter::nextBlockPrefetch(Builder &b, const GemmValues &v
   p.alongN = alongN;
   p.units = units;
   p.lines = emitCeilDiv(b, length, b.getInt64(FloatsPerLine));
-  p.per = emitCeilDiv(b, units, b.CreateBinaryIntrinsic(Intrinsic::smax, calls, b.getInt64(1)));
+  p.per = emitCeilDiv(b, b.CreateMul(units, p.lines),
+                      b.CreateBinaryIntrinsic(Intrinsic::smax, calls, b.getInt64(1)));
   p.v = &v;
   return p;
 }
 
 void GemmEmitter::prefetchShare(Builder &b, const NextBlockPrefetch &p, Value *call) {
   const GemmValues &v = *p.v;
+  // Line `first + i` of the block is line l of run u (lines a run, u = index / lines).
   Value *first = b.CreateMul(call, p.per);
+  Value *lines = b.CreateBinaryIntrinsic(Intrinsic::smax, p.lines, b.getInt64(1));
   emitLoop(
-      b, first, smin(b, p.units, b.CreateAdd(first, p.per)),
-      [&](Value *u) {
+      b, first, smin(b, b.CreateMul(p.units, p.lines), b.CreateAdd(first, p.per)),
+      [&](Value *index) {
+        Value *u = b.CreateUDiv(index, lines), *l = b.CreateURem(index, lines);
         Value *row = b.CreateSelect(p.alongN, b.CreateAdd(p.k1, u), p.k1);
         Value *col = b.CreateSelect(p.alongN, p.n0, b.CreateAdd(p.n0, u));
         Value *step = b.CreateSelect(p.alongN, v.bCs, v.bRs);
@@ -673,18 +680,12 @@ void GemmEmitter::prefetchShare(Builder &b, const NextBlockPrefetch &p, Value *c
           step = b.getInt64(1);
         }
         Value *at = ptrB(b, v, p.bi, row, col);
-        emitLoop(
-            b, b.getInt64(0), p.lines,
-            [&](Value *l) {
-              emitPrefetch(
-                  b,
-                  b.CreateGEP(bElementType(b, v), at,
-                              b.CreateMul(b.CreateMul(l, b.getInt64(FloatsPerLine)), step)),
-                  2);
-            },
-            "pfl");
+        emitPrefetch(b,
+                     b.CreateGEP(bElementType(b, v), at,
+                                 b.CreateMul(b.CreateMul(l, b.getInt64(FloatsPerLine)), step)),
+                     2);
       },
-      "pfu");
+      "pfl");
 }
 
 Function *GemmEmitter::blockedTask(BlockedKind kind) {

@@ -112,7 +112,7 @@ struct NextBlockPrefetch {
   Value *alongN; // a unit is a row of B along n, else a column along k
   Value *units;  // rows or columns to fetch
   Value *lines;  // cache lines of each
-  Value *per;    // units per kernel call
+  Value *per;    // lines per kernel call (of all units' lines, unit after unit)
 };
 
 /// The blocked path's arithmetic: f32 FMAs, vdpbf16ps on bf16 k-pairs, or AMX tiles of them.
