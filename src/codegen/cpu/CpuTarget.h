@@ -32,11 +32,12 @@ constexpr GemmTiling gemmTiling(Variant v) {
   // B block (512 KiB: AVX-512 parts have L2s of 1 MiB and more) stays in L2 while A micro-panels
   // (12 KiB) stay in L1. The wider the block, the fewer times each A micro-panel is packed.
   // The f32 kernels' blocks are 128 deep, so that an A micro-panel (6 KiB) and the B micro-panel
-  // it meets (16 KiB) fit in L1 together: on a Xeon (Emerald Rapids, two 512-bit FMA ports a
-  // core) GPT-2 prefill at batch 1 took 150 ms at 256 and 137 at 128, its 12 x 32 kernel's
-  // samples 16 % fewer; ResNet-18/50, BERT-base and GPT-2 at batch 8 the same within noise, the
-  // MLP at batch 512 2 % faster. Each block adds a pass over the C tile: at 128, 48 vector loads
-  // and stores against 3072 FMAs. The bf16 kernels keep kc pairs (AMX wants deep blocks).
+  // it meets (16 KiB) fit in L1 together. On a Xeon (Emerald Rapids, two 512-bit FMA ports a
+  // core), with the next block's B prefetched evenly over the calls: GPT-2 prefill at batch 1
+  // 145-150 ms at 256 against 133 at 128, BERT-base 90-92 against 85; ResNet-18/50 and GPT-2 at
+  // batch 8 the same within noise, the MLP at batch 512 2 % faster. Each block adds a pass over
+  // the C tile: at 128, 48 vector loads and stores against 3072 FMAs. The bf16 kernels keep kc
+  // pairs (AMX wants deep blocks).
   if (v == Variant::X86_64_V4)
     return {16, 12, 2, 256, 512, 128};
   return {8, 6, 2, 256, 256, 256};
