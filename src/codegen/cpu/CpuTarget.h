@@ -43,6 +43,10 @@ constexpr GemmTiling gemmTiling(Variant v) {
   return {8, 6, 2, 256, 256, 256};
 }
 
+static_assert(gemmTiling(Variant::X86_64_V3).kcF32 <= gemmTiling(Variant::X86_64_V3).kc &&
+                  gemmTiling(Variant::X86_64_V4).kcF32 <= gemmTiling(Variant::X86_64_V4).kc,
+              "the f32 blocks fit the B buffer");
+
 /// The dot-product path's tile: rows x columns of dot products kept in vector accumulators.
 struct DotTile {
   unsigned rows, cols;

@@ -655,23 +655,23 @@ NextBlockPrefetch GemmEmitter::nextBlockPrefetch(Builder &b, const GemmValues &v
   p.k1 = k1;
   p.n0 = n0;
   p.alongN = alongN;
-  p.units = units;
-  p.lines = emitCeilDiv(b, length, b.getInt64(FloatsPerLine));
-  p.per = emitCeilDiv(b, b.CreateMul(units, p.lines),
-                      b.CreateBinaryIntrinsic(Intrinsic::smax, calls, b.getInt64(1)));
+  Value *lines = emitCeilDiv(b, length, b.getInt64(FloatsPerLine));
+  p.total = b.CreateMul(units, lines);
+  // At least 1, so that prefetchShare divides by it (a last block has none to fetch).
+  p.lines = b.CreateBinaryIntrinsic(Intrinsic::smax, lines, b.getInt64(1));
+  p.per = emitCeilDiv(b, p.total, b.CreateBinaryIntrinsic(Intrinsic::smax, calls, b.getInt64(1)));
   p.v = &v;
   return p;
 }
 
 void GemmEmitter::prefetchShare(Builder &b, const NextBlockPrefetch &p, Value *call) {
   const GemmValues &v = *p.v;
-  // Line `first + i` of the block is line l of run u (lines a run, u = index / lines).
+  // Line `index` of the block is line l of run u (u = index / lines).
   Value *first = b.CreateMul(call, p.per);
-  Value *lines = b.CreateBinaryIntrinsic(Intrinsic::smax, p.lines, b.getInt64(1));
   emitLoop(
-      b, first, smin(b, b.CreateMul(p.units, p.lines), b.CreateAdd(first, p.per)),
+      b, first, smin(b, p.total, b.CreateAdd(first, p.per)),
       [&](Value *index) {
-        Value *u = b.CreateUDiv(index, lines), *l = b.CreateURem(index, lines);
+        Value *u = b.CreateUDiv(index, p.lines), *l = b.CreateURem(index, p.lines);
         Value *row = b.CreateSelect(p.alongN, b.CreateAdd(p.k1, u), p.k1);
         Value *col = b.CreateSelect(p.alongN, p.n0, b.CreateAdd(p.n0, u));
         Value *step = b.CreateSelect(p.alongN, v.bCs, v.bRs);

@@ -110,9 +110,9 @@ struct NextBlockPrefetch {
   const GemmValues *v;
   Value *bi, *k1, *n0;
   Value *alongN; // a unit is a row of B along n, else a column along k
-  Value *units;  // rows or columns to fetch
-  Value *lines;  // cache lines of each
-  Value *per;    // lines per kernel call (of all units' lines, unit after unit)
+  Value *lines;  // cache lines of each row or column to fetch (at least 1)
+  Value *total;  // cache lines of them all, unit after unit
+  Value *per;    // lines per kernel call
 };
 
 /// The blocked path's arithmetic: f32 FMAs, vdpbf16ps on bf16 k-pairs, or AMX tiles of them.
