@@ -271,10 +271,11 @@ Function *GemmEmitter::kernelFunction(const std::string &name, ArrayRef<Type *> 
 void GemmEmitter::microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, bool bf16Dot,
                               Value *ap, unsigned aStride, Value *bp, Value *ldb, Value *kc,
                               Value *c, Value *ldc, Value *rows, Value *cols, Value *c2,
-                              Value *cols2, Value *loadC, const TileEpilogueArgs &epi) {
+                              Value *cols2, Value *loadC, const TileEpilogueArgs &epi, Value *pf,
+                              Value *pfCount) {
   b.CreateCall(microKernelFunction(tileRows, tileVecs, aStride, bf16Dot),
                {ap, bp, kc, c, ldc, rows, cols, c2, cols2, loadC, epi.bias, epi.residual, epi.ldr,
-                epi.residual2, epi.flags, ldb});
+                epi.residual2, epi.flags, ldb, pf, pfCount});
 }
 
 // One function per tile shape and module, called by every GEMM's tasks: a GEMM inlining its own
@@ -302,14 +303,15 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs,
   Type *ptr = b.getPtrTy(), *i64 = b.getInt64Ty();
   Function *f = kernelFunction(name,
                                {ptr, ptr, i64, ptr, i64, i64, i64, ptr, i64, b.getInt1Ty(), ptr,
-                                ptr, i64, ptr, b.getInt32Ty(), i64},
+                                ptr, i64, ptr, b.getInt32Ty(), i64, ptr, i64},
                                b);
   if (bf16Dot)
     addTargetFeature(f, "+avx512bf16");
   Value *ap = f->getArg(0), *bp = f->getArg(1), *kc = f->getArg(2), *c = f->getArg(3),
         *ldc = f->getArg(4), *rows = f->getArg(5), *cols = f->getArg(6), *c2 = f->getArg(7),
         *cols2 = f->getArg(8), *loadC = f->getArg(9), *bias = f->getArg(10), *res = f->getArg(11),
-        *ldr = f->getArg(12), *res2 = f->getArg(13), *flags = f->getArg(14), *ldb = f->getArg(15);
+        *ldr = f->getArg(12), *res2 = f->getArg(13), *flags = f->getArg(14), *ldb = f->getArg(15),
+        *pf = f->getArg(16), *pfCount = f->getArg(17);
   Type *f32 = b.getFloatTy();
   unsigned vw = T.vecWidth;
   auto *vt = FixedVectorType::get(f32, vw);
@@ -396,41 +398,78 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs,
     phi->addIncoming(zeroV, zero);
     start[i] = phi;
   }
-  BasicBlock *loop = BasicBlock::Create(ctx, "uk.loop", f);
   BasicBlock *exit = BasicBlock::Create(ctx, "uk.exit", f);
-  // kc >= 1 always: the loop is bottom-tested.
-  b.CreateBr(loop);
-  b.SetInsertPoint(loop);
-  PHINode *p = b.CreatePHI(b.getInt64Ty(), 2, "p");
-  p->addIncoming(b.getInt64(0), pre);
-  SmallVector<PHINode *, 32> accs;
-  for (unsigned i = 0; i < nacc; ++i) {
-    PHINode *phi = b.CreatePHI(vt, 2, "acc");
-    phi->addIncoming(start[i], pre);
-    accs.push_back(phi);
-  }
-  SmallVector<Value *, 4> bv;
-  // B's panel rows are 64-byte aligned when packed, not always when read in place (k-pair
-  // panels: as aligned as the weights are).
-  Value *brow = b.CreateInBoundsGEP(f32, bp, b.CreateMul(p, ldb));
-  for (unsigned j = 0; j < tileVecs; ++j)
-    bv.push_back(
-        b.CreateAlignedLoad(vt, b.CreateConstInBoundsGEP1_32(f32, brow, j * vw), Align(4)));
-  Value *arow = b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, b.getInt64(aStride)));
+  // The k loop (kc >= 1 always: it is bottom-tested) from the current block to `exit`; returns
+  // the sums and the block that branches to exit.
+  auto kLoop = [&](Value *pfTable, Value *pfStep) {
+    BasicBlock *from = b.GetInsertBlock();
+    BasicBlock *loop = BasicBlock::Create(ctx, "uk.loop", f);
+    b.CreateBr(loop);
+    b.SetInsertPoint(loop);
+    PHINode *p = b.CreatePHI(b.getInt64Ty(), 2, "p");
+    p->addIncoming(b.getInt64(0), from);
+    SmallVector<PHINode *, 32> accs;
+    for (unsigned i = 0; i < nacc; ++i) {
+      PHINode *phi = b.CreatePHI(vt, 2, "acc");
+      phi->addIncoming(start[i], from);
+      accs.push_back(phi);
+    }
+    if (pfTable) {
+      Value *line = b.CreateLShr(b.CreateMul(p, pfStep), 32);
+      emitPrefetch(b, b.CreateLoad(b.getPtrTy(), b.CreateInBoundsGEP(b.getPtrTy(), pfTable, line)),
+                   2);
+    }
+    SmallVector<Value *, 4> bv;
+    // B's panel rows are 64-byte aligned when packed, not always when read in place (k-pair
+    // panels: as aligned as the weights are).
+    Value *brow = b.CreateInBoundsGEP(f32, bp, b.CreateMul(p, ldb));
+    for (unsigned j = 0; j < tileVecs; ++j)
+      bv.push_back(
+          b.CreateAlignedLoad(vt, b.CreateConstInBoundsGEP1_32(f32, brow, j * vw), Align(4)));
+    Value *arow = b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, b.getInt64(aStride)));
+    SmallVector<Value *, 32> sums(nacc);
+    for (unsigned i = 0; i < tileRows; ++i) {
+      Value *a = b.CreateLoad(f32, b.CreateConstInBoundsGEP1_32(f32, arow, i));
+      Value *splat = b.CreateVectorSplat(vw, a);
+      for (unsigned j = 0; j < tileVecs; ++j) {
+        unsigned idx = i * tileVecs + j;
+        sums[idx] = multiplyAdd(b, bf16Dot, splat, bv[j], accs[idx]);
+      }
+    }
+    Value *pn = b.CreateAdd(p, b.getInt64(1), "p.next", true, true);
+    p->addIncoming(pn, loop);
+    for (unsigned i = 0; i < nacc; ++i)
+      accs[i]->addIncoming(sums[i], loop);
+    b.CreateCondBr(b.CreateICmpSLT(pn, kc), loop, exit);
+    return std::pair(sums, loop);
+  };
   SmallVector<Value *, 32> next(nacc);
-  for (unsigned i = 0; i < tileRows; ++i) {
-    Value *a = b.CreateLoad(f32, b.CreateConstInBoundsGEP1_32(f32, arow, i));
-    Value *splat = b.CreateVectorSplat(vw, a);
-    for (unsigned j = 0; j < tileVecs; ++j) {
-      unsigned idx = i * tileVecs + j;
-      next[idx] = multiplyAdd(b, bf16Dot, splat, bv[j], accs[idx]);
+  if (bf16Dot) {
+    next = kLoop(nullptr, nullptr).first;
+  } else {
+    // The f32 kernel, given lines to fetch, spreads them over its steps: step p prefetches
+    // line (p * step) >> 32 of the table, step = ceil(pfCount * 2^32 / kc), so each of them
+    // once or more where pfCount <= kc and none past the last (kc (kc - 1) < 2^32 pfCount).
+    // The next block's B issued in a burst before the call stalled on full fill buffers
+    // (GPT-2's prefill on a Xeon). A loop without them where there are none: their four
+    // instructions a step cost ResNet-50 2 %.
+    BasicBlock *withPf = BasicBlock::Create(ctx, "uk.pf", f);
+    BasicBlock *plain = BasicBlock::Create(ctx, "uk.plain", f);
+    b.CreateCondBr(b.CreateICmpSGT(pfCount, b.getInt64(0)), withPf, plain);
+    b.SetInsertPoint(withPf);
+    Value *pfStep =
+        b.CreateUDiv(b.CreateAdd(b.CreateShl(pfCount, 32), b.CreateSub(kc, b.getInt64(1))), kc);
+    auto [fetching, fetchingEnd] = kLoop(pf, pfStep);
+    b.SetInsertPoint(plain);
+    auto [sums, plainEnd] = kLoop(nullptr, nullptr);
+    b.SetInsertPoint(exit);
+    for (unsigned i = 0; i < nacc; ++i) {
+      PHINode *phi = b.CreatePHI(vt, 2, "acc.out");
+      phi->addIncoming(fetching[i], fetchingEnd);
+      phi->addIncoming(sums[i], plainEnd);
+      next[i] = phi;
     }
   }
-  Value *pn = b.CreateAdd(p, b.getInt64(1), "p.next", true, true);
-  p->addIncoming(pn, loop);
-  for (unsigned i = 0; i < nacc; ++i)
-    accs[i]->addIncoming(next[i], loop);
-  b.CreateCondBr(b.CreateICmpSLT(pn, kc), loop, exit);
   b.SetInsertPoint(exit);
   // The epilogue (TileEpilogue, by `flags`) on the sums in registers: no pass over C after the
   // tile, whose reloads would wait for the stores' lines to arrive. Rows past `rows` read row
@@ -664,12 +703,15 @@ NextBlockPrefetch GemmEmitter::nextBlockPrefetch(Builder &b, const GemmValues &v
   return p;
 }
 
-void GemmEmitter::prefetchShare(Builder &b, const NextBlockPrefetch &p, Value *call) {
+Value *GemmEmitter::prefetchShare(Builder &b, const NextBlockPrefetch &p, Value *call,
+                                  Value *table) {
   const GemmValues &v = *p.v;
   // Line `index` of the block is line l of run u (u = index / lines).
   Value *first = b.CreateMul(call, p.per);
+  Value *end = smin(b, p.total, b.CreateAdd(first, p.per));
+  Value *tableEnd = smin(b, end, b.CreateAdd(first, b.getInt64(PrefetchTable)));
   emitLoop(
-      b, first, smin(b, p.total, b.CreateAdd(first, p.per)),
+      b, first, end,
       [&](Value *index) {
         Value *u = b.CreateUDiv(index, p.lines), *l = b.CreateURem(index, p.lines);
         Value *row = b.CreateSelect(p.alongN, b.CreateAdd(p.k1, u), p.k1);
@@ -679,13 +721,18 @@ void GemmEmitter::prefetchShare(Builder &b, const NextBlockPrefetch &p, Value *c
           col = b.CreateAdd(p.n0, b.CreateMul(u, b.getInt64(v.bPanelCols)));
           step = b.getInt64(1);
         }
-        Value *at = ptrB(b, v, p.bi, row, col);
-        emitPrefetch(b,
-                     b.CreateGEP(bElementType(b, v), at,
-                                 b.CreateMul(b.CreateMul(l, b.getInt64(FloatsPerLine)), step)),
-                     2);
+        Value *at = b.CreateGEP(bElementType(b, v), ptrB(b, v, p.bi, row, col),
+                                b.CreateMul(b.CreateMul(l, b.getInt64(FloatsPerLine)), step));
+        emitIf(
+            b, b.CreateICmpSLT(index, tableEnd),
+            [&] {
+              b.CreateStore(at,
+                            b.CreateInBoundsGEP(b.getPtrTy(), table, b.CreateSub(index, first)));
+            },
+            [&] { emitPrefetch(b, at, 2); });
       },
       "pfl");
+  return b.CreateBinaryIntrinsic(Intrinsic::smax, b.getInt64(0), b.CreateSub(tableEnd, first));
 }
 
 Function *GemmEmitter::blockedTask(BlockedKind kind) {
@@ -718,6 +765,7 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
   };
   Value *bp = stackBuf(T.kc * T.paddedNc(), "bpack");
   Value *ap = stackBuf(std::max(T.mr * T.kc, amxAPanelWords(T)), "apack");
+  Value *pfTable = entryAlloca(b, ArrayType::get(b.getPtrTy(), PrefetchTable), "pftable");
   Value *cols = nullptr;
   if (v.win) {
     AllocaInst *a = entryAlloca(b, ArrayType::get(b.getInt32Ty(), convTableEntries(T)), "convcols");
@@ -991,20 +1039,34 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                                                 b.CreateICmpSLE(tailCols, b.getInt64(TailColumns)));
                           TileEpilogueArgs epi = tileEpilogueArgs(b, ex, tileEpilogue, ts.buffers,
                                                                   last, bi, bi2, i0, col0);
+                          Value *pfCount = b.getInt64(0);
                           if (ahead)
-                            prefetchShare(b, *ahead, b.CreateAdd(b.CreateMul(ip, panels), jp));
+                            pfCount = prefetchShare(
+                                b, *ahead, b.CreateAdd(b.CreateMul(ip, panels), jp), pfTable);
                           auto tile = [&](unsigned tileRows) {
-                            auto call = [&](unsigned vecs, Value *cols) {
+                            auto call = [&](unsigned vecs, Value *cols, Value *pfLines) {
                               microKernel(b, tileRows, vecs, bf16Dot, aPanel, aStride, panel, ldb,
                                           kSteps, cBlock, v.n, mrEff, cols, cBlock2, nrEff2,
-                                          b.CreateNot(first), epi);
+                                          b.CreateNot(first), epi, pfTable, pfLines);
                             };
                             emitIf(
                                 b, columns,
                                 [&] {
+                                  // The kernel of columns prefetches nothing: the table's lines
+                                  // go here.
+                                  emitLoop(
+                                      b, b.getInt64(0), pfCount,
+                                      [&](Value *i) {
+                                        emitPrefetch(b,
+                                                     b.CreateLoad(b.getPtrTy(),
+                                                                  b.CreateInBoundsGEP(b.getPtrTy(),
+                                                                                      pfTable, i)),
+                                                     2);
+                                      },
+                                      "pft");
                                   emitIf(
                                       b, b.CreateICmpSGT(vecCols, b.getInt64(0)),
-                                      [&] { call(1, vecCols); }, [] {});
+                                      [&] { call(1, vecCols, b.getInt64(0)); }, [] {});
                                   b.CreateCall(columnKernelFunction(aStride, bf16Dot),
                                                {aPanel, b.CreateInBoundsGEP(f32, panel, vecCols),
                                                 kSteps, b.CreateInBoundsGEP(f32, cBlock, vecCols),
@@ -1012,8 +1074,8 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                                 },
                                 [&] {
                                   emitIf(
-                                      b, narrow, [&] { call(1, nrEff); },
-                                      [&] { call(T.nrVecs, nrEff); });
+                                      b, narrow, [&] { call(1, nrEff, pfCount); },
+                                      [&] { call(T.nrVecs, nrEff, pfCount); });
                                 });
                           };
                           // m = 128 (a sequence of 128) ends in 8 rows of 12: a tile of two

@@ -171,7 +171,11 @@ private:
                       Value *n1, Value *bp);
   NextBlockPrefetch nextBlockPrefetch(Builder &b, const GemmValues &v, Value *bi, Value *k0,
                                       Value *kc, Value *kcEven, Value *n0, Value *n1, Value *calls);
-  void prefetchShare(Builder &b, const NextBlockPrefetch &p, Value *call);
+  /// Kernel call `call`'s share of the next block's lines: the first PrefetchTable of them go
+  /// into `table` (the micro-kernel spreads them over its k loop), any past those are
+  /// prefetched here. Returns how many are in the table.
+  static constexpr unsigned PrefetchTable = 32;
+  Value *prefetchShare(Builder &b, const NextBlockPrefetch &p, Value *call, Value *table);
   void packBColumnsAlongK(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc,
                           Value *n0, Value *n1, Value *bp);
   void convColumns(Builder &b, const GemmValues &v, Value *n0, Value *n1, Value *fold,
@@ -229,11 +233,12 @@ private:
   Function *amxKernelFunction(unsigned flags);
   /// A tileRows x (tileVecs vectors) register tile over B panels NR columns wide, their rows ldb
   /// elements apart (NR packed; B's row stride where a panel is read in place).
-  /// With `bf16Dot` the panels hold bf16 k-pairs and kc counts pairs.
+  /// With `bf16Dot` the panels hold bf16 k-pairs and kc counts pairs. The f32 kernel
+  /// prefetches into L2 the `pfCount` lines whose addresses `pf` holds, evenly along its k loop.
   void microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, bool bf16Dot, Value *ap,
                    unsigned aStride, Value *bp, Value *ldb, Value *kc, Value *c, Value *ldc,
                    Value *rows, Value *cols, Value *c2, Value *cols2, Value *loadC,
-                   const TileEpilogueArgs &epi);
+                   const TileEpilogueArgs &epi, Value *pf, Value *pfCount);
   Function *microKernelFunction(unsigned tileRows, unsigned tileVecs, unsigned aStride,
                                 bool bf16Dot);
   /// C[i, j] (+)= sum_p A[i, p] B[p, j] for i < rows, j < cols <= TailColumns of an A micro-panel
