@@ -558,38 +558,52 @@ Function *GemmEmitter::microKernelFunction(unsigned tileRows, unsigned tileVecs,
   return f;
 }
 
-Function *GemmEmitter::columnKernelFunction(unsigned aStride, bool bf16Dot) {
+Function *GemmEmitter::columnKernelFunction(unsigned aStride, bool bf16Dot, unsigned cols) {
+  assert(cols >= 1 && cols <= TailColumns && "the kernel of columns takes 1 to 4");
+  const unsigned panels = columnPanels(cols);
   std::string name = ME.prefix() + (bf16Dot ? "ukernel_bf16dot_columns_" : "ukernel_columns_") +
-                     std::to_string(TailColumns) + "_a" + std::to_string(aStride);
+                     std::to_string(cols) + "x" + std::to_string(panels) + "_a" +
+                     std::to_string(aStride);
   if (Function *existing = ME.module().getFunction(name))
     return existing;
   LLVMContext &ctx = ME.ctx();
   Builder b(ctx);
   Type *ptr = b.getPtrTy(), *i64 = b.getInt64Ty(), *f32 = b.getFloatTy();
-  Function *f = kernelFunction(name, {ptr, ptr, i64, ptr, i64, i64, i64, b.getInt1Ty(), i64}, b);
+  Function *f =
+      kernelFunction(name, {ptr, ptr, i64, ptr, i64, i64, i64, b.getInt1Ty(), i64, i64}, b);
   if (bf16Dot)
     addTargetFeature(f, "+avx512bf16");
   Value *ap = f->getArg(0), *bp = f->getArg(1), *kc = f->getArg(2), *c = f->getArg(3),
-        *ldc = f->getArg(4), *rows = f->getArg(5), *cols = f->getArg(6), *loadC = f->getArg(7),
-        *ldb = f->getArg(8);
+        *ldc = f->getArg(4), *rows = f->getArg(5), *present = f->getArg(6), *loadC = f->getArg(7),
+        *ldb = f->getArg(8), *aPanelStride = f->getArg(9);
   unsigned vw = T.vecWidth;
   auto *vt = FixedVectorType::get(f32, vw);
   Value *zeroV = ConstantAggregateZero::get(vt);
-  // Lane i is row i: an A micro-panel's rows are adjacent at every k, C's are ldc apart.
+  // Lane i of panel q is row q * MR + i: an A micro-panel's rows are adjacent at every k, C's
+  // are ldc apart. Panels past `present` read the first one's A and store nothing.
   Value *aLanes = lanesBelow(b, vw, b.getInt64(T.mr));
-  Value *rowLanes = lanesBelow(b, vw, rows);
+  SmallVector<Value *, 8> aPanels, rowLanes, rowOffsets;
   SmallVector<Constant *, 16> iota;
   for (unsigned l = 0; l < vw; ++l)
     iota.push_back(ConstantInt::get(i64, l));
-  Value *rowOffsets = b.CreateMul(ConstantVector::get(iota), b.CreateVectorSplat(vw, ldc));
-  auto columnPtrs = [&](unsigned j) {
-    return b.CreateGEP(f32, b.CreateConstGEP1_32(f32, c, j), rowOffsets);
+  for (unsigned q = 0; q < panels; ++q) {
+    Value *here = b.CreateICmpULT(b.getInt64(q), present);
+    aPanels.push_back(b.CreateInBoundsGEP(
+        f32, ap, b.CreateSelect(here, b.CreateMul(b.getInt64(q), aPanelStride), b.getInt64(0))));
+    rowLanes.push_back(lanesBelow(b, vw, b.CreateSub(rows, b.getInt64(q * T.mr))));
+    rowOffsets.push_back(b.CreateMul(
+        b.CreateAdd(ConstantVector::get(iota), b.CreateVectorSplat(vw, b.getInt64(q * T.mr))),
+        b.CreateVectorSplat(vw, ldc)));
+  }
+  auto columnPtrs = [&](unsigned q, unsigned j) {
+    return b.CreateGEP(f32, b.CreateConstGEP1_32(f32, c, j), rowOffsets[q]);
   };
-  SmallVector<Value *, TailColumns> start;
-  for (unsigned j = 0; j < TailColumns; ++j) {
-    Value *use = b.CreateAnd(loadC, b.CreateICmpULT(b.getInt64(j), cols));
-    Value *mask = b.CreateAnd(rowLanes, b.CreateVectorSplat(vw, use));
-    start.push_back(b.CreateMaskedGather(vt, columnPtrs(j), Align(4), mask, zeroV));
+  // Accumulator q * cols + j: panel q's rows of column j.
+  SmallVector<Value *, 8> start;
+  for (unsigned q = 0; q < panels; ++q) {
+    Value *mask = b.CreateAnd(rowLanes[q], b.CreateVectorSplat(vw, loadC));
+    for (unsigned j = 0; j < cols; ++j)
+      start.push_back(b.CreateMaskedGather(vt, columnPtrs(q, j), Align(4), mask, zeroV));
   }
   BasicBlock *pre = b.GetInsertBlock();
   BasicBlock *loop = BasicBlock::Create(ctx, "uc.loop", f);
@@ -599,32 +613,34 @@ Function *GemmEmitter::columnKernelFunction(unsigned aStride, bool bf16Dot) {
   b.SetInsertPoint(loop);
   PHINode *p = b.CreatePHI(i64, 2, "p");
   p->addIncoming(b.getInt64(0), pre);
-  SmallVector<PHINode *, TailColumns> accs;
-  for (unsigned j = 0; j < TailColumns; ++j) {
+  SmallVector<PHINode *, 8> accs;
+  for (Value *s : start) {
     accs.push_back(b.CreatePHI(vt, 2, "acc"));
-    accs[j]->addIncoming(start[j], pre);
+    accs.back()->addIncoming(s, pre);
   }
-  Value *a =
-      b.CreateMaskedLoad(vt, b.CreateInBoundsGEP(f32, ap, b.CreateMul(p, b.getInt64(aStride))),
-                         Align(4), aLanes, zeroV);
   Value *brow = b.CreateInBoundsGEP(f32, bp, b.CreateMul(p, ldb));
-  SmallVector<Value *, TailColumns> next;
-  for (unsigned j = 0; j < TailColumns; ++j) {
-    // Columns past `cols` hold whatever the panel has there; their sums are not stored.
-    Value *x =
-        b.CreateVectorSplat(vw, b.CreateLoad(f32, b.CreateConstInBoundsGEP1_32(f32, brow, j)));
-    next.push_back(multiplyAdd(b, bf16Dot, a, x, accs[j]));
-    accs[j]->addIncoming(next[j], loop);
+  SmallVector<Value *, TailColumns> x;
+  for (unsigned j = 0; j < cols; ++j)
+    x.push_back(
+        b.CreateVectorSplat(vw, b.CreateLoad(f32, b.CreateConstInBoundsGEP1_32(f32, brow, j))));
+  SmallVector<Value *, 8> next;
+  for (unsigned q = 0; q < panels; ++q) {
+    Value *a = b.CreateMaskedLoad(
+        vt, b.CreateInBoundsGEP(f32, aPanels[q], b.CreateMul(p, b.getInt64(aStride))), Align(4),
+        aLanes, zeroV);
+    for (unsigned j = 0; j < cols; ++j) {
+      unsigned i = q * cols + j;
+      next.push_back(multiplyAdd(b, bf16Dot, a, x[j], accs[i]));
+      accs[i]->addIncoming(next[i], loop);
+    }
   }
   Value *pn = b.CreateAdd(p, b.getInt64(1), "p.next", true, true);
   p->addIncoming(pn, loop);
   b.CreateCondBr(b.CreateICmpSLT(pn, kc), loop, exit);
   b.SetInsertPoint(exit);
-  for (unsigned j = 0; j < TailColumns; ++j) {
-    Value *mask =
-        b.CreateAnd(rowLanes, b.CreateVectorSplat(vw, b.CreateICmpULT(b.getInt64(j), cols)));
-    b.CreateMaskedScatter(next[j], columnPtrs(j), Align(4), mask);
-  }
+  for (unsigned q = 0; q < panels; ++q)
+    for (unsigned j = 0; j < cols; ++j)
+      b.CreateMaskedScatter(next[q * cols + j], columnPtrs(q, j), Align(4), rowLanes[q]);
   b.CreateRetVoid();
   return f;
 }
@@ -1052,12 +1068,71 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                           if (ahead)
                             pfCount = prefetchShare(
                                 b, *ahead, b.CreateAdd(b.CreateMul(ip, panels), jp), pfTable);
-                          auto tile = [&](unsigned tileRows) {
-                            auto call = [&](unsigned vecs, Value *cols, Value *pfLines) {
-                              microKernel(b, tileRows, vecs, bf16Dot, aPanel, aStride, panel, ldb,
-                                          kSteps, cBlock, v.n, mrEff, cols, cBlock2, nrEff2,
-                                          b.CreateNot(first), epi, pfTable, pfLines);
+                          // A micro-panels stored in place take their tail columns a group
+                          // of row panels at a time (the last of a group calls the kernel of
+                          // columns for all of them): one panel alone keeps few sums in flight.
+                          const bool groupTail = v.aPanelRows == T.mr && !pairs;
+                          Value *groupSize = b.getInt64(1), *inGroup = b.getInt64(0);
+                          if (groupTail) {
+                            // columnPanels(tailCols); tailCols >= 1.
+                            groupSize = emitCeilDiv(b, b.getInt64(ColumnSums), tailCols);
+                            inGroup = b.CreateURem(ip, groupSize);
+                          }
+                          Value *groupEnd = b.CreateOr(
+                              b.CreateICmpEQ(inGroup, b.CreateSub(groupSize, b.getInt64(1))),
+                              b.CreateICmpEQ(ip, b.CreateSub(rowPanels, b.getInt64(1))));
+                          Value *groupRow0 = b.CreateSub(i0, b.CreateMul(inGroup, mr));
+                          Value *groupRows = b.CreateSub(b.CreateAdd(i0, mrEff), groupRow0);
+                          auto tailColumns = [&] {
+                            Value *aFirst = groupTail ? ptrA(b, v, bi0, groupRow0, k0) : aPanel;
+                            Value *aPanelStride =
+                                groupTail ? b.CreateMul(v.k, b.getInt64(T.mr)) : b.getInt64(0);
+                            Value *cFirst = b.CreateInBoundsGEP(
+                                f32, v.out,
+                                outOffset(b, v, bi, groupRow0, b.CreateAdd(col0, vecCols)));
+                            auto call = [&](unsigned cols) {
+                              b.CreateCall(columnKernelFunction(aStride, bf16Dot, cols),
+                                           {aFirst, b.CreateInBoundsGEP(f32, panel, vecCols),
+                                            kSteps, cFirst, v.n, groupRows,
+                                            b.CreateAdd(inGroup, b.getInt64(1)), b.CreateNot(first),
+                                            ldb, aPanelStride});
                             };
+                            emitIf(
+                                b, groupEnd,
+                                [&] {
+                                  // tailCols is 1 .. TailColumns.
+                                  BasicBlock *done = BasicBlock::Create(c, "tail.done", fn);
+                                  SwitchInst *byCols = b.CreateSwitch(tailCols, done, TailColumns);
+                                  for (unsigned cols = 1; cols <= TailColumns; ++cols) {
+                                    BasicBlock *kernel = BasicBlock::Create(c, "tail.cols", fn);
+                                    byCols->addCase(b.getInt64(cols), kernel);
+                                    b.SetInsertPoint(kernel);
+                                    call(cols);
+                                    b.CreateBr(done);
+                                  }
+                                  b.SetInsertPoint(done);
+                                },
+                                [] {});
+                          };
+                          auto call = [&](unsigned tileRows, unsigned vecs, Value *cols,
+                                          Value *pfLines) {
+                            microKernel(b, tileRows, vecs, bf16Dot, aPanel, aStride, panel, ldb,
+                                        kSteps, cBlock, v.n, mrEff, cols, cBlock2, nrEff2,
+                                        b.CreateNot(first), epi, pfTable, pfLines);
+                          };
+                          // m = 128 (a sequence of 128) ends in 8 rows of 12: a tile of two
+                          // thirds (BERT-base at seq 128: 118.0 -> 113.9 ms).
+                          auto byHeight = [&](function_ref<void(unsigned)> tile) {
+                            emitIf(
+                                b, b.CreateICmpSGT(mrEff, b.getInt64(2 * T.mr / 3)),
+                                [&] { tile(T.mr); },
+                                [&] {
+                                  emitIf(
+                                      b, b.CreateICmpSGT(mrEff, b.getInt64(T.mr / 3)),
+                                      [&] { tile(2 * T.mr / 3); }, [&] { tile(T.mr / 3); });
+                                });
+                          };
+                          if (!amx)
                             emitIf(
                                 b, columns,
                                 [&] {
@@ -1075,36 +1150,29 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                                       "pft");
                                   emitIf(
                                       b, b.CreateICmpSGT(vecCols, b.getInt64(0)),
-                                      [&] { call(1, vecCols, b.getInt64(0)); }, [] {});
-                                  b.CreateCall(columnKernelFunction(aStride, bf16Dot),
-                                               {aPanel, b.CreateInBoundsGEP(f32, panel, vecCols),
-                                                kSteps, b.CreateInBoundsGEP(f32, cBlock, vecCols),
-                                                v.n, mrEff, tailCols, b.CreateNot(first), ldb});
+                                      [&] {
+                                        byHeight([&](unsigned rows) {
+                                          call(rows, 1, vecCols, b.getInt64(0));
+                                        });
+                                      },
+                                      [] {});
+                                  tailColumns();
                                 },
                                 [&] {
-                                  emitIf(
-                                      b, narrow, [&] { call(1, nrEff, pfCount); },
-                                      [&] { call(T.nrVecs, nrEff, pfCount); });
-                                });
-                          };
-                          // m = 128 (a sequence of 128) ends in 8 rows of 12: a tile of two
-                          // thirds (BERT-base at seq 128: 118.0 -> 113.9 ms).
-                          if (!amx)
-                            emitIf(
-                                b, b.CreateICmpSGT(mrEff, b.getInt64(2 * T.mr / 3)),
-                                [&] { tile(T.mr); },
-                                [&] {
-                                  emitIf(
-                                      b, b.CreateICmpSGT(mrEff, b.getInt64(T.mr / 3)),
-                                      [&] { tile(2 * T.mr / 3); }, [&] { tile(T.mr / 3); });
+                                  byHeight([&](unsigned rows) {
+                                    emitIf(
+                                        b, narrow, [&] { call(rows, 1, nrEff, pfCount); },
+                                        [&] { call(rows, T.nrVecs, nrEff, pfCount); });
+                                  });
                                 });
                           if (G.epilogue == kir::NoExpr)
                             return;
-                          auto epilogue = [&](Value *image, Value *from, Value *count) {
+                          auto epilogue = [&](Value *image, Value *from, Value *count, Value *row0,
+                                              Value *rows) {
                             emitLoop(
-                                b, b.getInt64(0), mrEff,
+                                b, b.getInt64(0), rows,
                                 [&](Value *i) {
-                                  Value *row = b.CreateAdd(i0, i);
+                                  Value *row = b.CreateAdd(row0, i);
                                   emitParallelLoop(
                                       b, b.getInt64(0), count,
                                       [&](Value *j) {
@@ -1118,18 +1186,29 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                                 },
                                 "ei");
                           };
-                          if (tileEpilogue) {
-                            // The micro-kernel applied it; the kernel of columns did not.
+                          // The kernel of columns applies no epilogue: its columns' goes over
+                          // its group's rows once they are in.
+                          auto tailEpilogue = [&] {
                             emitIf(
-                                b, b.CreateAnd(last, columns),
-                                [&] { epilogue(bi, b.CreateAdd(col0, vecCols), tailCols); }, [] {});
+                                b, b.CreateAnd(columns, groupEnd),
+                                [&] {
+                                  epilogue(bi, b.CreateAdd(col0, vecCols), tailCols, groupRow0,
+                                           groupRows);
+                                },
+                                [] {});
+                          };
+                          if (tileEpilogue) {
+                            // The micro-kernel applied it.
+                            emitIf(b, last, tailEpilogue, [] {});
                             return;
                           }
                           emitIf(
                               b, last,
                               [&] {
-                                epilogue(bi, col0, nrEff);
-                                epilogue(bi2, b.getInt64(0), nrEff2);
+                                epilogue(bi, col0, b.CreateSelect(columns, vecCols, nrEff), i0,
+                                         mrEff);
+                                tailEpilogue();
+                                epilogue(bi2, b.getInt64(0), nrEff2, i0, mrEff);
                               },
                               [] {});
                         },

@@ -96,6 +96,10 @@ struct TaskSetup {
 
 /// Columns past a B panel's whole vectors that the kernel of columns takes (GemmEmitter).
 inline constexpr unsigned TailColumns = 4;
+/// A panels the kernel of `cols` columns takes at once: ColumnSums sums or more in flight (two
+/// FMA ports of 4 cycles' latency).
+inline constexpr unsigned ColumnSums = 8;
+constexpr unsigned columnPanels(unsigned cols) { return (ColumnSums + cols - 1) / cols; }
 
 /// The closure every GEMM task gets, ending with `slots` buffer pointers from field
 /// GemmClosureSlots on (see Gemm.cpp).
@@ -241,9 +245,11 @@ private:
                    const TileEpilogueArgs &epi, Value *pf, Value *pfCount);
   Function *microKernelFunction(unsigned tileRows, unsigned tileVecs, unsigned aStride,
                                 bool bf16Dot);
-  /// C[i, j] (+)= sum_p A[i, p] B[p, j] for i < rows, j < cols <= TailColumns of an A micro-panel
-  /// and a B panel: rows in a vector's lanes, one accumulator per column.
-  Function *columnKernelFunction(unsigned aStride, bool bf16Dot);
+  /// C[i, j] (+)= sum_p A[i, p] B[p, j] for j < cols (1 .. TailColumns) and i < rows of up to
+  /// columnPanels(cols) A micro-panels aPanelStride elements apart (`panels` of them present)
+  /// and a B panel: rows in a vector's lanes, one accumulator per panel and column, so that
+  /// enough sums are in flight to hide the FMA's latency.
+  Function *columnKernelFunction(unsigned aStride, bool bf16Dot, unsigned cols);
   /// acc + a * b on f32 vectors, or with `bf16Dot` acc + the pairwise dot products of a and b
   /// read as bf16 k-pairs (vdpbf16ps).
   Value *multiplyAdd(Builder &b, bool bf16Dot, Value *a, Value *bv, Value *acc);

@@ -467,6 +467,14 @@ const ConvCase ConvCases[] = {
     // the last group partial on both variants.
     {9, 20, 5, 7, 30, 3, 3, 1, 1, 1, 1, 1, 1},
     {19, 40, 3, 4, 24, 1, 1, 1, 1, 0, 0, 1, 1},
+    // 1 to 4 columns past whole vectors (n = 49, 50, 51, 196; 3 alone): with the filter in
+    // panels, the kernel of columns takes a group of row panels at once (8, 4, 3, 2 of them),
+    // complete and partial groups, the last panel partial, three k blocks at n = 49.
+    {1, 300, 7, 7, 200, 1, 1, 1, 1, 0, 0, 1, 1},
+    {1, 40, 5, 10, 100, 1, 1, 1, 1, 0, 0, 1, 1},
+    {2, 20, 3, 17, 61, 1, 1, 1, 1, 0, 0, 1, 1},
+    {1, 16, 14, 14, 37, 1, 1, 1, 1, 0, 0, 1, 1},
+    {1, 10, 1, 3, 100, 1, 1, 1, 1, 0, 0, 1, 1},
 };
 
 INSTANTIATE_TEST_SUITE_P(
