@@ -760,6 +760,40 @@ Value *GemmEmitter::prefetchShare(Builder &b, const NextBlockPrefetch &p, Value 
   return b.CreateBinaryIntrinsic(Intrinsic::smax, b.getInt64(0), b.CreateSub(tableEnd, first));
 }
 
+// A stored in panels streams from memory one row panel's block at a time, each in pages the
+// hardware prefetcher starts on anew: each of a row panel's `calls` kernel calls also fetches
+// into L2 an equal share of the next row panel's block (rows i0 + MR.., k0 .. k0 + kc), after the
+// table's first `inTable` lines.
+Value *GemmEmitter::prefetchNextAPanel(Builder &b, const GemmValues &v, Value *bi, Value *i0,
+                                       Value *m1, Value *k0, Value *kc, Value *call, Value *calls,
+                                       Value *table, Value *inTable) {
+  assert(v.aPanelRows && "A read in place as panels");
+  Value *next = b.CreateAdd(i0, b.getInt64(T.mr));
+  const int64_t perLine = v.aBf16 ? 2 * FloatsPerLine : FloatsPerLine;
+  Value *lines =
+      b.CreateSelect(b.CreateICmpSLT(next, m1),
+                     emitCeilDiv(b, b.CreateMul(kc, b.getInt64(v.aPanelRows)), b.getInt64(perLine)),
+                     b.getInt64(0));
+  Value *per =
+      emitCeilDiv(b, lines, b.CreateBinaryIntrinsic(Intrinsic::smax, calls, b.getInt64(1)));
+  Value *first = b.CreateMul(call, per);
+  Value *end = smin(b, lines, b.CreateAdd(first, per));
+  Value *at = ptrA(b, v, bi, smin(b, next, b.CreateSub(m1, b.getInt64(1))), k0);
+  emitLoop(
+      b, first, end,
+      [&](Value *l) {
+        Value *line = b.CreateGEP(aElementType(b, v), at, b.CreateMul(l, b.getInt64(perLine)));
+        Value *slot = b.CreateAdd(inTable, b.CreateSub(l, first));
+        emitIf(
+            b, b.CreateICmpSLT(slot, b.getInt64(PrefetchTable)),
+            [&] { b.CreateStore(line, b.CreateInBoundsGEP(b.getPtrTy(), table, slot)); },
+            [&] { emitPrefetch(b, line, 2); });
+      },
+      "pfa");
+  Value *added = b.CreateBinaryIntrinsic(Intrinsic::smax, b.getInt64(0), b.CreateSub(end, first));
+  return smin(b, b.getInt64(PrefetchTable), b.CreateAdd(inTable, added));
+}
+
 Function *GemmEmitter::blockedTask(BlockedKind kind) {
   LLVMContext &c = ME.ctx();
   Builder b(c);
@@ -1068,6 +1102,9 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                           if (ahead)
                             pfCount = prefetchShare(
                                 b, *ahead, b.CreateAdd(b.CreateMul(ip, panels), jp), pfTable);
+                          if (v.aPanelRows && !pairs)
+                            pfCount = prefetchNextAPanel(b, v, bi0, i0, m1, k0, kc, jp, panels,
+                                                         pfTable, pfCount);
                           // A micro-panels stored in place take their tail columns a group
                           // of row panels at a time (the last of a group calls the kernel of
                           // columns for all of them): one panel alone keeps few sums in flight.

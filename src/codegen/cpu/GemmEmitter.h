@@ -180,6 +180,12 @@ private:
   /// prefetched here. Returns how many are in the table.
   static constexpr unsigned PrefetchTable = 32;
   Value *prefetchShare(Builder &b, const NextBlockPrefetch &p, Value *call, Value *table);
+  /// Kernel call `call` of `calls` over row panel i0's share of the next row panel's block of
+  /// A (stored in panels), into `table` after its first `inTable` lines (the rest prefetched
+  /// here). Returns how many lines the table holds.
+  Value *prefetchNextAPanel(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *m1,
+                            Value *k0, Value *kc, Value *call, Value *calls, Value *table,
+                            Value *inTable);
   void packBColumnsAlongK(Builder &b, const GemmValues &v, Value *bi, Value *k0, Value *kc,
                           Value *n0, Value *n1, Value *bp);
   void convColumns(Builder &b, const GemmValues &v, Value *n0, Value *n1, Value *fold,
