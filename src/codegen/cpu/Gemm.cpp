@@ -676,6 +676,21 @@ TileEpilogueArgs tileEpilogueArgs(Builder &b, ExprEmitter &ex,
   }
   return a;
 }
+
+// Slot `slot` of a kernel call's prefetch table gets `line` while the table has room (the
+// micro-kernel issues it along its k loop); past that, the line is prefetched now.
+void tableOrPrefetch(Builder &b, Value *table, Value *slot, Value *line) {
+  emitIf(
+      b, b.CreateICmpSLT(slot, b.getInt64(PrefetchTable)),
+      [&] { b.CreateStore(line, b.CreateInBoundsGEP(b.getPtrTy(), table, slot)); },
+      [&] { emitPrefetch(b, line, 2); });
+}
+
+// The table's line count after the lines first .. end - 1 went in from slot inTable on.
+Value *tableCount(Builder &b, Value *inTable, Value *first, Value *end) {
+  Value *added = b.CreateBinaryIntrinsic(Intrinsic::smax, b.getInt64(0), b.CreateSub(end, first));
+  return smin(b, b.getInt64(PrefetchTable), b.CreateAdd(inTable, added));
+}
 } // namespace
 
 // The next k block's B (rows k0 + kc ..) streams from memory while this block is multiplied:
@@ -726,7 +741,6 @@ Value *GemmEmitter::prefetchShare(Builder &b, const NextBlockPrefetch &p, Value 
   // counted (a division a line was a tenth of BERT-base's GEMM tasks).
   Value *first = b.CreateMul(call, p.per);
   Value *end = smin(b, p.total, b.CreateAdd(first, p.per));
-  Value *tableEnd = smin(b, end, b.CreateAdd(first, b.getInt64(PrefetchTable)));
   Type *i64 = b.getInt64Ty();
   Value *runVar = entryAlloca(b, i64, "pf.run"), *lineVar = entryAlloca(b, i64, "pf.line");
   b.CreateStore(b.CreateUDiv(first, p.lines), runVar);
@@ -748,30 +762,26 @@ Value *GemmEmitter::prefetchShare(Builder &b, const NextBlockPrefetch &p, Value 
         }
         Value *at = b.CreateGEP(bElementType(b, v), ptrB(b, v, p.bi, row, col),
                                 b.CreateMul(b.CreateMul(l, b.getInt64(FloatsPerLine)), step));
-        emitIf(
-            b, b.CreateICmpSLT(index, tableEnd),
-            [&] {
-              b.CreateStore(at,
-                            b.CreateInBoundsGEP(b.getPtrTy(), table, b.CreateSub(index, first)));
-            },
-            [&] { emitPrefetch(b, at, 2); });
+        tableOrPrefetch(b, table, b.CreateSub(index, first), at);
       },
       "pfl");
-  return b.CreateBinaryIntrinsic(Intrinsic::smax, b.getInt64(0), b.CreateSub(tableEnd, first));
+  return tableCount(b, b.getInt64(0), first, end);
 }
 
-// A stored in panels streams from memory one row panel's block at a time, each in pages the
-// hardware prefetcher starts on anew: each of a row panel's `calls` kernel calls also fetches
-// into L2 an equal share of the next row panel's block (rows i0 + MR.., k0 .. k0 + kc), after the
-// table's first `inTable` lines.
+// A stored in panels streams from memory one stored panel's block at a time, each in pages the
+// hardware prefetcher starts on anew: each of the `calls` kernel calls of a stored panel's first
+// row tile also fetches into L2 an equal share of the next stored panel's block (k0 .. k0 + kc),
+// after the table's first `inTable` lines. (AVX2's 6-row tiles take a 12-row panel in two.)
 Value *GemmEmitter::prefetchNextAPanel(Builder &b, const GemmValues &v, Value *bi, Value *i0,
                                        Value *m1, Value *k0, Value *kc, Value *call, Value *calls,
                                        Value *table, Value *inTable) {
   assert(v.aPanelRows && "A read in place as panels");
-  Value *next = b.CreateAdd(i0, b.getInt64(T.mr));
+  Value *panelRows = b.getInt64(v.aPanelRows);
+  Value *within = b.CreateURem(i0, panelRows);
+  Value *next = b.CreateAdd(b.CreateSub(i0, within), panelRows);
   const int64_t perLine = v.aBf16 ? 2 * FloatsPerLine : FloatsPerLine;
   Value *lines =
-      b.CreateSelect(b.CreateICmpSLT(next, m1),
+      b.CreateSelect(b.CreateAnd(b.CreateICmpEQ(within, b.getInt64(0)), b.CreateICmpSLT(next, m1)),
                      emitCeilDiv(b, b.CreateMul(kc, b.getInt64(v.aPanelRows)), b.getInt64(perLine)),
                      b.getInt64(0));
   Value *per =
@@ -783,15 +793,10 @@ Value *GemmEmitter::prefetchNextAPanel(Builder &b, const GemmValues &v, Value *b
       b, first, end,
       [&](Value *l) {
         Value *line = b.CreateGEP(aElementType(b, v), at, b.CreateMul(l, b.getInt64(perLine)));
-        Value *slot = b.CreateAdd(inTable, b.CreateSub(l, first));
-        emitIf(
-            b, b.CreateICmpSLT(slot, b.getInt64(PrefetchTable)),
-            [&] { b.CreateStore(line, b.CreateInBoundsGEP(b.getPtrTy(), table, slot)); },
-            [&] { emitPrefetch(b, line, 2); });
+        tableOrPrefetch(b, table, b.CreateAdd(inTable, b.CreateSub(l, first)), line);
       },
       "pfa");
-  Value *added = b.CreateBinaryIntrinsic(Intrinsic::smax, b.getInt64(0), b.CreateSub(end, first));
-  return smin(b, b.getInt64(PrefetchTable), b.CreateAdd(inTable, added));
+  return tableCount(b, inTable, first, end);
 }
 
 Function *GemmEmitter::blockedTask(BlockedKind kind) {

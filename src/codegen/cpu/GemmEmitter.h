@@ -100,6 +100,8 @@ inline constexpr unsigned TailColumns = 4;
 /// FMA ports of 4 cycles' latency).
 inline constexpr unsigned ColumnSums = 8;
 constexpr unsigned columnPanels(unsigned cols) { return (ColumnSums + cols - 1) / cols; }
+/// Lines a kernel call's prefetch table holds (its addresses on the task's stack).
+inline constexpr unsigned PrefetchTable = 32;
 
 /// The closure every GEMM task gets, ending with `slots` buffer pointers from field
 /// GemmClosureSlots on (see Gemm.cpp).
@@ -178,11 +180,10 @@ private:
   /// Kernel call `call`'s share of the next block's lines: the first PrefetchTable of them go
   /// into `table` (the micro-kernel spreads them over its k loop), any past those are
   /// prefetched here. Returns how many are in the table.
-  static constexpr unsigned PrefetchTable = 32;
   Value *prefetchShare(Builder &b, const NextBlockPrefetch &p, Value *call, Value *table);
-  /// Kernel call `call` of `calls` over row panel i0's share of the next row panel's block of
-  /// A (stored in panels), into `table` after its first `inTable` lines (the rest prefetched
-  /// here). Returns how many lines the table holds.
+  /// Kernel call `call` of `calls` over row tile i0's share of the next stored panel's block of
+  /// A (where i0 starts a stored panel), into `table` after its first `inTable` lines (the rest
+  /// prefetched here). Returns how many lines the table holds.
   Value *prefetchNextAPanel(Builder &b, const GemmValues &v, Value *bi, Value *i0, Value *m1,
                             Value *k0, Value *kc, Value *call, Value *calls, Value *table,
                             Value *inTable);
@@ -242,7 +243,7 @@ private:
   /// aheadBytes on (a B read in place: the next panel's).
   Function *amxKernelFunction(unsigned flags);
   /// A tileRows x (tileVecs vectors) register tile over B panels NR columns wide, their rows ldb
-  /// elements apart (NR packed; B's row stride where a panel is read in place).
+  /// elements apart (NR packed; the stored panels' width where pack-weights' are read in place).
   /// With `bf16Dot` the panels hold bf16 k-pairs and kc counts pairs. The f32 kernel
   /// prefetches into L2 the `pfCount` lines whose addresses `pf` holds, evenly along its k loop.
   void microKernel(Builder &b, unsigned tileRows, unsigned tileVecs, bool bf16Dot, Value *ap,
