@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 #define AOTC_ARTIFACT_MAGIC 0x43544f41u /* "AOTC" little-endian */
-#define AOTC_ARTIFACT_FORMAT 8u
+#define AOTC_ARTIFACT_FORMAT 9u
 /* CPU code variants carried by every artifact; run[] below is indexed by these. */
 #define AOTC_VARIANT_X86_64_V3 0 /* AVX2 + FMA: the portable baseline */
 #define AOTC_VARIANT_X86_64_V4 1 /* AVX-512 F/BW/DQ/VL */
@@ -135,7 +135,9 @@ typedef struct aotc_weight_desc {
    * holder is derived from it (below). */
   int32_t held_by, held_winograd_tile;
   int64_t held_rows, held_cols, held_panel_rows;
-  int64_t held_pair_cols, held_pair_transposed; /* format 7: a bf16 holder's k-pair panels */
+  /* Format 7: a bf16 holder's k-pair panels; held_transposed 1 when the holder lays out the
+   * weight's transpose (format 9: f32 panels too). */
+  int64_t held_pair_cols, held_transposed;
   /* Format 8: 1 when the blob does not store this weight and the runtime computes it at create
    * from the weights it holds (their held_by is this one; they are stored as themselves, as f32
    * or bf16 3x3 filters whose Winograd transforms this one holds, f32, or bf16 and dense; a bf16

@@ -183,7 +183,7 @@ static int derived_source_ok(const aotc_weight_desc *w, const aotc_weight_desc *
   const uint64_t size = w->dtype == AOTC_DTYPE_BF16 ? 2 : 4,
                  holder_size = holder->dtype == AOTC_DTYPE_BF16 ? 2 : 4;
   if ((tile != 2 && tile != 4) || rows < 1 || cols < 1 || rows > limit || cols > limit || p < 0 ||
-      p > 64 || w->held_pair_cols || w->held_pair_transposed ||
+      p > 64 || w->held_pair_cols || w->held_transposed ||
       (w->dtype != AOTC_DTYPE_F32 && w->dtype != AOTC_DTYPE_BF16) || (holder_size == 2 && p != 0) ||
       w->offset % size || w->nbytes != (uint64_t)(rows * cols * 9) * size)
     return 0;
@@ -257,12 +257,16 @@ static int descriptor_ok(checker *c, const aotc_artifact_desc *desc) {
                      "weight \"%s\" is not a filter whose Winograd transforms weight %d can "
                      "hold",
                      w->name, (int)w->held_by);
+    /* Transposed: k-pair panels or f32 panels (no Winograd transform) of the transpose. */
+    if (w->held_transposed != 0 &&
+        (w->held_transposed != 1 || w->held_by < 0 ||
+         (!w->held_pair_cols && (!w->held_panel_rows || w->held_winograd_tile))))
+      return fail_at(c, "weight \"%s\" claims a transposed layout that is not panels", w->name);
     /* k-pair panels: an even width up to 64, in a bf16 holder, nothing else of a layout. */
-    if (w->held_pair_cols != 0 || w->held_pair_transposed != 0) {
+    if (w->held_pair_cols != 0) {
       const int64_t pc = w->held_pair_cols;
-      if (w->held_by < 0 || pc < 2 || pc > 64 || pc % 2 || w->held_pair_transposed < 0 ||
-          w->held_pair_transposed > 1 || w->held_panel_rows || w->held_winograd_tile ||
-          w->held_rows < 1 || w->held_cols < 1 ||
+      if (w->held_by < 0 || pc < 2 || pc > 64 || pc % 2 || w->held_panel_rows ||
+          w->held_winograd_tile || w->held_rows < 1 || w->held_cols < 1 ||
           desc->weights[w->held_by].dtype != AOTC_DTYPE_BF16)
         return fail_at(c, "weight \"%s\" claims k-pair panels its holder cannot have", w->name);
     }

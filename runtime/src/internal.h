@@ -61,10 +61,13 @@ static inline int aotc_held_by_derived(const aotc_artifact_desc *desc, const aot
 }
 
 /* Elements between the components of `w`'s holder, dense or in panels of held_panel_rows rows
- * (runtime.h's aotc_weight_layout.component_stride; not k-pair panels). */
+ * of the weight or, held_transposed, of its transpose (runtime.h's
+ * aotc_weight_layout.component_stride; not k-pair panels). */
 static inline int64_t aotc_held_stride(const aotc_weight_desc *w) {
   const int64_t p = w->held_panel_rows;
-  return (p ? (w->held_rows + p - 1) / p * p : w->held_rows) * w->held_cols;
+  const int64_t rows = w->held_transposed ? w->held_cols : w->held_rows,
+                cols = w->held_transposed ? w->held_rows : w->held_cols;
+  return (p ? (rows + p - 1) / p * p : rows) * cols;
 }
 
 /* Records the message of a failing call on this thread and returns `status`. */

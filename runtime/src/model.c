@@ -616,12 +616,12 @@ AOTC_API aotc_status aotc_model_weight_layout(const aotc_model *model, int32_t i
   out_layout->cols = w->held_cols;
   out_layout->panel_rows = w->held_panel_rows;
   out_layout->pair_cols = w->held_pair_cols;
-  out_layout->pair_transposed = w->held_pair_transposed;
+  out_layout->pair_transposed = w->held_transposed;
   const int64_t c = w->held_pair_cols;
   if (c) {
     /* B is K x N: the weight's rows x cols, or cols x rows when transposed. */
-    const int64_t k = w->held_pair_transposed ? w->held_cols : w->held_rows;
-    const int64_t n = w->held_pair_transposed ? w->held_rows : w->held_cols;
+    const int64_t k = w->held_transposed ? w->held_cols : w->held_rows;
+    const int64_t n = w->held_transposed ? w->held_rows : w->held_cols;
     const int64_t word_rows = ((k + 1) / 2 + c / 2 - 1) / (c / 2) * (c / 2);
     out_layout->component_stride = (n + c - 1) / c * word_rows * c * 2;
   } else {

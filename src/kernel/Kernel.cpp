@@ -469,10 +469,16 @@ void print(const Program &program, llvm::raw_ostream &os) {
       os << fmt::format(" as winograd F({0}x{0}, 3x3)", h.winogradTile);
     if (h.pairPanelCols)
       os << fmt::format(" as k-pair panels of {} columns{}", h.pairPanelCols,
-                        h.pairTransposed ? ", transposed" : "");
+                        h.transposed ? ", transposed" : "");
     else
-      os << (h.panelRows ? fmt::format(" in panels of {} rows", h.panelRows) : " dense");
-    os << (program.weights[h.holder].dtype == DType::BF16 ? ", rounded to bf16" : "") << "\n";
+      os << (h.panelRows ? fmt::format(" in panels of {} rows{}", h.panelRows,
+                                       h.transposed ? " of its transpose" : "")
+                         : " dense");
+    DType holder = program.weights[h.holder].dtype;
+    os << (holder == DType::BF16  ? ", rounded to bf16"
+           : holder == DType::F16 ? ", rounded to fp16"
+                                  : "")
+       << "\n";
   }
   for (const EntryKernels &e : program.entries) {
     os << "\n";

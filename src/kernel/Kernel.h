@@ -340,21 +340,25 @@ struct EntryKernels {
 /// for a Winograd filter (its (t+2)^2 transformed components in the holder, each `k * m`
 /// elements or panels apart) else 1, stored in the holder as panels of panelRows rows
 /// (panelOffset) or dense [m, k]. A bf16 holder (bf16-weights: no transform) holds the elements
-/// rounded to bf16, dense or, with pairPanelCols, as the k-pair panels of a GEMM's B operand:
-/// (row, col) is B's (row, col), or with pairTransposed B's (col, row).
+/// rounded to bf16, dense or, with pairPanelCols, as the k-pair panels of a GEMM's B operand.
+/// With transposed, the panels lay out the weight's transpose, [k, m]: (row, col) is at
+/// panelOffset(col, row, m, panelRows) (Conv1D's [k, n] weight as a GEMM's B panels), or is
+/// B's (col, row) (nn.Linear's [n, k] as k-pair panels).
 struct HeldWeight {
   uint32_t holder = 0;
   int64_t m = 0, k = 0;
   unsigned panelRows = 0;
   int winogradTile = 0;
   unsigned pairPanelCols = 0;
-  bool pairTransposed = false;
+  bool transposed = false;
   /// Where (row, col) is in one component of the holder.
   int64_t position(int64_t row, int64_t col) const {
     if (pairPanelCols)
-      return pairTransposed ? pairPanelOffset(col, row, k, pairPanelCols)
-                            : pairPanelOffset(row, col, m, pairPanelCols);
-    return panelRows ? panelOffset(row, col, k, panelRows) : row * k + col;
+      return transposed ? pairPanelOffset(col, row, k, pairPanelCols)
+                        : pairPanelOffset(row, col, m, pairPanelCols);
+    if (panelRows)
+      return transposed ? panelOffset(col, row, m, panelRows) : panelOffset(row, col, k, panelRows);
+    return row * k + col;
   }
   /// Elements of the weight per (row, col): a 3x3 filter's 9, else 1.
   int taps() const { return winogradTile ? 9 : 1; }
@@ -363,9 +367,10 @@ struct HeldWeight {
   /// Elements of one component in the holder.
   int64_t componentStride() const {
     if (pairPanelCols)
-      return pairTransposed ? pairPanelElements(k, m, pairPanelCols)
-                            : pairPanelElements(m, k, pairPanelCols);
-    return panelRows ? (m + panelRows - 1) / panelRows * panelRows * k : m * k;
+      return transposed ? pairPanelElements(k, m, pairPanelCols)
+                        : pairPanelElements(m, k, pairPanelCols);
+    int64_t rows = transposed ? k : m, cols = transposed ? m : k;
+    return panelRows ? (rows + panelRows - 1) / panelRows * panelRows * cols : m * k;
   }
 };
 /// `held`'s weight (numel m * k * taps floats) from its holder's elements.

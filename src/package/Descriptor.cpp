@@ -66,7 +66,7 @@ public:
          AOTC_CFIELD(aotc_weight_desc, held_cols, I64),
          AOTC_CFIELD(aotc_weight_desc, held_panel_rows, I64),
          AOTC_CFIELD(aotc_weight_desc, held_pair_cols, I64),
-         AOTC_CFIELD(aotc_weight_desc, held_pair_transposed, I64),
+         AOTC_CFIELD(aotc_weight_desc, held_transposed, I64),
          AOTC_CFIELD(aotc_weight_desc, derived, I32), AOTC_CFIELD(aotc_weight_desc, reserved, I32)},
         sizeof(aotc_weight_desc));
     ArtifactTy = mirrorCStruct(Ctx, dl, "aotc_artifact_desc",
@@ -137,7 +137,7 @@ public:
                      array(I64, dims, "aotc_weight_shape"), i64(w.offset), i64(w.nbytes),
                      i32(heldBy ? static_cast<int32_t>(held.holder) : -1), i32(held.winogradTile),
                      i64(held.m), i64(held.k), i64(held.panelRows), i64(held.pairPanelCols),
-                     i64(held.pairTransposed), i32(w.derived), i32(0)}));
+                     i64(held.transposed), i32(w.derived), i32(0)}));
     }
     llvm::Constant *blob = c.weightSymbol.empty() ? null() : external(c.weightSymbol);
     llvm::Constant *program = c.programBlob.empty() ? null() : bytes(c.programBlob, "aotc_program");

@@ -435,8 +435,8 @@ static void test_other_artifacts(void) {
     last_error_fn last_error = (last_error_fn)dlsym(lib, "aotc_last_error");
     aotc_model *m = NULL;
     CHECK(create(NULL, &m) == AOTC_ERROR_UNSUPPORTED);
-    CHECK(strcmp(last_error(), "aotc_model_create: artifact format 9, this runtime reads format "
-                               "8 (re-export the model with a matching aotc)") == 0);
+    CHECK(strcmp(last_error(), "aotc_model_create: artifact format 10, this runtime reads format "
+                               "9 (re-export the model with a matching aotc)") == 0);
     dlclose(lib);
   }
 

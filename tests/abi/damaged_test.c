@@ -136,6 +136,10 @@ int main(void) {
       AOTC_FAKE_MODEL_PAIRS, "pairs",
       "aotc_model_create: the artifact is damaged: weight \"w\" claims k-pair panels its "
       "holder cannot have (re-export the model)");
+  /* A transposed holder (format 9) on a weight that no weight holds. */
+  expect_refused(AOTC_FAKE_MODEL_TRANSPOSED, "transposed",
+                 "aotc_model_create: the artifact is damaged: weight \"w\" claims a transposed "
+                 "layout that is not panels (re-export the model)");
   /* A weight derived at load (format 8) outside the derived weights, or a flag no aotc writes. */
   expect_refused(AOTC_FAKE_MODEL_DERIVED, "derived",
                  "aotc_model_create: the artifact is damaged: weight \"w\" lies outside the "

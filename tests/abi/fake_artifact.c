@@ -27,6 +27,11 @@ static const int64_t shape4[] = {4};
 #ifndef AOTC_FAKE_PAIR_COLS
 #define AOTC_FAKE_PAIR_COLS 0
 #endif
+/* AOTC_FAKE_TRANSPOSED=N: w, stored as itself, claims a holder that lays out its transpose, which
+ * only a weight held as panels has (format 9). */
+#ifndef AOTC_FAKE_TRANSPOSED
+#define AOTC_FAKE_TRANSPOSED 0
+#endif
 /* AOTC_FAKE_DERIVED=N: w, stored in the blob, claims to be derived at load (format 8), out of
  * derived weights that the descriptor has none of, or with a flag no aotc writes. */
 #ifndef AOTC_FAKE_DERIVED
@@ -53,7 +58,7 @@ static const int64_t shape4[] = {4};
 #endif
 static const aotc_weight_desc weights[] = {
     {"w", AOTC_DTYPE_F32, 1, shape4, 0, AOTC_FAKE_W_BYTES, AOTC_FAKE_HELD_BY, 0, 0, 0, 0,
-     AOTC_FAKE_PAIR_COLS, 0, AOTC_FAKE_DERIVED, 0},
+     AOTC_FAKE_PAIR_COLS, AOTC_FAKE_TRANSPOSED, AOTC_FAKE_DERIVED, 0},
     {"acc", AOTC_DTYPE_F32, 1, shape4, 16, 16, AOTC_FAKE_ACC_HELD_BY, 0, 0, 0, 0, 0, 0,
      AOTC_FAKE_ACC_DERIVED, 0},
 };

@@ -211,17 +211,20 @@ llvm::Error Artifact::unpackHeld(llvm::ArrayRef<std::string> names, const std::v
                     layout.winograd_tile,
                     static_cast<unsigned>(layout.pair_cols),
                     layout.pair_transposed != 0};
-  // A bf16 holder is a copy, rounded (bf16-weights), dense or as k-pair panels: recovered
-  // widened.
-  bool bf16 = holder.dtype() == DType::BF16;
+  // A bf16 or fp16 holder is a copy, rounded (bf16-weights, half-weights), dense or (bf16) as
+  // k-pair panels: recovered widened.
+  bool bf16 = holder.dtype() == DType::BF16 || holder.dtype() == DType::F16;
   if (out.dtype() != DType::F32 || (holder.dtype() != DType::F32 && !bf16) || held[layout.held_by])
     return bad("not an f32 weight stored as itself");
   if (bf16 && (h.winogradTile || h.panelRows))
-    return bad("a bf16 holder is dense or k-pair panels");
-  if (layout.pair_cols &&
-      (!bf16 || layout.pair_cols < 2 || layout.pair_cols > 64 || layout.pair_cols % 2 ||
-       layout.pair_transposed < 0 || layout.pair_transposed > 1))
+    return bad("a 16-bit holder is dense or k-pair panels");
+  if (layout.pair_cols && (holder.dtype() != DType::BF16 || layout.pair_cols < 2 ||
+                           layout.pair_cols > 64 || layout.pair_cols % 2))
     return bad("k-pair panels");
+  if (layout.pair_transposed != 0 &&
+      (layout.pair_transposed != 1 ||
+       (!layout.pair_cols && (!layout.panel_rows || h.winogradTile))))
+    return bad("a transposed layout that is not panels");
   if ((h.winogradTile != 0 && h.winogradTile != 2 && h.winogradTile != 4) || h.m < 1 || h.k < 1 ||
       layout.panel_rows < 0 || layout.panel_rows > 64 || h.m * h.k * h.taps() != out.numel() ||
       layout.component_stride != h.componentStride() ||

@@ -216,25 +216,28 @@ AOTC_STATIC_ASSERT(sizeof(aotc_weight_info) == 96, "aotc_weight_info layout");
 AOTC_API aotc_status aotc_model_weight_info(const aotc_model *model, int32_t index,
                                             aotc_weight_info *out_info);
 /* For tools: where weight `index` is when the artifact stores it only inside another weight (its
- * aotc_weight_info then has data null and size_bytes 0): a convolution filter that the CPU code
- * reads only as packed panels is stored once, in that layout (one read as Winograd transforms is
- * stored as itself, and the runtime derives the transforms). Element
- * (r, c, tap) of the weight, read as a [rows, cols * taps] row-major matrix (taps 9 for a
- * Winograd filter, else 1), is, for each component b of the holder (0 .. (t+2)^2 - 1 for a
- * Winograd filter F(t x t, 3x3), else just 0), at b * component_stride + p(r, c) in the holder
- * (p = r * cols + c, or with panel_rows P: r / P * P * cols + c * P + r % P); a Winograd
+ * aotc_weight_info then has data null and size_bytes 0): a convolution filter or a linear layer's
+ * weight that the CPU code reads only as packed panels is stored once, in that layout (one read as
+ * Winograd transforms is stored as itself, and the runtime derives the transforms). Element (r, c,
+ * tap) of the weight, read as a [rows, cols * taps] row-major matrix (taps 9 for a Winograd
+ * filter, else 1), is, for each component b of the holder (0 .. (t+2)^2 - 1 for a Winograd filter
+ * F(t x t, 3x3), else just 0), at b * component_stride + p(r, c) in the holder (p = r * cols + c,
+ * or with panel_rows P: r / P * P * cols + c * P + r % P, and with panel_rows P and
+ * pair_transposed 1 the panels of the transpose, p = c / P * P * rows + r * P + c % P); a Winograd
  * filter's components are those of G g G^T, from which g is recovered. A bf16 holder (a weight
- * that GEMMs exported at --precision bf16 read only in bf16) holds each element rounded to bf16:
- * a dense copy, or with pair_cols C the k-pair panels of a GEMM's B operand, K x N: element
- * (r, c) is B's (k = r, n = c), or with pair_transposed B's (k = c, n = r), and B's (k, n) is at
- * ((n / C) * P + k / 2) * 2C + (n % C) * 2 + k % 2, P = ceil(K / 2) rounded up to a multiple of
- * C / 2 (the padding zero). held_by is -1 for a weight stored as itself (a filter whose
- * transforms the runtime derives from it included). Weights of f32 only. */
+ * that GEMMs exported at --precision bf16 read only in bf16) holds each element rounded to bf16
+ * (an fp16 one, for the CUDA code of --precision fp16, rounded to fp16, dense): a dense copy, or
+ * with pair_cols C the k-pair panels of a GEMM's B operand, K x N: element (r, c) is B's (k = r, n
+ * = c), or with pair_transposed B's (k = c, n = r), and B's (k, n) is at ((n / C) * P + k / 2) *
+ * 2C + (n % C) * 2 + k % 2, P = ceil(K / 2) rounded up to a multiple of C / 2 (the padding zero).
+ * held_by is -1 for a weight stored as itself (a filter whose transforms the runtime derives from
+ * it included). Weights of f32 only. */
 typedef struct aotc_weight_layout {
   int32_t held_by;
   int32_t winograd_tile; /* 0, 2 or 4 */
   int64_t rows, cols, panel_rows, component_stride;
-  int64_t pair_cols, pair_transposed;
+  int64_t pair_cols;
+  int64_t pair_transposed; /* 1: the holder lays out the transpose (panels or k-pair panels) */
   int64_t reserved[1];
 } aotc_weight_layout;
 AOTC_STATIC_ASSERT(sizeof(aotc_weight_layout) == 64, "aotc_weight_layout layout");

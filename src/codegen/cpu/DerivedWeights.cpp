@@ -89,8 +89,8 @@ private:
     kir::ExprId offset = load.operands[0];
     if (held.pairPanelCols) {
       // kir::pairPanelOffset of B's (r, c) in a K x N B: r is along k.
-      kir::ExprId r = held.pairTransposed ? col : row, c = held.pairTransposed ? row : col;
-      int64_t k = held.pairTransposed ? held.k : held.m, cols = held.pairPanelCols;
+      kir::ExprId r = held.transposed ? col : row, c = held.transposed ? row : col;
+      int64_t k = held.transposed ? held.k : held.m, cols = held.pairPanelCols;
       kir::ExprId word = binary(
           kir::BinaryOp::Add,
           binary(kir::BinaryOp::Mul, divide(c, cols), constant(kir::pairPanelWordRows(k, cols))),
@@ -102,12 +102,13 @@ private:
                  remainder(r, 2));
     }
     if (held.panelRows) {
-      // kir::panelOffset(row, col, k, panelRows)
-      int64_t rows = held.panelRows;
+      // kir::panelOffset(row, col, k, panelRows), of the transpose's (col, row) when transposed
+      kir::ExprId r = held.transposed ? col : row, c = held.transposed ? row : col;
+      int64_t rows = held.panelRows, k = held.transposed ? held.m : held.k;
       offset = binary(kir::BinaryOp::Add,
-                      binary(kir::BinaryOp::Mul, divide(row, rows), constant(rows * held.k)),
-                      binary(kir::BinaryOp::Add, binary(kir::BinaryOp::Mul, col, constant(rows)),
-                             remainder(row, rows)));
+                      binary(kir::BinaryOp::Mul, divide(r, rows), constant(rows * k)),
+                      binary(kir::BinaryOp::Add, binary(kir::BinaryOp::Mul, c, constant(rows)),
+                             remainder(r, rows)));
     }
     kir::Expr narrow;
     narrow.kind = kir::ExprKind::Load;

@@ -147,11 +147,11 @@ private:
     int64_t panels() const { return (n + PanelCols - 1) / PanelCols; }
   };
 
-  // A B that is an immutable f32 weight read at constant addressing whose rows do not run
-  // contiguously (nn.Linear's [n, k] weight: k does), at batch 1 and at least one panel wide:
-  // the blocked path would transpose it into panels at every call, and the dot products read
-  // it at a lower rate than the register tile, so it is stored as PanelCols-column panels,
-  // which every path reads in place.
+  // A B that is an immutable f32 weight read at constant addressing, at batch 1 and at least one
+  // panel wide (nn.Linear's [n, k] weight, Conv1D's [k, n]): the blocked path would pack it into
+  // panels at every call (transposing nn.Linear's), and the dot products read a transposed one
+  // at a lower rate than the register tile, so it is stored as PanelCols-column panels, which
+  // every path reads in place.
   llvm::Error gemmB(kir::EntryKernels &entry, kir::GemmCall &g) {
     kir::MatrixOperand &op = g.b;
     const kir::Buffer &buf = entry.buffers[op.buffer];
@@ -160,7 +160,7 @@ private:
     if (g.dtype != DType::F32 || buf.kind != kir::Buffer::Kind::Weight || buf.dtype != DType::F32 ||
         P.weights[buf.index].mutableBuffer || op.conv || op.panelRows || op.pairPanelCols ||
         op.panelCols || op.winogradTile || g.batch.constant() != 1 || !k || !n || !off || !rs ||
-        !cs || *k < 1 || *n < PanelCols || *off < 0 || *rs < 0 || *cs < 0 || *cs == 1)
+        !cs || *k < 1 || *n < PanelCols || *off < 0 || *rs < 0 || *cs < 0)
       return llvm::Error::success();
     BAddressing at{buf.index, *off, *rs, *cs, *k, *n};
     const kir::Weight &src = P.weights[at.weight];
@@ -190,12 +190,15 @@ private:
     P.weights.push_back(w);
     uint32_t index = P.weights.size() - 1;
     MadeB[at] = index;
-    // The panels hold the source when B reads it whole as nn.Linear's [n, k]: panels of its
-    // rows. (A bf16 copy holds nothing at fp32; pack-weights runs after bf16-weights.)
+    // The panels hold the source when B reads it whole, as nn.Linear's [n, k] (panels of its
+    // rows) or as Conv1D's [k, n] (of its transpose's rows). (A bf16 copy holds nothing at
+    // fp32; pack-weights runs after bf16-weights.)
     kir::Weight &source = P.weights[at.weight];
-    if (!source.heldBy && at.offset == 0 && at.rowStride == 1 && at.colStride == at.k &&
-        static_cast<uint64_t>(at.n * at.k) == source.numel())
+    bool whole = at.offset == 0 && static_cast<uint64_t>(at.n * at.k) == source.numel();
+    if (!source.heldBy && whole && at.rowStride == 1 && at.colStride == at.k)
       source.heldBy = kir::HeldWeight{index, at.n, at.k, unsigned(PanelCols)};
+    else if (!source.heldBy && whole && at.colStride == 1 && at.rowStride == at.n)
+      source.heldBy = kir::HeldWeight{index, at.k, at.n, unsigned(PanelCols), 0, 0, true};
     return index;
   }
 

@@ -142,7 +142,7 @@ TEST_P(Bf16HeldReadsTest, LoopKernelsReadTheHolder) {
   const kir::EntryKernels &e = program.entries[0];
   ASSERT_TRUE(program.weights[0].heldBy);
   EXPECT_EQ(program.weights[0].heldBy->pairPanelCols, PairPanelCols);
-  EXPECT_EQ(program.weights[0].heldBy->pairTransposed, transposed);
+  EXPECT_EQ(program.weights[0].heldBy->transposed, transposed);
   // The f32 weight's buffer is read by the loop kernels only where a GEMM reads it in f32 too.
   for (size_t i : {1, 2, 3}) {
     bool readsF32 = llvm::is_contained(kir::buffersOfStep(e, e.steps[i]), 2u);

@@ -1,7 +1,8 @@
 // pack-weights against the GEMM dispatch policy: a constant A is packed exactly where the
 // generated code takes the blocked path (the only one that reads panels), and the packed weight
 // holds A's elements where kir::panelOffset says; Winograd transforms that the runtime derives at
-// load are the ones pack-weights would compute.
+// load are the ones pack-weights would compute; a constant B, either way round, is stored as the
+// panels every path reads and holds the weight.
 #include "codegen/cpu/PackWeights.h"
 #include "aotc/tensor/HostTensor.h"
 #include "codegen/cpu/CpuTarget.h"
@@ -25,34 +26,35 @@ struct Packed {
   ExportedProgram exported;
 };
 
-// One entry computing out[m, n] = w[m, k] @ x, x given as [n, k] (both contiguous along k: the
-// dot path's shape) or as [k, n].
-std::unique_ptr<Packed> packed(int64_t m, int64_t k, bool bAlongK) {
-  const int64_t n = 5;
+// One entry computing y = a @ b, m x n x k, where one operand is the weight "w" of `shape`
+// (element i is i; buffer 0), the other the input "x" (buffer 1).
+std::unique_ptr<Packed> oneGemm(std::vector<int64_t> shape, int64_t m, int64_t n, int64_t k,
+                                kir::MatrixOperand a, kir::MatrixOperand b) {
   auto p = std::make_unique<Packed>();
   kir::Weight w;
   w.name = "w";
-  w.shape = {m, k};
+  w.shape.assign(shape.begin(), shape.end());
   p->program.weights.push_back(w);
-  auto data = std::make_shared<std::vector<float>>(m * k);
-  for (int64_t i = 0; i < m * k; ++i)
+  auto data = std::make_shared<std::vector<float>>(w.numel());
+  for (size_t i = 0; i < data->size(); ++i)
     (*data)[i] = static_cast<float>(i);
   llvm::ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t *>(data->data()),
                                 data->size() * sizeof(float));
-  p->exported.weights.emplace_back("w", DType::F32, std::vector<int64_t>{m, k}, bytes, data);
+  p->exported.weights.emplace_back("w", DType::F32, shape, bytes, data);
 
   kir::EntryKernels &e = p->program.entries.emplace_back();
   e.name = "f";
-  e.buffers.push_back({kir::Buffer::Kind::Weight, DType::F32, 0, m * k, {}, "w"});
-  e.buffers.push_back({kir::Buffer::Kind::Input, DType::F32, 0, n * k, {}, "x"});
+  int64_t inputs = a.buffer == 1 ? m * k : k * n;
+  e.buffers.push_back({kir::Buffer::Kind::Weight, DType::F32, 0, int64_t(w.numel()), {}, "w"});
+  e.buffers.push_back({kir::Buffer::Kind::Input, DType::F32, 0, inputs, {}, "x"});
   e.buffers.push_back({kir::Buffer::Kind::Output, DType::F32, 0, m * n, {}, "y"});
   kir::GemmCall g;
   g.name = "gemm";
   g.m = m;
   g.n = n;
   g.k = k;
-  g.a = {0, 0, 0, k, 1};
-  g.b = bAlongK ? kir::MatrixOperand{1, 0, 0, 1, k} : kir::MatrixOperand{1, 0, 0, n, 1};
+  g.a = a;
+  g.b = b;
   g.out = 2;
   e.steps.push_back(g);
   if (llvm::Error err = packGemmWeights(p->program, p->exported)) {
@@ -60,6 +62,14 @@ std::unique_ptr<Packed> packed(int64_t m, int64_t k, bool bAlongK) {
     return nullptr;
   }
   return p;
+}
+
+// out[m, n] = w[m, k] @ x, x given as [n, k] (both contiguous along k: the dot path's shape) or
+// as [k, n].
+std::unique_ptr<Packed> packed(int64_t m, int64_t k, bool bAlongK) {
+  const int64_t n = 5;
+  return oneGemm({m, k}, m, n, k, {0, 0, 0, k, 1},
+                 bAlongK ? kir::MatrixOperand{1, 0, 0, 1, k} : kir::MatrixOperand{1, 0, 0, n, 1});
 }
 
 const kir::GemmCall &gemmOf(const Packed &p) {
@@ -100,6 +110,58 @@ TEST(PackWeights, PanelsHoldTheWeightWherePanelOffsetSays) {
     for (int64_t c = 0; c < k; ++c)
       EXPECT_EQ(panels[kir::panelOffset(r, c, k, PanelRows)], r < m ? float(r * k + c) : 0.0f)
           << r << ", " << c;
+}
+
+// out[m, n] = x[m, k] @ B with B a constant weight: nn.Linear's [n, k] (linear) or Conv1D's
+// [k, n].
+std::unique_ptr<Packed> packedB(int64_t k, int64_t n, bool linear) {
+  const int64_t m = 3;
+  return oneGemm(linear ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, m, n, k,
+                 {1, 0, 0, k, 1},
+                 linear ? kir::MatrixOperand{0, 0, 0, 1, k} : kir::MatrixOperand{0, 0, 0, n, 1});
+}
+
+// A constant B is stored as PanelCols-column panels, B's (r, c) at panelOffset(c, r, k,
+// PanelCols) with the columns past n zero, whichever way the weight lies; the panels hold the
+// weight (transposed for Conv1D's [k, n]: the panels are its transpose's rows), which
+// unpackHeldWeight recovers exactly. B narrower than a panel stays.
+TEST(PackWeights, BPanelsHoldLinearAndConv1DWeights) {
+  const int64_t k = 7;
+  for (bool linear : {true, false})
+    for (int64_t n : {int64_t(PanelCols), int64_t(PanelCols) + 5, 3 * int64_t(PanelCols)}) {
+      SCOPED_TRACE(testing::Message() << (linear ? "[n, k]" : "[k, n]") << " n " << n);
+      auto p = packedB(k, n, linear);
+      ASSERT_TRUE(p);
+      const kir::GemmCall &g = gemmOf(*p);
+      ASSERT_EQ(g.b.panelCols, PanelCols);
+      ASSERT_EQ(p->program.weights.size(), 2u);
+      const kir::Weight &source = p->program.weights[0];
+      ASSERT_TRUE(source.heldBy);
+      const kir::HeldWeight &held = *source.heldBy;
+      EXPECT_EQ(held.holder, 1u);
+      EXPECT_EQ(held.transposed, !linear);
+      EXPECT_EQ(held.m, source.shape[0]);
+      EXPECT_EQ(held.k, source.shape[1]);
+      const Weight *w = p->exported.findWeight("w.panels");
+      ASSERT_TRUE(w);
+      int64_t panels = (n + PanelCols - 1) / PanelCols;
+      ASSERT_EQ(w->bytes().size(), sizeof(float) * panels * PanelCols * k);
+      ASSERT_EQ(held.componentStride(), panels * PanelCols * k);
+      const float *holder = reinterpret_cast<const float *>(w->bytes().data());
+      for (int64_t c = 0; c < panels * PanelCols; ++c)
+        for (int64_t r = 0; r < k; ++r) {
+          float want = c >= n ? 0.0f : linear ? float(c * k + r) : float(r * n + c);
+          ASSERT_EQ(holder[kir::panelOffset(c, r, k, PanelCols)], want) << r << ", " << c;
+        }
+      std::vector<float> back(k * n);
+      kir::unpackHeldWeight(held, holder, back.data());
+      for (int64_t i = 0; i < k * n; ++i)
+        ASSERT_EQ(back[i], float(i)) << "element " << i;
+    }
+  auto narrow = packedB(k, PanelCols - 1, false);
+  ASSERT_TRUE(narrow);
+  EXPECT_EQ(gemmOf(*narrow).b.panelCols, 0u);
+  EXPECT_EQ(narrow->program.weights.size(), 1u);
 }
 
 } // namespace
