@@ -112,6 +112,7 @@ public:
   void swapCache(llvm::DenseMap<kir::ExprId, llvm::Value *> &other) { Cache.swap(other); }
   llvm::Value *sym(const SymExpr &e) { return emitSym(B, e, SymIndex, Syms); }
   DType exprType(kir::ExprId id) const { return Entry.expr(id).type; }
+  const kir::EntryKernels &entry() const { return Entry; }
   /// Emits stage `si` of a loop kernel at the current outer point: a store, or a reduction whose
   /// result later stages read (reduceValues). The stage's inner loops are loop vars
   /// `firstInnerLoop` on, row-major; from the first inner loop whose remaining extents are

@@ -8,6 +8,7 @@
 #include "codegen/cpu/CpuTarget.h"
 #include "codegen/cpu/PackWeights.h"
 #include "codegen/cuda/CudaCodegen.h"
+#include "codegen/cuda/HalfWeights.h"
 #include "kernel/Lower.h"
 #include "kernel/MemoryPlan.h"
 #include "passes/FoldWeights.h"
@@ -29,13 +30,14 @@ constexpr llvm::StringLiteral DecomposePass = "decompose";
 constexpr llvm::StringLiteral FoldWeightsStep = "fold-weights", LowerStep = "lower",
                               PlanMemoryStep = "plan-memory", PackWeightsStep = "pack-weights",
                               Bf16WeightsStep = "bf16-weights", LowerCudaStep = "lower-cuda",
+                              HalfWeightsStep = "half-weights",
                               LayoutWeightsStep = "layout-weights", CodegenStep = "codegen-cpu",
                               CodegenCudaStep = "codegen-cuda", PackageStep = "package",
                               LinkStep = "link";
-constexpr llvm::StringLiteral Steps[] = {FoldWeightsStep,   LowerStep,       PlanMemoryStep,
-                                         Bf16WeightsStep,   PackWeightsStep, LowerCudaStep,
-                                         LayoutWeightsStep, CodegenStep,     CodegenCudaStep,
-                                         PackageStep,       LinkStep};
+constexpr llvm::StringLiteral Steps[] = {FoldWeightsStep, LowerStep,         PlanMemoryStep,
+                                         Bf16WeightsStep, PackWeightsStep,   LowerCudaStep,
+                                         HalfWeightsStep, LayoutWeightsStep, CodegenStep,
+                                         CodegenCudaStep, PackageStep,       LinkStep};
 
 llvm::Error error(std::string message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -212,6 +214,10 @@ llvm::Expected<Lowered> runSteps(ExportedProgram &exported, const CompileOptions
       return program.takeError();
     kir::planMemory(*program, facts);
     printer.after(LowerCudaStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
+    // The CUDA backend's layout pass: the tensor cores' weights in 16 bits.
+    if (llvm::Error e = cuda::storeHalfWeights(*program, exported, options.weightData))
+      return e;
+    printer.after(HalfWeightsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
     out.cuda = std::move(*program);
   }
   if (out.cpu && out.cuda)

@@ -112,6 +112,7 @@ std::pair<Value *, Value *> GemmOperands::beginTile(Value *block, unsigned block
 GemmOperands::OperandValues GemmOperands::operand(const kir::MatrixOperand &op) {
   OperandValues v;
   v.data = Kf.buffers[op.buffer];
+  v.type = Ex.entry().buffers[op.buffer].dtype;
   Value *offset = Ex.sym(op.offset);
   Value *batchStride = Ex.sym(op.batchStride);
   Value *batchOffset = B.CreateMul(Batch, batchStride);
@@ -159,7 +160,7 @@ GemmOperands::Element GemmOperands::strided(const OperandValues &op, Value *row,
   Value *c = B.CreateMul(col, op.colStride);
   Value *rc = B.CreateAdd(r, c);
   Value *offset = B.CreateAdd(op.base, rc);
-  return {B.CreateSelect(ok, offset, op.base), ok};
+  return {B.CreateSelect(ok, offset, op.base), ok, op.type};
 }
 
 // B[batch, row, col] through the convolution window: row = (ci, kh, kw), col = (oh, ow); absent
@@ -189,7 +190,7 @@ GemmOperands::Element GemmOperands::windowElement(Value *row, Value *col) {
   Value *offset = B.CreateAdd(at, plane);
   Value *inMatrix = B.CreateAnd(rowOk, colOk);
   Value *ok = B.CreateAnd(inMatrix, inside);
-  return {B.CreateSelect(ok, offset, Bop.base), ok};
+  return {B.CreateSelect(ok, offset, Bop.base), ok, Bop.type};
 }
 
 Value *GemmOperands::windowCoord(Value *out, Value *stride, Value *pad, Value *tap, Value *dil) {
@@ -200,10 +201,8 @@ Value *GemmOperands::windowCoord(Value *out, Value *stride, Value *pad, Value *t
 }
 
 Value *GemmOperands::load(Value *data, Element e) {
-  Type *f32 = B.getFloatTy();
-  Value *ptr = B.CreateInBoundsGEP(f32, data, e.offset);
-  Value *v = B.CreateLoad(f32, ptr);
-  return B.CreateSelect(e.ok, v, ConstantFP::get(f32, 0.0));
+  Value *v = codegen::loadElement(B, data, e.offset, e.type);
+  return B.CreateSelect(e.ok, v, ConstantFP::get(B.getFloatTy(), 0.0));
 }
 
 void GemmOperands::store(Value *row, Value *col, Value *acc) {

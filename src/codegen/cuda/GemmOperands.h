@@ -70,12 +70,14 @@ llvm::SmallVector<llvm::Value *, 64> kTileLoop(
 
 class GemmOperands {
 public:
-  /// An element of an operand: its offset in the operand's buffer and whether it exists
-  /// (inside the matrix, outside a convolution's padding). Where it does not, `offset` is that
-  /// of element (batch, 0, 0), which exists whenever a block runs, so that no address past the
-  /// operand is ever formed.
+  /// An element of an operand: its offset in the operand's buffer, whether it exists (inside
+  /// the matrix, outside a convolution's padding) and the buffer's element type (f32, or bf16
+  /// and fp16 for a weight that half-weights stored so). Where it does not exist, `offset` is
+  /// that of element (batch, 0, 0), which exists whenever a block runs, so that no address past
+  /// the operand is ever formed.
   struct Element {
     llvm::Value *offset, *ok;
+    DType type;
   };
 
   GemmOperands(codegen::Builder &b, codegen::ExprEmitter &ex, const kir::GemmCall &g,
@@ -99,8 +101,13 @@ public:
   Element a(llvm::Value *row, llvm::Value *col);
   Element b(llvm::Value *row, llvm::Value *col);
 
-  /// The f32 element `e` of operand data `data`, or 0 where it does not exist.
+  /// Element `e` of operand data `data` as an f32 (widened from a 16-bit type), or 0 where it
+  /// does not exist.
   llvm::Value *load(llvm::Value *data, Element e);
+
+  /// The element types of A's and B's buffers.
+  DType aType() const { return A.type; }
+  DType bType() const { return Bop.type; }
 
   /// out[batch, row, col] = epilogue(acc) where row < m and col < n.
   void store(llvm::Value *row, llvm::Value *col, llvm::Value *acc);
@@ -110,6 +117,7 @@ private:
     llvm::Value *data = nullptr;
     llvm::Value *base = nullptr; // offset + batch * batchStride: element (batch, 0, 0)
     llvm::Value *rowStride = nullptr, *colStride = nullptr;
+    DType type = DType::F32;
   };
   struct WindowValues {
     llvm::Value *channelStride, *heightStride, *widthStride, *height, *width, *kernelH, *kernelW;

@@ -517,8 +517,11 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
 /// tiles. A plain GEMM takes them on 128 x 128 tiles where it has at least GemmFewBlocks of those
 /// with every dim at 1 (the LM head's 50257 columns; tile counts grow with the dims), else the
 /// f32 buffers on 128 x 64 tiles, which were faster at the sizes of transformer layers on an
-/// H200 (docs/cuda.md).
-const MmaGemmTiles &halfGemmTiles(const kir::GemmCall &g) {
+/// H200 (docs/cuda.md), unless an operand is stored in 16 bits (half-weights): then the 16-bit
+/// buffers on 128 x 64 tiles, as a convolution's.
+const MmaGemmTiles &halfGemmTiles(const kir::EntryKernels &entry, const kir::GemmCall &g) {
+  bool sixteenBit = entry.buffers[g.a.buffer].dtype != DType::F32 ||
+                    entry.buffers[g.b.buffer].dtype != DType::F32;
   if (g.b.conv)
     return ConvTensorCoreGemmTiles;
   const MmaGemmTiles &big = HalfTensorCoreGemmTiles;
@@ -529,7 +532,9 @@ const MmaGemmTiles &halfGemmTiles(const kir::GemmCall &g) {
   for (const std::string &s : symbols)
     ones[s] = 1;
   std::optional<int64_t> least = tiles.evaluate(ones);
-  return least && *least >= GemmFewBlocks ? big : TensorCoreGemmTiles;
+  if (least && *least >= GemmFewBlocks)
+    return big;
+  return sixteenBit ? ConvTensorCoreGemmTiles : TensorCoreGemmTiles;
 }
 
 /// Appends the kernel `emit` makes to `out` where its gate, the minimum of `terms` (and 1), is
@@ -577,8 +582,9 @@ Error emitGemmKernels(Module &m, codegen::MathLibrary &math, const kir::EntryKer
       return emitMmaGemmKernel(m, math, entry, step, symIndex, TensorCoreGemmTiles);
     });
   if (g.precision != kir::Precision::FP32)
-    return add({more},
-               [&] { return emitMmaGemmKernel(m, math, entry, step, symIndex, halfGemmTiles(g)); });
+    return add({more}, [&] {
+      return emitMmaGemmKernel(m, math, entry, step, symIndex, halfGemmTiles(entry, g));
+    });
   // The largest CUDA-core tiles of which the GEMM has at least GemmFewBlocks: tiles i serve
   // where tiles i - 1 are too few and tiles i are not.
   std::optional<SymExpr> fewer; // GemmFewBlocks - the previous tiles' count

@@ -9,7 +9,9 @@
 //     cvt.rn.{bf16,f16}x2.f32).
 //   - 16-bit buffers (bf16, fp16): each thread loads its share of k-tile kt + 1 into registers
 //     while the warps compute on k-tile kt, then rounds it in pairs and stores it into the other
-//     buffer; ldmatrix.x4 loads the fragments (.trans for B kept k-major in shared memory).
+//     buffer; ldmatrix.x4 loads the fragments (.trans for B kept k-major in shared memory). The
+//     only kernel for operands stored in 16 bits (half-weights), which it widens as it loads
+//     them and rounds back exactly.
 #include "codegen/cuda/Gemm.h"
 #include "codegen/cuda/GemmOperands.h"
 #include "codegen/cuda/KernelBuilder.h"
@@ -381,6 +383,10 @@ Expected<CudaKernel> emitMmaGemmKernel(Module &m, codegen::MathLibrary &math,
   if (tiles.elementBytes == 2 && g.precision == kir::Precision::TF32)
     return createStringError(
         fmt::format("{}: GEMM '{}': tf32 operands do not fit 16-bit buffers", entry.name, g.name));
+  if (tiles.elementBytes == 4 && (entry.buffers[g.a.buffer].dtype != DType::F32 ||
+                                  entry.buffers[g.b.buffer].dtype != DType::F32))
+    return createStringError(fmt::format(
+        "{}: GEMM '{}': 16-bit operands stream through 16-bit buffers", entry.name, g.name));
   assert(tiles.blockK % 16 == 0 && tiles.warpM() % 16 == 0 && tiles.warpN() % 8 == 0 &&
          (tiles.elementBytes == 4 || (tiles.warpN() % 16 == 0 && tiles.stages == 2)) &&
          tiles.blockM * tiles.blockK % tiles.threads() == 0 &&

@@ -7,6 +7,7 @@
 #include "../kernel/KernelTestUtil.h"
 #include "CudaTestUtil.h"
 #include "codegen/cuda/Gemm.h"
+#include "codegen/cuda/HalfWeights.h"
 #include "codegen/cuda/KernelBuilder.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -353,6 +354,92 @@ TEST(CudaGemmPtxas, NoSpills) {
         std::pair(ConvStrided, kir::Precision::BF16), std::pair(Linear, kir::Precision::FP16),
         std::pair(SixteenBit, kir::Precision::BF16)})
     test::expectNoSpills(text, precision, precision == kir::Precision::FP32 ? 255 : 208);
+}
+
+// half-weights: GEMMs whose weights are stored in bf16 or fp16 and widened as the kernels load
+// them: a Conv1D-like [k, n] weight (B along n) and an nn.Linear-like [n, k] one (B along k) at
+// 3 rows (the small-m kernel) and 40 (the tensor cores' 16-bit buffers on 128 x 64 tiles, which
+// 16-bit operands take), a convolution's filter (A). Inputs and weights are rounded to the
+// precision first, so the copies hold them exactly and only the order of f32 sums differs.
+const char *HalfWeightGraph = R"(graph @t opset 1.0
+dim rows in 1..40
+parameter "w" : f32[37, 45]
+parameter "lin" : f32[45, 37]
+parameter "f" : f32[20, 24, 3, 3]
+entry @f(%0 : f32[rows, 37] = input "a", %1 : f32[2, 24, 6, 5] = input "x", %2 : f32[37, 45] = parameter "w", %3 : f32[45, 37] = parameter "lin", %4 : f32[20, 24, 3, 3] = parameter "f") {
+  %5 = aten.mm(%0, %2) : f32[rows, 45]
+  %6 = aten.permute(%3) {dims = [1, 0]} : f32[37, 45]
+  %7 = aten.mm(%0, %6) : f32[rows, 45]
+  %8 = aten.convolution(%1, %4, none) {stride = [1, 1], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1} : f32[2, 20, 6, 5]
+  return %5 as output "y", %7 as output "z", %8 as output "c"
+}
+)";
+
+// The program's weights for a run: the graph's, then each 16-bit copy that half-weights
+// declared ("<name>.bf16" or ".fp16"), converted from its original.
+std::vector<HostTensor> withHalfCopies(const kir::Program &p, std::vector<HostTensor> weights) {
+  for (size_t i = weights.size(); i < p.weights.size(); ++i) {
+    const kir::Weight &w = p.weights[i];
+    llvm::StringRef source = llvm::StringRef(w.name).rsplit('.').first;
+    auto it = llvm::find_if(p.weights, [&](const kir::Weight &x) { return x.name == source; });
+    HostTensor copy(w.dtype, std::vector<int64_t>(w.shape.begin(), w.shape.end()));
+    const HostTensor &from = weights[it - p.weights.begin()];
+    for (int64_t j = 0; j < copy.numel(); ++j)
+      copy.setDouble(j, from.getDouble(j));
+    weights.push_back(std::move(copy));
+  }
+  return weights;
+}
+
+TEST(CudaMmaGemm, HalfWeights) {
+  std::unique_ptr<Graph> g = aotc::test::prepare(HalfWeightGraph, true);
+  ASSERT_TRUE(g);
+  std::mt19937_64 rng(7);
+  for (auto [precision, half] : {std::pair(kir::Precision::BF16, DType::BF16),
+                                 std::pair(kir::Precision::FP16, DType::F16)}) {
+    SCOPED_TRACE(toString(precision).str());
+    auto program = test::lowerForCuda(*g, true, precision);
+    ASSERT_TRUE(program);
+    ExportedProgram exported;
+    ASSERT_FALSE(static_cast<bool>(storeHalfWeights(*program, exported, false)));
+    const kir::EntryKernels &e = program->entries[0];
+    unsigned sixteenBit = 0;
+    kir::forEachStep(e.steps, [&](const kir::Step &step) {
+      if (const auto *gemm = std::get_if<kir::GemmCall>(&step))
+        for (const kir::MatrixOperand *op : {&gemm->a, &gemm->b})
+          sixteenBit += e.buffers[op->buffer].dtype == half;
+    });
+    EXPECT_EQ(sixteenBit, 3u) << aotc::test::printed(*program);
+    llvm::LLVMContext ctx;
+    auto cm = emitEntryKernels(ctx, e, "test");
+    ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
+    auto dev = emu::EmulatedModule::load(*cm->module);
+    ASSERT_TRUE(static_cast<bool>(dev)) << llvm::toString(dev.takeError());
+    for (int64_t rows : {3, 40}) {
+      Dims dims{{"rows", rows}};
+      aotc::test::EntryArgs args = aotc::test::randomArgs(*g, dims, rng);
+      test::roundArgs(args, precision);
+      auto want = aotc::test::interpretArgs(*g, args);
+      ASSERT_TRUE(static_cast<bool>(want)) << llvm::toString(want.takeError());
+      int32_t failed = 0;
+      auto got = test::runEmulated(*program, *cm, **dev, dims, args.inputs,
+                                   withHalfCopies(*program, args.weights), failed, true);
+      ASSERT_TRUE(static_cast<bool>(got)) << llvm::toString(got.takeError());
+      ASSERT_EQ(failed, 0);
+      ASSERT_NO_FATAL_FAILURE(
+          aotc::test::expectClose(*want, *got, 1e-5, fmt::format(" rows={}", rows)));
+    }
+  }
+}
+// No spills. The plain GEMMs on the 16-bit buffers of 128 x 64 tiles take 254-255 registers
+// (48 staged values and their addresses a thread beside 64 accumulators; the convolution 178):
+// still two 128-thread blocks an SM, as the f32 buffers' 130-192.
+TEST(CudaMmaGemmPtxas, HalfWeightsNoSpills) {
+  for (kir::Precision precision : {kir::Precision::BF16, kir::Precision::FP16})
+    test::expectNoSpills(HalfWeightGraph, precision, 255, [](kir::Program &p) {
+      ExportedProgram exported;
+      ASSERT_FALSE(static_cast<bool>(storeHalfWeights(p, exported, false)));
+    });
 }
 
 // Nothing packs weights for CUDA and its lowering target turns Winograd off, so a GEMM with a

@@ -239,13 +239,15 @@ inline void expectEmulatedMatches(const std::string &text, const std::vector<Dim
   }
 }
 
-/// Entry @f of `text` lowered at `precision` (fused, and unfused too where `bothFusions`), its
-/// kernels compiled to PTX and assembled by ptxas for sm_80 and sm_90: `check(ptx, cubin, usage)`
-/// on each (usage: ptxas -v's report). Skipped where the toolkit is missing (CI has it).
+/// Entry @f of `text` lowered at `precision` (fused, and unfused too where `bothFusions`) and
+/// given to `transform` (a layout pass) where there is one, its kernels compiled to PTX and
+/// assembled by ptxas for sm_80 and sm_90: `check(ptx, cubin, usage)` on each (usage: ptxas -v's
+/// report). Skipped where the toolkit is missing (CI has it).
 inline void forEachAssembly(
     const std::string &text, bool decompose, kir::Precision precision, bool bothFusions,
     llvm::function_ref<void(const std::string &, const std::vector<char> &, const std::string &)>
-        check) {
+        check,
+    llvm::function_ref<void(kir::Program &)> transform = {}) {
   if (auto dir = cudaToolkitDir(); !dir)
     GTEST_SKIP() << llvm::toString(dir.takeError());
   std::unique_ptr<Graph> g = aotc::test::prepare(text, decompose);
@@ -255,6 +257,8 @@ inline void forEachAssembly(
       break;
     auto program = lowerForCuda(*g, fuse, precision);
     ASSERT_TRUE(program);
+    if (transform)
+      transform(*program);
     llvm::LLVMContext ctx;
     auto cm = emitEntryKernels(ctx, program->entries[0], "test");
     ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
@@ -285,27 +289,31 @@ inline void expectPtxasAccepts(const std::string &text, bool decompose = true,
                   });
 }
 
-/// ptxas -v on the kernels of entry @f of `text` (fused, lowered at `precision`): no register
-/// spills, at most `maxRegisters` registers a thread. AOTC_PRINT_PTXAS=1 prints the report.
-inline void expectNoSpills(const std::string &text, kir::Precision precision, int maxRegisters) {
+/// ptxas -v on the kernels of entry @f of `text` (fused, lowered at `precision`, then given to
+/// `transform` where there is one): no register spills, at most `maxRegisters` registers a
+/// thread. AOTC_PRINT_PTXAS=1 prints the report.
+inline void expectNoSpills(const std::string &text, kir::Precision precision, int maxRegisters,
+                           llvm::function_ref<void(kir::Program &)> transform = {}) {
   SCOPED_TRACE(toString(precision).str());
-  forEachAssembly(text, true, precision, false,
-                  [&](const std::string &, const std::vector<char> &, const std::string &usage) {
-                    std::regex spills("([0-9]+) bytes spill stores, ([0-9]+) bytes spill loads");
-                    std::regex registers("Used ([0-9]+) registers");
-                    unsigned kernels = 0;
-                    for (auto it = std::sregex_iterator(usage.begin(), usage.end(), spills);
-                         it != std::sregex_iterator(); ++it, ++kernels) {
-                      EXPECT_EQ((*it)[1], "0") << usage;
-                      EXPECT_EQ((*it)[2], "0") << usage;
-                    }
-                    EXPECT_GE(kernels, 1u) << usage;
-                    for (auto it = std::sregex_iterator(usage.begin(), usage.end(), registers);
-                         it != std::sregex_iterator(); ++it)
-                      EXPECT_LE(std::stoi((*it)[1]), maxRegisters) << usage;
-                    if (getenv("AOTC_PRINT_PTXAS"))
-                      llvm::errs() << usage << "\n";
-                  });
+  forEachAssembly(
+      text, true, precision, false,
+      [&](const std::string &, const std::vector<char> &, const std::string &usage) {
+        std::regex spills("([0-9]+) bytes spill stores, ([0-9]+) bytes spill loads");
+        std::regex registers("Used ([0-9]+) registers");
+        unsigned kernels = 0;
+        for (auto it = std::sregex_iterator(usage.begin(), usage.end(), spills);
+             it != std::sregex_iterator(); ++it, ++kernels) {
+          EXPECT_EQ((*it)[1], "0") << usage;
+          EXPECT_EQ((*it)[2], "0") << usage;
+        }
+        EXPECT_GE(kernels, 1u) << usage;
+        for (auto it = std::sregex_iterator(usage.begin(), usage.end(), registers);
+             it != std::sregex_iterator(); ++it)
+          EXPECT_LE(std::stoi((*it)[1]), maxRegisters) << usage;
+        if (getenv("AOTC_PRINT_PTXAS"))
+          llvm::errs() << usage << "\n";
+      },
+      transform);
 }
 
 } // namespace aotc::cuda::test
