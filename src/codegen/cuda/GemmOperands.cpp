@@ -205,6 +205,12 @@ Value *GemmOperands::load(Value *data, Element e) {
   return B.CreateSelect(e.ok, v, ConstantFP::get(B.getFloatTy(), 0.0));
 }
 
+Value *GemmOperands::loadWord(Value *data, Element e) {
+  Value *at = B.CreateInBoundsGEP(B.getInt16Ty(), data, e.offset);
+  Value *word = B.CreateAlignedLoad(B.getInt32Ty(), at, Align(4));
+  return B.CreateSelect(e.ok, word, B.getInt32(0));
+}
+
 void GemmOperands::store(Value *row, Value *col, Value *acc) {
   Function *f = B.GetInsertBlock()->getParent();
   LLVMContext &c = f->getContext();

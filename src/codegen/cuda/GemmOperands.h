@@ -105,6 +105,10 @@ public:
   /// does not exist.
   llvm::Value *load(llvm::Value *data, Element e);
 
+  /// The 32-bit word of the 16-bit element `e` and the element after it in memory (`e` at an
+  /// even offset: the word is aligned), or 0 where `e` does not exist.
+  llvm::Value *loadWord(llvm::Value *data, Element e);
+
   /// The element types of A's and B's buffers.
   DType aType() const { return A.type; }
   DType bType() const { return Bop.type; }

@@ -11,7 +11,8 @@
 //     while the warps compute on k-tile kt, then rounds it in pairs and stores it into the other
 //     buffer; ldmatrix.x4 loads the fragments (.trans for B kept k-major in shared memory). The
 //     only kernel for operands stored in 16 bits (half-weights), which it widens as it loads
-//     them and rounds back exactly.
+//     them and rounds back exactly, or, where a pair lies side by side in memory, loads as one
+//     32-bit word (wordPairs).
 #include "codegen/cuda/Gemm.h"
 #include "codegen/cuda/GemmOperands.h"
 #include "codegen/cuda/KernelBuilder.h"
@@ -33,7 +34,7 @@ public:
   MmaGemmKernel(Module &m, Builder &b, codegen::ExprEmitter &ex, const kir::GemmCall &g,
                 const MmaGemmTiles &t, const KernelFunction &kf, GlobalVariable *aTile,
                 GlobalVariable *bTile)
-      : Mod(m), B(b), P(g.precision), T(t), Ops(b, ex, g, kf), ATile(aTile), BTile(bTile),
+      : Mod(m), B(b), G(g), P(g.precision), T(t), Ops(b, ex, g, kf), ATile(aTile), BTile(bTile),
         BAlongK(t.elementBytes == 2 && rowsContiguous(g.b)) {}
 
   void emit() {
@@ -174,12 +175,14 @@ private:
   // shared buffers: A's tile as blockM rows of blockK / 2 pairs (along k), B's as blockK rows of
   // blockN / 2 pairs (along n) or, along k, blockN rows of blockK / 2 pairs.
   struct Pair {
-    Value *slot;    // the pair's first element in its stage (an offset of 16-bit elements)
-    Value *lo, *hi; // f32 values
+    Value *slot;           // the pair's first element in its stage (an offset of 16-bit elements)
+    Value *lo, *hi;        // f32 values
+    Value *word = nullptr; // or both as they are in memory (wordPairs), as the mma takes them
   };
   struct StagedTile {
     SmallVector<Pair, 16> a, b;
   };
+  using PairFn = function_ref<Value *(Value *, Value *)>;
 
   // Loads this thread's pairs of k-tile kt from memory (0 past the matrices and in a
   // convolution's padding; every address exists, so no branch).
@@ -193,23 +196,55 @@ private:
     auto b = [&](Value *k, Value *n) {
       return Ops.load(Ops.bData(), Ops.b(B.CreateAdd(k0, k), B.CreateAdd(N0, n)));
     };
-    stagePairs(T.blockM, T.blockK / 2, T.blockK + T.padA, a, t.a);
+    // The words of pairs that lie side by side in memory as the mma takes them.
+    auto aWord = [&](Value *r, Value *c) {
+      return Ops.loadWord(Ops.aData(), Ops.a(B.CreateAdd(M0, r), B.CreateAdd(k0, c)));
+    };
+    auto bWord = [&](Value *k, Value *n) {
+      return Ops.loadWord(Ops.bData(), Ops.b(B.CreateAdd(k0, k), B.CreateAdd(N0, n)));
+    };
+    auto bWordAlongK = [&](Value *n, Value *k) { return bWord(k, n); };
+    stagePairs(T.blockM, T.blockK / 2, T.blockK + T.padA, a,
+               wordPairs(G.a, Ops.aType(), false, G.k) ? PairFn(aWord) : PairFn(), t.a);
     if (BAlongK)
       stagePairs(
           T.blockN, T.blockK / 2, T.blockK + T.padB, [&](Value *n, Value *k) { return b(k, n); },
-          t.b);
+          wordPairs(G.b, Ops.bType(), true, G.k) ? PairFn(bWordAlongK) : PairFn(), t.b);
     else
-      stagePairs(T.blockK, T.blockN / 2, T.blockN + T.padB, b, t.b);
+      stagePairs(T.blockK, T.blockN / 2, T.blockN + T.padB, b,
+                 wordPairs(G.b, Ops.bType(), false, G.n) ? PairFn(bWord) : PairFn(), t.b);
     return t;
   }
 
+  // Whether an operand's pairs load as one 32-bit word each, as they are: it is stored in the
+  // precision's 16-bit type (half-weights), its pairs run along its contiguous dim (rows where
+  // `alongRows`: B read along k), every pair's first element sits at an even offset (offset,
+  // batch stride and the other stride even; pairs start at even positions, tiles at multiples of
+  // 16), and that dim's `length` is even, so that no pair straddles its end.
+  bool wordPairs(const kir::MatrixOperand &op, DType type, bool alongRows, const SymExpr &length) {
+    DType half = P == kir::Precision::BF16 ? DType::BF16 : DType::F16;
+    auto even = [](const SymExpr &s) {
+      std::optional<int64_t> v = s.constant();
+      return v && *v % 2 == 0;
+    };
+    std::optional<int64_t> unit = (alongRows ? op.rowStride : op.colStride).constant();
+    return type == half && !op.conv && unit && *unit == 1 &&
+           even(alongRows ? op.colStride : op.rowStride) && even(op.offset) &&
+           even(op.batchStride) && even(length);
+  }
+
   // This thread's share of a shared tile of `rows` rows of `pairs` pairs, `stride` elements
-  // apart: element (r, c) of the tile is `element(r, c)`, an f32 from memory.
-  void stagePairs(unsigned rows, unsigned pairs, unsigned stride,
-                  function_ref<Value *(Value *, Value *)> element, SmallVectorImpl<Pair> &out) {
+  // apart: element (r, c) of the tile is `element(r, c)`, an f32 from memory, or with `word`
+  // the pair at (r, c) (c even) is `word(r, c)`.
+  void stagePairs(unsigned rows, unsigned pairs, unsigned stride, PairFn element, PairFn word,
+                  SmallVectorImpl<Pair> &out) {
     forTileElements(B, Tid, T.threads(), rows, pairs, [&](Value *, Value *r, Value *p) {
       Value *c = B.CreateMul(p, B.getInt64(2));
       Value *slot = B.CreateAdd(B.CreateMul(r, B.getInt64(stride)), c);
+      if (word) {
+        out.push_back({slot, nullptr, nullptr, word(r, c)});
+        return;
+      }
       Value *lo = element(r, c);
       out.push_back({slot, lo, element(r, B.CreateAdd(c, B.getInt64(1)))});
     });
@@ -218,7 +253,8 @@ private:
   // Rounds the pairs to the precision and stores them into buffer `stage`, one 32-bit word each.
   void storeStage(Value *stage, const StagedTile &t) {
     auto store = [&](GlobalVariable *tile, Value *base, const Pair &pair) {
-      Value *word = B.CreateBitCast(fragment(pair.lo, pair.hi), B.getInt32Ty());
+      Value *word =
+          pair.word ? pair.word : B.CreateBitCast(fragment(pair.lo, pair.hi), B.getInt32Ty());
       B.CreateAlignedStore(word, sharedElement(B, tile, B.CreateAdd(base, pair.slot)), Align(4));
     };
     Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
@@ -360,6 +396,7 @@ private:
 
   Module &Mod;
   Builder &B;
+  const kir::GemmCall &G;
   kir::Precision P;
   const MmaGemmTiles &T;
   GemmOperands Ops;

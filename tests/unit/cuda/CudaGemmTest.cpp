@@ -360,7 +360,9 @@ TEST(CudaGemmPtxas, NoSpills) {
 // them: a Conv1D-like [k, n] weight (B along n) and an nn.Linear-like [n, k] one (B along k) at
 // 3 rows (the small-m kernel) and 40 (the tensor cores' 16-bit buffers on 128 x 64 tiles, which
 // 16-bit operands take), a convolution's filter (A). Inputs and weights are rounded to the
-// precision first, so the copies hold them exactly and only the order of f32 sums differs.
+// precision first, so the copies hold them exactly and only the order of f32 sums differs. With
+// k = 37 and n = 45 the tensor cores' tiles widen and round each element; with 38 and 46 (and
+// the filter's k = 216) they load each pair of weights as one 32-bit word.
 const char *HalfWeightGraph = R"(graph @t opset 1.0
 dim rows in 1..40
 parameter "w" : f32[37, 45]
@@ -391,55 +393,67 @@ std::vector<HostTensor> withHalfCopies(const kir::Program &p, std::vector<HostTe
   return weights;
 }
 
+std::string evenHalfWeightGraph() {
+  std::string text = HalfWeightGraph;
+  for (auto [from, to] : {std::pair("37", "38"), std::pair("45", "46")})
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at))
+      text.replace(at, 2, to);
+  return text;
+}
+
 TEST(CudaMmaGemm, HalfWeights) {
-  std::unique_ptr<Graph> g = aotc::test::prepare(HalfWeightGraph, true);
-  ASSERT_TRUE(g);
-  std::mt19937_64 rng(7);
-  for (auto [precision, half] : {std::pair(kir::Precision::BF16, DType::BF16),
-                                 std::pair(kir::Precision::FP16, DType::F16)}) {
-    SCOPED_TRACE(toString(precision).str());
-    auto program = test::lowerForCuda(*g, true, precision);
-    ASSERT_TRUE(program);
-    ExportedProgram exported;
-    ASSERT_FALSE(static_cast<bool>(storeHalfWeights(*program, exported, false)));
-    const kir::EntryKernels &e = program->entries[0];
-    unsigned sixteenBit = 0;
-    kir::forEachStep(e.steps, [&](const kir::Step &step) {
-      if (const auto *gemm = std::get_if<kir::GemmCall>(&step))
-        for (const kir::MatrixOperand *op : {&gemm->a, &gemm->b})
-          sixteenBit += e.buffers[op->buffer].dtype == half;
-    });
-    EXPECT_EQ(sixteenBit, 3u) << aotc::test::printed(*program);
-    llvm::LLVMContext ctx;
-    auto cm = emitEntryKernels(ctx, e, "test");
-    ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
-    auto dev = emu::EmulatedModule::load(*cm->module);
-    ASSERT_TRUE(static_cast<bool>(dev)) << llvm::toString(dev.takeError());
-    for (int64_t rows : {3, 40}) {
-      Dims dims{{"rows", rows}};
-      aotc::test::EntryArgs args = aotc::test::randomArgs(*g, dims, rng);
-      test::roundArgs(args, precision);
-      auto want = aotc::test::interpretArgs(*g, args);
-      ASSERT_TRUE(static_cast<bool>(want)) << llvm::toString(want.takeError());
-      int32_t failed = 0;
-      auto got = test::runEmulated(*program, *cm, **dev, dims, args.inputs,
-                                   withHalfCopies(*program, args.weights), failed, true);
-      ASSERT_TRUE(static_cast<bool>(got)) << llvm::toString(got.takeError());
-      ASSERT_EQ(failed, 0);
-      ASSERT_NO_FATAL_FAILURE(
-          aotc::test::expectClose(*want, *got, 1e-5, fmt::format(" rows={}", rows)));
+  for (const std::string &text : {std::string(HalfWeightGraph), evenHalfWeightGraph()}) {
+    std::unique_ptr<Graph> g = aotc::test::prepare(text, true);
+    ASSERT_TRUE(g);
+    std::mt19937_64 rng(7);
+    for (auto [precision, half] : {std::pair(kir::Precision::BF16, DType::BF16),
+                                   std::pair(kir::Precision::FP16, DType::F16)}) {
+      SCOPED_TRACE(toString(precision).str() + "\n" + text);
+      auto program = test::lowerForCuda(*g, true, precision);
+      ASSERT_TRUE(program);
+      ExportedProgram exported;
+      ASSERT_FALSE(static_cast<bool>(storeHalfWeights(*program, exported, false)));
+      const kir::EntryKernels &e = program->entries[0];
+      unsigned sixteenBit = 0;
+      kir::forEachStep(e.steps, [&](const kir::Step &step) {
+        if (const auto *gemm = std::get_if<kir::GemmCall>(&step))
+          for (const kir::MatrixOperand *op : {&gemm->a, &gemm->b})
+            sixteenBit += e.buffers[op->buffer].dtype == half;
+      });
+      EXPECT_EQ(sixteenBit, 3u) << aotc::test::printed(*program);
+      llvm::LLVMContext ctx;
+      auto cm = emitEntryKernels(ctx, e, "test");
+      ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
+      auto dev = emu::EmulatedModule::load(*cm->module);
+      ASSERT_TRUE(static_cast<bool>(dev)) << llvm::toString(dev.takeError());
+      for (int64_t rows : {3, 40}) {
+        Dims dims{{"rows", rows}};
+        aotc::test::EntryArgs args = aotc::test::randomArgs(*g, dims, rng);
+        test::roundArgs(args, precision);
+        auto want = aotc::test::interpretArgs(*g, args);
+        ASSERT_TRUE(static_cast<bool>(want)) << llvm::toString(want.takeError());
+        int32_t failed = 0;
+        auto got = test::runEmulated(*program, *cm, **dev, dims, args.inputs,
+                                     withHalfCopies(*program, args.weights), failed, true);
+        ASSERT_TRUE(static_cast<bool>(got)) << llvm::toString(got.takeError());
+        ASSERT_EQ(failed, 0);
+        ASSERT_NO_FATAL_FAILURE(
+            aotc::test::expectClose(*want, *got, 1e-5, fmt::format(" rows={}", rows)));
+      }
     }
   }
 }
+
 // No spills. The plain GEMMs on the 16-bit buffers of 128 x 64 tiles take 254-255 registers
 // (48 staged values and their addresses a thread beside 64 accumulators; the convolution 178):
 // still two 128-thread blocks an SM, as the f32 buffers' 130-192.
 TEST(CudaMmaGemmPtxas, HalfWeightsNoSpills) {
-  for (kir::Precision precision : {kir::Precision::BF16, kir::Precision::FP16})
-    test::expectNoSpills(HalfWeightGraph, precision, 255, [](kir::Program &p) {
-      ExportedProgram exported;
-      ASSERT_FALSE(static_cast<bool>(storeHalfWeights(p, exported, false)));
-    });
+  for (const std::string &text : {std::string(HalfWeightGraph), evenHalfWeightGraph()})
+    for (kir::Precision precision : {kir::Precision::BF16, kir::Precision::FP16})
+      test::expectNoSpills(text, precision, 255, [](kir::Program &p) {
+        ExportedProgram exported;
+        ASSERT_FALSE(static_cast<bool>(storeHalfWeights(p, exported, false)));
+      });
 }
 
 // Nothing packs weights for CUDA and its lowering target turns Winograd off, so a GEMM with a
