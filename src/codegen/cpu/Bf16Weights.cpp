@@ -1,8 +1,8 @@
 // bf16-weights: constant GEMM B operands stored in bf16 at --precision bf16 (see Bf16Weights.h).
 #include "codegen/cpu/Bf16Weights.h"
 #include "aotc/tensor/HostTensor.h"
+#include "codegen/DerivedWeights.h"
 #include "codegen/cpu/CpuTarget.h"
-#include "codegen/cpu/DerivedWeights.h"
 
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/STLExtras.h"
@@ -83,7 +83,7 @@ private:
     auto weight = rounded(entry.buffers[operand.buffer].index);
     if (!weight)
       return weight.takeError();
-    operand.buffer = weightBuffer(entry, P, *weight);
+    operand.buffer = codegen::weightBuffer(entry, P, *weight);
     return llvm::Error::success();
   }
 
@@ -93,7 +93,7 @@ private:
     auto weight = paired(at);
     if (!weight)
       return weight.takeError();
-    operand.buffer = weightBuffer(entry, P, *weight);
+    operand.buffer = codegen::weightBuffer(entry, P, *weight);
     operand.offset = 0;
     operand.rowStride = 0;
     operand.colStride = 0;
@@ -108,7 +108,7 @@ private:
       llvm::function_ref<void(llvm::function_ref<float(int64_t)>, std::vector<uint16_t> &)> fill) {
     const kir::Weight &src = P.weights[source];
     kir::Weight w;
-    w.name = freshWeightName(P, Exported, src.name + suffix.str());
+    w.name = codegen::freshWeightName(P, Exported, src.name + suffix.str());
     w.dtype = DType::BF16;
     w.shape = std::move(shape);
     if (WithData) {
@@ -205,7 +205,7 @@ private:
     if (ExportPrecision != kir::Precision::BF16 || !Exported.graph)
       return llvm::Error::success();
     // GEMM and attention operands read their weights in place.
-    llvm::BitVector gathered(P.weights.size()), readOtherwise = operandWeights(P);
+    llvm::BitVector gathered(P.weights.size()), readOtherwise = codegen::operandWeights(P);
     for (const kir::EntryKernels &entry : P.entries) {
       std::map<kir::ExprId, bool> readsMemory;
       std::function<bool(kir::ExprId)> loads = [&](kir::ExprId id) {
@@ -269,8 +269,8 @@ private:
   // operand reads (an embedding table tied to the LM head) at the copy: the blob then stores the
   // weight once, in bf16.
   void readHolders() {
-    llvm::BitVector readInF32 = operandWeights(P);
-    readFromHolders(P, [&](uint32_t weight) {
+    llvm::BitVector readInF32 = codegen::operandWeights(P);
+    codegen::readFromHolders(P, [&](uint32_t weight) {
       const kir::Weight &w = P.weights[weight];
       return w.dtype == DType::F32 && !w.mutableBuffer && w.heldBy && !readInF32.test(weight) &&
              P.weights[w.heldBy->holder].dtype == DType::BF16;

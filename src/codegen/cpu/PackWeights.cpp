@@ -2,8 +2,8 @@
 // compile time (see PackWeights.h).
 #include "codegen/cpu/PackWeights.h"
 #include "aotc/tensor/HostTensor.h"
+#include "codegen/DerivedWeights.h"
 #include "codegen/cpu/CpuTarget.h"
-#include "codegen/cpu/DerivedWeights.h"
 
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/STLExtras.h"
@@ -82,8 +82,8 @@ public:
           return err;
     // The loop kernels that read a weight which f32 panels now hold (an embedding table tied to
     // the LM head) read the panels, so that the blob stores it once.
-    llvm::BitVector operands = operandWeights(P);
-    readFromHolders(P, [&](uint32_t weight) {
+    llvm::BitVector operands = codegen::operandWeights(P);
+    codegen::readFromHolders(P, [&](uint32_t weight) {
       const kir::Weight &w = P.weights[weight];
       return w.heldBy && w.heldBy->panelRows && !w.heldBy->winogradTile && !w.mutableBuffer &&
              !operands.test(weight) && P.weights[w.heldBy->holder].dtype == DType::F32 &&
@@ -128,7 +128,7 @@ private:
     if (!*at)
       return llvm::Error::success();
     kir::MatrixOperand a;
-    a.buffer = addWeightBuffer(entry, P, packed(**at));
+    a.buffer = codegen::addWeightBuffer(entry, P, packed(**at));
     a.offset = 0;
     a.batchStride = (*at)->winograd ? (*at)->stride() : 0;
     a.rowStride = (*at)->panels ? 0 : (*at)->k;
@@ -169,7 +169,7 @@ private:
       return llvm::createStringError(fmt::format(
           "pack-weights: a GEMM reads weight \"{}\" past its {} elements", src.name, src.numel()));
     kir::MatrixOperand b;
-    b.buffer = addWeightBuffer(entry, P, packedB(at));
+    b.buffer = codegen::addWeightBuffer(entry, P, packedB(at));
     b.offset = 0;
     b.batchStride = 0;
     b.rowStride = 0;
@@ -185,7 +185,7 @@ private:
       return it->second;
     const kir::Weight &src = P.weights[at.weight];
     kir::Weight w;
-    w.name = freshWeightName(P, Exported, src.name + ".panels");
+    w.name = codegen::freshWeightName(P, Exported, src.name + ".panels");
     w.shape = {at.panels(), at.k, PanelCols};
     P.weights.push_back(w);
     uint32_t index = P.weights.size() - 1;
@@ -227,7 +227,7 @@ private:
       return it->second;
     const kir::Weight &src = P.weights[at.weight];
     std::string suffix = at.winograd ? ".winograd" : ".panels";
-    std::string name = freshWeightName(P, Exported, src.name + suffix);
+    std::string name = codegen::freshWeightName(P, Exported, src.name + suffix);
     kir::Weight w;
     w.name = name;
     w.dtype = at.bf16 ? DType::BF16 : DType::F32;

@@ -2,7 +2,7 @@
 // HalfWeights.h).
 #include "codegen/cuda/HalfWeights.h"
 #include "aotc/tensor/HostTensor.h"
-#include "codegen/cpu/DerivedWeights.h"
+#include "codegen/DerivedWeights.h"
 
 #include "llvm/ADT/BitVector.h"
 
@@ -27,8 +27,8 @@ public:
             P, [&](kir::EntryKernels &entry, kir::GemmCall &g) { return gemm(entry, g); }))
       return e;
     // The loads of an original that no operand reads in f32 any more read its copy.
-    llvm::BitVector readInF32 = cpu::operandWeights(P);
-    cpu::readFromHolders(P, [&](uint32_t weight) {
+    llvm::BitVector readInF32 = codegen::operandWeights(P);
+    codegen::readFromHolders(P, [&](uint32_t weight) {
       const kir::Weight &w = P.weights[weight];
       return w.dtype == DType::F32 && !w.mutableBuffer && w.heldBy && !readInF32.test(weight) &&
              P.weights[w.heldBy->holder].dtype != DType::F32;
@@ -50,7 +50,7 @@ private:
       auto copy = copyOf(buf.index, half);
       if (!copy)
         return copy.takeError();
-      op->buffer = cpu::weightBuffer(entry, P, *copy);
+      op->buffer = codegen::weightBuffer(entry, P, *copy);
     }
     return llvm::Error::success();
   }
@@ -69,7 +69,7 @@ private:
     bool shared = cpuCopy && cpuCopy->dtype() == half &&
                   llvm::equal(cpuCopy->shape(), llvm::ArrayRef<int64_t>(w.shape)) &&
                   llvm::none_of(P.weights, [&](const kir::Weight &x) { return x.name == base; });
-    w.name = shared ? base : cpu::freshWeightName(P, Exported, base);
+    w.name = shared ? base : codegen::freshWeightName(P, Exported, base);
     if (WithData && !shared) {
       const Weight *data = Exported.findWeight(src.name);
       if (!data || data->dtype() != DType::F32 || data->bytes().size() != 4 * src.numel())

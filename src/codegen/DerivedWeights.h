@@ -1,8 +1,8 @@
-// What the CPU backend's layout passes (bf16-weights, pack-weights) share when they add a weight
-// derived from another at compile time: its name, a buffer that reads it, and the loads of the
-// original that read the derived weight instead.
-#ifndef AOTC_CODEGEN_CPU_DERIVEDWEIGHTS_H
-#define AOTC_CODEGEN_CPU_DERIVEDWEIGHTS_H
+// What the backends' kernel-IR layout passes (the CPU's bf16-weights and pack-weights, CUDA's
+// half-weights) share when they add a weight derived from another at compile time: its name, a
+// buffer that reads it, and the loads of the original that read the derived weight instead.
+#ifndef AOTC_CODEGEN_DERIVEDWEIGHTS_H
+#define AOTC_CODEGEN_DERIVEDWEIGHTS_H
 
 #include "aotc/ir/Program.h"
 #include "kernel/Kernel.h"
@@ -12,7 +12,7 @@
 
 #include <string>
 
-namespace aotc::cpu {
+namespace aotc::codegen {
 
 /// `base`, or `base.2`, `base.3`, ...: the first name that neither the exported program nor
 /// `program` gives a weight.
@@ -33,10 +33,10 @@ llvm::BitVector operandWeights(const kir::Program &program);
 /// Points every load of a weight that `held` accepts (it has a holder: kir::Weight::heldBy) in
 /// the loop kernels and GEMM epilogues of `program` at its holder's element
 /// (kir::HeldWeight::position: dense, panels of rows, or k-pair panels), widened to the weight's
-/// type where the holder's is narrower (bf16). Where nothing else reads the weight, the blob
+/// type where the holder's is narrower (bf16, fp16). Where nothing else reads the weight, the blob
 /// then leaves it out (kir::elideHeldWeights).
 void readFromHolders(kir::Program &program, llvm::function_ref<bool(uint32_t)> held);
 
-} // namespace aotc::cpu
+} // namespace aotc::codegen
 
 #endif

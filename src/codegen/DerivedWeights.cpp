@@ -1,5 +1,5 @@
 // Names and buffers of weights derived at compile time (see DerivedWeights.h).
-#include "codegen/cpu/DerivedWeights.h"
+#include "codegen/DerivedWeights.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
@@ -10,7 +10,7 @@
 #include <utility>
 #include <variant>
 
-namespace aotc::cpu {
+namespace aotc::codegen {
 
 uint32_t weightBuffer(kir::EntryKernels &entry, const kir::Program &program, uint32_t weight) {
   auto it = llvm::find_if(entry.buffers, [&](const kir::Buffer &b) {
@@ -250,4 +250,4 @@ void readFromHolders(kir::Program &program, llvm::function_ref<bool(uint32_t)> h
     HeldReads(program, entry, held).run();
 }
 
-} // namespace aotc::cpu
+} // namespace aotc::codegen
