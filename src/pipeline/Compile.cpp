@@ -215,7 +215,8 @@ llvm::Expected<Lowered> runSteps(ExportedProgram &exported, const CompileOptions
     kir::planMemory(*program, facts);
     printer.after(LowerCudaStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
     // The CUDA backend's layout pass: the tensor cores' weights in 16 bits.
-    if (llvm::Error e = cuda::storeHalfWeights(*program, exported, options.weightData))
+    if (llvm::Error e = cuda::storeHalfWeights(*program, exported, out.cpu ? &*out.cpu : nullptr,
+                                               options.weightData))
       return e;
     printer.after(HalfWeightsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
     out.cuda = std::move(*program);
@@ -273,9 +274,10 @@ llvm::Error compileToSharedLibrary(ExportedProgram &program, const CompileOption
     return lowered.takeError();
   kir::Program *kernels = &lowered->blob();
   // `aotc verify` looks the embedded graph's weights up by name in the artifact: once folding
-  // removed one of them, only the folded graph names what the artifact holds.
+  // removed one of them, only the folded graph names what the artifact holds. (A weight that a
+  // layout pass made may have taken a folded one's name since.)
   if (llvm::any_of(exportedWeights,
-                   [&](const std::string &name) { return !program.findWeight(name); })) {
+                   [&](const std::string &name) { return !program.graph->findState(name); })) {
     blob = programBlob(*program.graph);
     if (!blob)
       return blob.takeError();

@@ -19,8 +19,8 @@ namespace {
 
 class HalfWeights {
 public:
-  HalfWeights(kir::Program &p, ExportedProgram &e, bool withData)
-      : P(p), Exported(e), WithData(withData) {}
+  HalfWeights(kir::Program &p, ExportedProgram &e, const kir::Program *cpu, bool withData)
+      : P(p), Exported(e), Cpu(cpu), WithData(withData) {}
 
   llvm::Error run() {
     if (llvm::Error e = kir::forEachGemm(
@@ -64,10 +64,7 @@ private:
     w.dtype = half;
     w.shape = src.shape;
     std::string base = src.name + (half == DType::BF16 ? ".bf16" : ".fp16");
-    // The CPU's bf16-weights may have made the same copy (dense, same shape): share it.
-    const Weight *cpuCopy = Exported.findWeight(base);
-    bool shared = cpuCopy && cpuCopy->dtype() == half &&
-                  llvm::equal(cpuCopy->shape(), llvm::ArrayRef<int64_t>(w.shape)) &&
+    bool shared = madeByCpu(src.name, base, half, w.shape) &&
                   llvm::none_of(P.weights, [&](const kir::Weight &x) { return x.name == base; });
     w.name = shared ? base : codegen::freshWeightName(P, Exported, base);
     if (WithData && !shared) {
@@ -99,16 +96,35 @@ private:
     return index;
   }
 
+  // Whether the CPU program's bf16-weights made `base` as the dense copy of weight `source`, in
+  // `half` and of `shape`: it holds that weight so. (A weight of the model that has the name,
+  // folded or not, is not such a copy.)
+  bool madeByCpu(const std::string &source, const std::string &base, DType half,
+                 llvm::ArrayRef<int64_t> shape) const {
+    if (!Cpu)
+      return false;
+    auto copy = llvm::find_if(Cpu->weights, [&](const kir::Weight &x) { return x.name == base; });
+    if (copy == Cpu->weights.end() || copy->dtype != half || !llvm::equal(copy->shape, shape))
+      return false;
+    uint32_t index = copy - Cpu->weights.begin();
+    return llvm::any_of(Cpu->weights, [&](const kir::Weight &x) {
+      return x.name == source && x.heldBy && x.heldBy->holder == index && !x.heldBy->panelRows &&
+             !x.heldBy->pairPanelCols && !x.heldBy->winogradTile;
+    });
+  }
+
   kir::Program &P;
   ExportedProgram &Exported;
+  const kir::Program *Cpu;
   bool WithData;
   std::map<std::pair<uint32_t, DType>, uint32_t> Made;
 };
 
 } // namespace
 
-llvm::Error storeHalfWeights(kir::Program &program, ExportedProgram &exported, bool withData) {
-  return HalfWeights(program, exported, withData).run();
+llvm::Error storeHalfWeights(kir::Program &program, ExportedProgram &exported,
+                             const kir::Program *cpu, bool withData) {
+  return HalfWeights(program, exported, cpu, withData).run();
 }
 
 } // namespace aotc::cuda

@@ -17,15 +17,16 @@ namespace aotc::cuda {
 /// each operand that is an immutable f32 weight at a dense copy of the weight in the GEMM's
 /// 16-bit type, "<name>.bf16" or "<name>.fp16" (every element rounded to nearest even, NaN kept;
 /// one per weight and type), read with the same addressing; its data is appended to `exported`
-/// unless a weight of that name, type and shape is there already (the CPU's bf16-weights made
-/// it: both targets then share it). The copy holds the original (kir::HeldWeight, dense,
+/// unless `cpu`, the same export's CPU program, has that copy already (its bf16-weights made it:
+/// both targets then share it; a weight of the model with the name gives the copy a fresh one,
+/// "<name>.bf16.2"). The copy holds the original (kir::HeldWeight, dense,
 /// rounded). Where no GEMM or attention operand reads such an original in f32 any more, the
 /// loop kernels and epilogues that read it (an embedding table tied to the LM head) read the
 /// copy's elements instead, widened: the blob of a CUDA-only export then leaves the f32 out, and
 /// tools recover it widened. Run after lower-cuda's memory planning, before kir::layoutWeights.
 /// Without `withData` the copies are only declared.
 llvm::Error storeHalfWeights(kir::Program &program, ExportedProgram &exported,
-                             bool withData = true);
+                             const kir::Program *cpu = nullptr, bool withData = true);
 
 } // namespace aotc::cuda
 

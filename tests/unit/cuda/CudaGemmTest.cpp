@@ -412,7 +412,7 @@ TEST(CudaMmaGemm, HalfWeights) {
       auto program = test::lowerForCuda(*g, true, precision);
       ASSERT_TRUE(program);
       ExportedProgram exported;
-      ASSERT_FALSE(static_cast<bool>(storeHalfWeights(*program, exported, false)));
+      ASSERT_FALSE(static_cast<bool>(storeHalfWeights(*program, exported, nullptr, false)));
       const kir::EntryKernels &e = program->entries[0];
       unsigned sixteenBit = 0;
       kir::forEachStep(e.steps, [&](const kir::Step &step) {
@@ -452,7 +452,7 @@ TEST(CudaMmaGemmPtxas, HalfWeightsNoSpills) {
     for (kir::Precision precision : {kir::Precision::BF16, kir::Precision::FP16})
       test::expectNoSpills(text, precision, 255, [](kir::Program &p) {
         ExportedProgram exported;
-        ASSERT_FALSE(static_cast<bool>(storeHalfWeights(p, exported, false)));
+        ASSERT_FALSE(static_cast<bool>(storeHalfWeights(p, exported, nullptr, false)));
       });
 }
 
