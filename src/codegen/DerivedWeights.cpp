@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <map>
+#include <memory>
 #include <utility>
 #include <variant>
 
@@ -248,6 +250,47 @@ llvm::BitVector operandWeights(const kir::Program &program) {
 void readFromHolders(kir::Program &program, llvm::function_ref<bool(uint32_t)> held) {
   for (kir::EntryKernels &entry : program.entries)
     HeldReads(program, entry, held).run();
+}
+
+llvm::Expected<uint32_t> addSixteenBitWeight(
+    kir::Program &program, ExportedProgram &exported, uint32_t source, std::string name, DType type,
+    llvm::SmallVector<int64_t, 4> shape, bool withData, llvm::StringRef pass,
+    llvm::function_ref<void(llvm::function_ref<float(int64_t)>, std::vector<uint16_t> &)> fill) {
+  const kir::Weight &src = program.weights[source];
+  kir::Weight w;
+  w.name = std::move(name);
+  w.dtype = type;
+  w.shape = std::move(shape);
+  if (withData) {
+    const Weight *data = exported.findWeight(src.name);
+    if (!data || data->dtype() != DType::F32 || data->bytes().size() != 4 * src.numel())
+      return llvm::createStringError(
+          fmt::format("{}: the program has no f32 data of {} elements for weight \"{}\"", pass,
+                      src.numel(), src.name));
+    const uint8_t *bytes = data->bytes().data();
+    auto out = std::make_shared<std::vector<uint16_t>>(w.numel(), 0);
+    fill(
+        [bytes](int64_t i) {
+          float x;
+          std::memcpy(&x, bytes + 4 * i, 4);
+          return x;
+        },
+        *out);
+    llvm::ArrayRef<uint8_t> view(reinterpret_cast<const uint8_t *>(out->data()),
+                                 out->size() * sizeof(uint16_t));
+    exported.weights.emplace_back(
+        w.name, type, std::vector<int64_t>(w.shape.begin(), w.shape.end()), view, std::move(out));
+  }
+  program.weights.push_back(std::move(w));
+  return program.weights.size() - 1;
+}
+
+void holdByDenseCopy(kir::Program &program, uint32_t weight, uint32_t copy) {
+  kir::Weight &original = program.weights[weight];
+  int64_t rows = original.shape.empty() ? 1 : original.shape[0];
+  if (!original.heldBy && original.numel() > 0 && rows > 0)
+    original.heldBy =
+        kir::HeldWeight{copy, rows, static_cast<int64_t>(original.numel()) / rows, 0, 0};
 }
 
 } // namespace aotc::codegen

@@ -26,6 +26,20 @@ uint32_t addWeightBuffer(kir::EntryKernels &entry, const kir::Program &program, 
 /// The buffer of `entry` that reads `program`'s weight `weight`, added on first use.
 uint32_t weightBuffer(kir::EntryKernels &entry, const kir::Program &program, uint32_t weight);
 
+/// Appends to `program` a weight `name` of the 16-bit `type` (bf16 or f16) and `shape` and
+/// returns its index. With `withData` its data goes to `exported` too: zeros, then
+/// fill(element, data), element(i) reading weight `source`'s f32 element i (an error naming
+/// `pass` where `exported` has no f32 data of that weight's size).
+llvm::Expected<uint32_t> addSixteenBitWeight(
+    kir::Program &program, ExportedProgram &exported, uint32_t source, std::string name, DType type,
+    llvm::SmallVector<int64_t, 4> shape, bool withData, llvm::StringRef pass,
+    llvm::function_ref<void(llvm::function_ref<float(int64_t)>, std::vector<uint16_t> &)> fill);
+
+/// Makes weight `copy`, a dense copy of every element of weight `weight` in order (rounded or
+/// not), the holder of `weight` where it has none: a [rows, numel / rows] matrix, rows its first
+/// dim.
+void holdByDenseCopy(kir::Program &program, uint32_t weight, uint32_t copy);
+
 /// The weights that a GEMM's or an attention's operand reads (in place: they cannot read a
 /// holder's layout instead).
 llvm::BitVector operandWeights(const kir::Program &program);

@@ -101,38 +101,14 @@ private:
     return llvm::Error::success();
   }
 
-  // Adds a bf16 weight "<source's name><suffix>" of `shape`, its data (with WithData) zero and
-  // then fill(element, data), element(i) reading source's f32 element i; returns its index.
+  // Adds a bf16 weight "<source's name><suffix>" of `shape` (codegen::addSixteenBitWeight);
+  // returns its index.
   llvm::Expected<uint32_t> addCopy(
       uint32_t source, llvm::StringRef suffix, llvm::SmallVector<int64_t, 4> shape,
       llvm::function_ref<void(llvm::function_ref<float(int64_t)>, std::vector<uint16_t> &)> fill) {
-    const kir::Weight &src = P.weights[source];
-    kir::Weight w;
-    w.name = codegen::freshWeightName(P, Exported, src.name + suffix.str());
-    w.dtype = DType::BF16;
-    w.shape = std::move(shape);
-    if (WithData) {
-      const Weight *data = Exported.findWeight(src.name);
-      if (!data || data->dtype() != DType::F32 || data->bytes().size() != 4 * src.numel())
-        return llvm::createStringError(fmt::format(
-            "bf16-weights: the program has no f32 data of {} elements for weight \"{}\"",
-            src.numel(), src.name));
-      const uint8_t *bytes = data->bytes().data();
-      auto out = std::make_shared<std::vector<uint16_t>>(w.numel(), 0);
-      fill(
-          [bytes](int64_t i) {
-            float x;
-            std::memcpy(&x, bytes + 4 * i, 4);
-            return x;
-          },
-          *out);
-      llvm::ArrayRef<uint8_t> view(reinterpret_cast<const uint8_t *>(out->data()),
-                                   out->size() * sizeof(uint16_t));
-      Exported.weights.emplace_back(
-          w.name, DType::BF16, std::vector<int64_t>(w.shape.begin(), w.shape.end()), view, out);
-    }
-    P.weights.push_back(w);
-    return P.weights.size() - 1;
+    std::string name = codegen::freshWeightName(P, Exported, P.weights[source].name + suffix.str());
+    return codegen::addSixteenBitWeight(P, Exported, source, std::move(name), DType::BF16,
+                                        std::move(shape), WithData, "bf16-weights", fill);
   }
 
   // The index of the k-pair panels of `at`, made on first use.
@@ -185,13 +161,7 @@ private:
     Made[source] = index;
     // The copy holds the original, rounded: where no kernel reads the f32 any more, the
     // artifact stores the bf16 only (pack-weights prefers an exact holder, panels, made later).
-    kir::Weight &original = P.weights[source];
-    if (!original.heldBy && original.numel() > 0) {
-      int64_t rows = original.shape.empty() ? 1 : original.shape[0];
-      if (rows > 0)
-        original.heldBy =
-            kir::HeldWeight{index, rows, static_cast<int64_t>(original.numel()) / rows, 0, 0};
-    }
+    codegen::holdByDenseCopy(P, source, index);
     return index;
   }
 

@@ -1,7 +1,7 @@
 // f32 GEMM library kernels: a BLIS-style blocked GEMM (B packed into NR-column panels per KC x NC
-// block, or read in place where pack-weights stored it as panels; A
-// packed into MR-row micro-panels, an MR x NR register tile of LLVM vectors updated with
-// llvm.fma; tiles accumulate across k blocks in C itself through masked vector accesses),
+// block, or read in place where pack-weights stored it as panels; A packed into MR-row
+// micro-panels, an MR x NR register tile of LLVM vectors updated with llvm.fma; tiles accumulate
+// across k blocks in C itself through masked vector accesses),
 // a GEMV-like path for m <= 8 that streams B without packing, and a dot-product path for small m
 // when A and B both run contiguously along k (no packing at all). B may be an im2col view of a
 // convolution's input (kir::ConvWindow), gathered while packing. All apply the epilogue after the
@@ -942,10 +942,11 @@ Function *GemmEmitter::blockedTask(BlockedKind kind) {
                           "pg");
                     });
               } else {
-                // B whose rows are contiguous (Conv1D's [k, n] weight, an activation) is packed
-                // too: read in place, rows bRs apart (whole panels), GPT-2's prefill at batch 1
-                // and 8 and ResNet-50 at batch 1 ran 1-3 % slower (a Xeon, Emerald Rapids; the
-                // next block prefetched into L2 along the kernel's loop).
+                // B whose rows are contiguous (an activation; a [k, n] weight that pack-weights
+                // did not store as panels) is packed too: read in place, rows bRs apart (whole
+                // panels), GPT-2's prefill at batch 1 and 8 and ResNet-50 at batch 1 ran 1-3 %
+                // slower (a Xeon, Emerald Rapids; the next block prefetched into L2 along the
+                // kernel's loop).
                 emitIf(
                     b, folded, [&] { packBFolded(b, v, bi0, images, k0, kc, bp); },
                     [&] {

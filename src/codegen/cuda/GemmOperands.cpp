@@ -10,6 +10,11 @@ bool rowsContiguous(const kir::MatrixOperand &op) {
   return !op.conv && stride && *stride == 1;
 }
 
+bool sixteenBitOperand(const kir::EntryKernels &entry, const kir::GemmCall &g) {
+  return entry.buffers[g.a.buffer].dtype != DType::F32 ||
+         entry.buffers[g.b.buffer].dtype != DType::F32;
+}
+
 Value *ceilDiv(codegen::Builder &b, Value *x, unsigned d) {
   Value *up = b.CreateAdd(x, b.getInt64(d - 1));
   return b.CreateUDiv(up, b.getInt64(d));

@@ -32,6 +32,10 @@ emitTiledGemm(llvm::Module &m, codegen::MathLibrary &math, const kir::EntryKerne
 /// B read along k such as nn.Linear's weight.
 bool rowsContiguous(const kir::MatrixOperand &op);
 
+/// Whether A or B of `g` is stored in 16 bits (half-weights): the tensor cores' 16-bit buffers
+/// are then the only kernel that reads it.
+bool sixteenBitOperand(const kir::EntryKernels &entry, const kir::GemmCall &g);
+
 /// ceil(x / d) of an i64.
 llvm::Value *ceilDiv(codegen::Builder &b, llvm::Value *x, unsigned d);
 

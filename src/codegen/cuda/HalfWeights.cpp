@@ -6,11 +6,7 @@
 
 #include "llvm/ADT/BitVector.h"
 
-#include <fmt/format.h>
-
-#include <cstring>
 #include <map>
-#include <memory>
 #include <utility>
 
 namespace aotc::cuda {
@@ -60,40 +56,23 @@ private:
     if (auto it = Made.find({source, half}); it != Made.end())
       return it->second;
     const kir::Weight &src = P.weights[source];
-    kir::Weight w;
-    w.dtype = half;
-    w.shape = src.shape;
     std::string base = src.name + (half == DType::BF16 ? ".bf16" : ".fp16");
-    bool shared = madeByCpu(src.name, base, half, w.shape) &&
+    // A copy the CPU made is declared here without data: both targets read that one.
+    bool shared = madeByCpu(src.name, base, half, src.shape) &&
                   llvm::none_of(P.weights, [&](const kir::Weight &x) { return x.name == base; });
-    w.name = shared ? base : codegen::freshWeightName(P, Exported, base);
-    if (WithData && !shared) {
-      const Weight *data = Exported.findWeight(src.name);
-      if (!data || data->dtype() != DType::F32 || data->bytes().size() != 4 * src.numel())
-        return llvm::createStringError(
-            fmt::format("half-weights: the program has no f32 data for weight \"{}\"", src.name));
-      const uint8_t *bytes = data->bytes().data();
-      auto out = std::make_shared<std::vector<uint16_t>>(src.numel());
-      for (size_t i = 0; i < out->size(); ++i) {
-        float x;
-        std::memcpy(&x, bytes + 4 * i, 4);
-        (*out)[i] = half == DType::BF16 ? floatToBFloat16(x) : floatToHalf(x);
-      }
-      llvm::ArrayRef<uint8_t> view(reinterpret_cast<const uint8_t *>(out->data()),
-                                   out->size() * sizeof(uint16_t));
-      Exported.weights.emplace_back(
-          w.name, half, std::vector<int64_t>(w.shape.begin(), w.shape.end()), view, std::move(out));
-    }
-    P.weights.push_back(w);
-    uint32_t index = P.weights.size() - 1;
-    Made[{source, half}] = index;
+    std::string name = shared ? base : codegen::freshWeightName(P, Exported, base);
+    auto made = codegen::addSixteenBitWeight(
+        P, Exported, source, std::move(name), half, src.shape, WithData && !shared, "half-weights",
+        [&](auto element, std::vector<uint16_t> &out) {
+          for (size_t i = 0; i < out.size(); ++i)
+            out[i] = half == DType::BF16 ? floatToBFloat16(element(i)) : floatToHalf(element(i));
+        });
+    if (!made)
+      return made.takeError();
+    Made[{source, half}] = *made;
     // The copy holds the original, rounded.
-    kir::Weight &original = P.weights[source];
-    int64_t rows = original.shape.empty() ? 1 : original.shape[0];
-    if (!original.heldBy && original.numel() > 0 && rows > 0)
-      original.heldBy =
-          kir::HeldWeight{index, rows, static_cast<int64_t>(original.numel()) / rows, 0, 0};
-    return index;
+    codegen::holdByDenseCopy(P, source, *made);
+    return *made;
   }
 
   // Whether the CPU program's bf16-weights made `base` as the dense copy of weight `source`, in

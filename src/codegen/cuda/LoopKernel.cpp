@@ -520,8 +520,6 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
 /// H200 (docs/cuda.md), unless an operand is stored in 16 bits (half-weights): then the 16-bit
 /// buffers on 128 x 64 tiles, as a convolution's.
 const MmaGemmTiles &halfGemmTiles(const kir::EntryKernels &entry, const kir::GemmCall &g) {
-  bool sixteenBit = entry.buffers[g.a.buffer].dtype != DType::F32 ||
-                    entry.buffers[g.b.buffer].dtype != DType::F32;
   if (g.b.conv)
     return ConvTensorCoreGemmTiles;
   const MmaGemmTiles &big = HalfTensorCoreGemmTiles;
@@ -534,7 +532,7 @@ const MmaGemmTiles &halfGemmTiles(const kir::EntryKernels &entry, const kir::Gem
   std::optional<int64_t> least = tiles.evaluate(ones);
   if (least && *least >= GemmFewBlocks)
     return big;
-  return sixteenBit ? ConvTensorCoreGemmTiles : TensorCoreGemmTiles;
+  return sixteenBitOperand(entry, g) ? ConvTensorCoreGemmTiles : TensorCoreGemmTiles;
 }
 
 /// Appends the kernel `emit` makes to `out` where its gate, the minimum of `terms` (and 1), is

@@ -420,8 +420,7 @@ Expected<CudaKernel> emitMmaGemmKernel(Module &m, codegen::MathLibrary &math,
   if (tiles.elementBytes == 2 && g.precision == kir::Precision::TF32)
     return createStringError(
         fmt::format("{}: GEMM '{}': tf32 operands do not fit 16-bit buffers", entry.name, g.name));
-  if (tiles.elementBytes == 4 && (entry.buffers[g.a.buffer].dtype != DType::F32 ||
-                                  entry.buffers[g.b.buffer].dtype != DType::F32))
+  if (tiles.elementBytes == 4 && sixteenBitOperand(entry, g))
     return createStringError(fmt::format(
         "{}: GEMM '{}': 16-bit operands stream through 16-bit buffers", entry.name, g.name));
   assert(tiles.blockK % 16 == 0 && tiles.warpM() % 16 == 0 && tiles.warpN() % 8 == 0 &&
