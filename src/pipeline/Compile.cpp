@@ -8,6 +8,7 @@
 #include "codegen/cpu/CpuTarget.h"
 #include "codegen/cpu/PackWeights.h"
 #include "codegen/cuda/CudaCodegen.h"
+#include "codegen/cuda/HalfActivations.h"
 #include "codegen/cuda/HalfWeights.h"
 #include "kernel/Lower.h"
 #include "kernel/MemoryPlan.h"
@@ -31,13 +32,15 @@ constexpr llvm::StringLiteral FoldWeightsStep = "fold-weights", LowerStep = "low
                               PlanMemoryStep = "plan-memory", PackWeightsStep = "pack-weights",
                               Bf16WeightsStep = "bf16-weights", LowerCudaStep = "lower-cuda",
                               HalfWeightsStep = "half-weights",
+                              HalfActivationsStep = "half-activations",
                               LayoutWeightsStep = "layout-weights", CodegenStep = "codegen-cpu",
                               CodegenCudaStep = "codegen-cuda", PackageStep = "package",
                               LinkStep = "link";
-constexpr llvm::StringLiteral Steps[] = {FoldWeightsStep, LowerStep,         PlanMemoryStep,
-                                         Bf16WeightsStep, PackWeightsStep,   LowerCudaStep,
-                                         HalfWeightsStep, LayoutWeightsStep, CodegenStep,
-                                         CodegenCudaStep, PackageStep,       LinkStep};
+constexpr llvm::StringLiteral Steps[] = {FoldWeightsStep, LowerStep,           PlanMemoryStep,
+                                         Bf16WeightsStep, PackWeightsStep,     LowerCudaStep,
+                                         HalfWeightsStep, HalfActivationsStep, LayoutWeightsStep,
+                                         CodegenStep,     CodegenCudaStep,     PackageStep,
+                                         LinkStep};
 
 llvm::Error error(std::string message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -219,6 +222,8 @@ llvm::Expected<Lowered> runSteps(ExportedProgram &exported, const CompileOptions
                                                options.weightData))
       return e;
     printer.after(HalfWeightsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
+    cuda::storeHalfActivations(*program, facts);
+    printer.after(HalfActivationsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
     out.cuda = std::move(*program);
   }
   if (out.cpu && out.cuda)

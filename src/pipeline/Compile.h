@@ -47,9 +47,10 @@ struct CompileOptions {
 
 /// The steps of an export after the graph passes, in the order they run: fold-weights, lower
 /// (fuse and lower to the kernel IR for the CPU), plan-memory, the CPU backend's layout pass
-/// (bf16-weights, pack-weights), lower-cuda (fuse, lower and plan memory for CUDA), layout-weights
-/// (the blob of both), codegen-cpu, codegen-cuda, package, link. The steps of a target the export
-/// does not ask for are skipped.
+/// (bf16-weights, pack-weights), lower-cuda (fuse, lower and plan memory for CUDA), the CUDA
+/// backend's layout passes (half-weights, half-activations), layout-weights (the blob of both),
+/// codegen-cpu, codegen-cuda, package, link. The steps of a target the export does not ask for are
+/// skipped.
 llvm::ArrayRef<llvm::StringLiteral> compileSteps();
 
 /// The graph steps (decompose, the default pipeline, fold-weights, which may replace

@@ -259,7 +259,7 @@ private:
       }
       Value *o = B.CreateSelect(masked, ConstantFP::get(F32, 0.0), B.CreateFDiv(num, den));
       Value *offset = B.CreateAdd(B.CreateMul(B.CreateMul(Bq, L), B.getInt64(Ev)), Tid);
-      B.CreateStore(o, B.CreateInBoundsGEP(F32, Kf.buffers[A.out], offset));
+      storeOut(o, offset);
     });
   }
 
@@ -919,6 +919,12 @@ private:
     }
   }
 
+  // Output element `offset` = o, rounded where the output is stored in 16 bits
+  // (half-activations).
+  void storeOut(Value *o, Value *offset) {
+    codegen::storeElement(B, o, Kf.buffers[A.out], offset, Entry.buffers[A.out].dtype);
+  }
+
   // out[bq, row, col] = acc / sum where the row is below L and col below ev, 0 where `masked`
   // (the row's running maximum is -inf: every score was).
   void storeOutput(Value *rowOk, Value *masked, Value *row, Value *col, Value *acc, Value *sum) {
@@ -928,7 +934,7 @@ private:
       o = B.CreateSelect(masked, ConstantFP::get(F32, 0.0), o);
       Value *outRow = B.CreateAdd(B.CreateMul(Bq, L), row);
       Value *offset = B.CreateAdd(B.CreateMul(outRow, B.getInt64(Ev)), col);
-      B.CreateStore(o, B.CreateInBoundsGEP(F32, Kf.buffers[A.out], offset));
+      storeOut(o, offset);
     });
   }
 

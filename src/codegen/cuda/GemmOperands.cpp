@@ -231,8 +231,8 @@ void GemmOperands::store(Value *row, Value *col, Value *acc) {
   Value *outRow = B.CreateAdd(batchRows, row);
   Value *rowBase = B.CreateMul(outRow, N);
   Value *offset = B.CreateAdd(rowBase, col);
-  Value *ptr = B.CreateInBoundsGEP(B.getFloatTy(), Kf.buffers[G.out], offset);
-  B.CreateStore(v, ptr);
+  // Rounded where the output is stored in 16 bits (half-activations).
+  codegen::storeElement(B, v, Kf.buffers[G.out], offset, Ex.entry().buffers[G.out].dtype);
   B.CreateBr(next);
   B.SetInsertPoint(next);
 }

@@ -7,6 +7,7 @@
 #include "../kernel/KernelTestUtil.h"
 #include "CudaTestUtil.h"
 #include "codegen/cuda/Gemm.h"
+#include "codegen/cuda/HalfActivations.h"
 #include "codegen/cuda/HalfWeights.h"
 #include "codegen/cuda/KernelBuilder.h"
 
@@ -454,6 +455,93 @@ TEST(CudaMmaGemmPtxas, HalfWeightsNoSpills) {
         ExportedProgram exported;
         ASSERT_FALSE(static_cast<bool>(storeHalfWeights(p, exported, nullptr, false)));
       });
+}
+
+// half-activations: the temporaries that only 16-bit GEMMs read (a pointwise kernel's output, a
+// GEMM's epilogue's, a convolution's read through its window or as a plain B) are stored in
+// 16 bits. On the tensor cores the results are bitwise those of the f32 temporaries, which the
+// kernels rounded to the same bits as they loaded them; the small-m kernel (3 rows) multiplies
+// the rounded A, within the precision's rounding of the f32 one.
+const char *HalfActivationGraph = R"(graph @t opset 1.0
+dim rows in 1..40
+parameter "w" : f32[38, 46]
+parameter "lin" : f32[30, 46]
+parameter "f1" : f32[24, 16, 3, 3]
+parameter "f2" : f32[16, 24, 1, 1]
+parameter "f3" : f32[24, 24, 3, 3]
+entry @f(%0 : f32[rows, 38] = input "a", %1 : f32[2, 16, 6, 5] = input "x", %2 : f32[38, 46] = parameter "w", %3 : f32[30, 46] = parameter "lin", %4 : f32[24, 16, 3, 3] = parameter "f1", %5 : f32[16, 24, 1, 1] = parameter "f2", %16 : f32[24, 24, 3, 3] = parameter "f3") {
+  %6 = aten.mm(%0, %2) : f32[rows, 46]
+  %7 = aten.relu(%6) : f32[rows, 46]
+  %8 = aten.permute(%3) {dims = [1, 0]} : f32[46, 30]
+  %9 = aten.mm(%7, %8) : f32[rows, 30]
+  %10 = aten.tanh(%0) : f32[rows, 38]
+  %11 = aten.mm(%10, %2) : f32[rows, 46]
+  %12 = aten.convolution(%1, %4, none) {stride = [1, 1], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1} : f32[2, 24, 6, 5]
+  %13 = aten.relu(%12) : f32[2, 24, 6, 5]
+  %14 = aten.convolution(%13, %5, none) {stride = [1, 1], padding = [0, 0], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1} : f32[2, 16, 6, 5]
+  %15 = aten.convolution(%13, %16, none) {stride = [1, 1], padding = [1, 1], dilation = [2, 2], transposed = false, output_padding = [0, 0], groups = 1} : f32[2, 24, 4, 3]
+  return %9 as output "y", %11 as output "u", %14 as output "z", %15 as output "c"
+}
+)";
+
+TEST(CudaMmaGemm, HalfActivations) {
+  std::unique_ptr<Graph> g = aotc::test::prepare(HalfActivationGraph, true);
+  ASSERT_TRUE(g);
+  std::mt19937_64 rng(11);
+  for (auto [precision, half] : {std::pair(kir::Precision::BF16, DType::BF16),
+                                 std::pair(kir::Precision::FP16, DType::F16)}) {
+    SCOPED_TRACE(toString(precision).str());
+    auto wide = test::lowerForCuda(*g, true, precision);
+    ASSERT_TRUE(wide);
+    ExportedProgram exported;
+    ASSERT_FALSE(static_cast<bool>(storeHalfWeights(*wide, exported, nullptr, false)));
+    kir::Program narrow = *wide;
+    storeHalfActivations(narrow, g->shapeEnv().facts());
+    // relu(a @ w), tanh(a) and relu(conv(x, f1)): nothing else reads them.
+    unsigned narrowed = 0;
+    for (const kir::Buffer &b : narrow.entries[0].buffers)
+      narrowed += b.kind == kir::Buffer::Kind::Arena && b.dtype == half;
+    EXPECT_EQ(narrowed, 3u) << aotc::test::printed(narrow);
+    llvm::LLVMContext ctx;
+    auto wideModule = emitEntryKernels(ctx, wide->entries[0], "wide");
+    auto narrowModule = emitEntryKernels(ctx, narrow.entries[0], "narrow");
+    ASSERT_TRUE(static_cast<bool>(wideModule)) << llvm::toString(wideModule.takeError());
+    ASSERT_TRUE(static_cast<bool>(narrowModule)) << llvm::toString(narrowModule.takeError());
+    auto wideDev = emu::EmulatedModule::load(*wideModule->module);
+    auto narrowDev = emu::EmulatedModule::load(*narrowModule->module);
+    ASSERT_TRUE(static_cast<bool>(wideDev)) << llvm::toString(wideDev.takeError());
+    ASSERT_TRUE(static_cast<bool>(narrowDev)) << llvm::toString(narrowDev.takeError());
+    for (int64_t rows : {3, 40}) {
+      Dims dims{{"rows", rows}};
+      aotc::test::EntryArgs args = aotc::test::randomArgs(*g, dims, rng);
+      std::vector<HostTensor> weights = withHalfCopies(*wide, args.weights);
+      int32_t failed = 0;
+      auto want = test::runEmulated(*wide, *wideModule, **wideDev, dims, args.inputs, weights,
+                                    failed, true);
+      ASSERT_TRUE(static_cast<bool>(want)) << llvm::toString(want.takeError());
+      auto got = test::runEmulated(narrow, *narrowModule, **narrowDev, dims, args.inputs, weights,
+                                   failed, true);
+      ASSERT_TRUE(static_cast<bool>(got)) << llvm::toString(got.takeError());
+      ASSERT_EQ(failed, 0);
+      for (size_t o = 0; o < want->size(); ++o) {
+        SCOPED_TRACE(fmt::format("rows={} output {}", rows, o));
+        // At 3 rows y and u come from the small-m kernel: within 1e-2 of the largest output.
+        if (rows == 3 && o < 2) {
+          const HostTensor &x = (*want)[o], &y = (*got)[o];
+          double largest = 0, worst = 0;
+          for (int64_t i = 0; i < x.numel(); ++i) {
+            largest = std::max(largest, std::abs(x.getDouble(i)));
+            worst = std::max(worst, std::abs(x.getDouble(i) - y.getDouble(i)));
+          }
+          EXPECT_GT(worst, 0.0) << "the small-m kernel reads the rounded A";
+          EXPECT_LE(worst, 1e-2 * largest);
+          continue;
+        }
+        ASSERT_EQ((*want)[o].nbytes(), (*got)[o].nbytes());
+        EXPECT_EQ(std::memcmp((*want)[o].data(), (*got)[o].data(), (*want)[o].nbytes()), 0);
+      }
+    }
+  }
 }
 
 // Nothing packs weights for CUDA and its lowering target turns Winograd off, so a GEMM with a
