@@ -123,8 +123,10 @@ llvm::Error Lowerer::lowerNodes(const Block &block,
         return err;
       if (lv->layout)
         continue;
-      if (!Options.fuse || (lv->kind == LKind::Gemm && lv->uses != 1) ||
-          (lv->uses > 1 && lv->cost > 4))
+      // A GEMM that several values read waits like the others: when the kernel of one of them
+      // computes every use (findGemm), it runs in that GEMM's epilogue; else the first read
+      // realizes it.
+      if (!Options.fuse || (lv->kind != LKind::Gemm && lv->uses > 1 && lv->cost > 4))
         if (llvm::Error err = realize(lv).takeError())
           return err;
     }

@@ -2,6 +2,10 @@
 // and realizing them into buffers as loop kernels or GEMM calls with epilogues.
 #include "kernel/LowerImpl.h"
 
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
 #include <fmt/format.h>
 
 #include <cstring>
@@ -597,17 +601,78 @@ llvm::Expected<Layout> Lowerer::realize(LValue *v) {
   return *v->layout;
 }
 
-LValue *Lowerer::findGemm(LValue *v, LValue *root) {
-  if (v->layout || !(v->shape == root->shape))
+namespace {
+
+/// The values that a kernel realizing `root` computes inline and that nothing else reads: of the
+/// unrealized pointwise and GEMM values of root's shape that root reaches through pointwise
+/// values, those whose every use (LValue::uses: graph consumers and outputs) is by `root` or by
+/// another value of the set. A GEMM in it may compute root in its epilogue even where it has
+/// several uses (GELU's x * 0.5 * (1 + tanh(c * (x + 0.044715 * x^3))) reads x three times):
+/// no other kernel needs its sum.
+llvm::DenseSet<const LValue *> fusedRegion(LValue *root) {
+  auto inRegion = [&](const LValue *d) {
+    return !d->layout && d->shape == root->shape &&
+           (d->kind == LKind::Pointwise || d->kind == LKind::Gemm);
+  };
+  // Every value root reaches, and the distinct values among them that read each one.
+  llvm::SetVector<LValue *> reached;
+  llvm::DenseMap<const LValue *, llvm::SmallPtrSet<const LValue *, 4>> readers;
+  reached.insert(root);
+  for (size_t i = 0; i < reached.size(); ++i) {
+    LValue *x = reached[i];
+    if (x != root && x->kind != LKind::Pointwise)
+      continue;
+    for (LValue *d : x->deps)
+      if (d != root && inRegion(d)) {
+        readers[d].insert(x);
+        reached.insert(d);
+      }
+  }
+  // Drop the values that something outside reads until none is left: a value read only by
+  // values of the set is read by nothing else.
+  llvm::DenseSet<const LValue *> region(reached.begin(), reached.end());
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (LValue *x : reached) {
+      if (x == root || !region.contains(x))
+        continue;
+      unsigned inside =
+          llvm::count_if(readers[x], [&](const LValue *r) { return region.contains(r); });
+      if (inside != x->uses) {
+        region.erase(x);
+        changed = true;
+      }
+    }
+  }
+  return region;
+}
+
+} // namespace
+
+LValue *Lowerer::findGemm(LValue *root) {
+  if (root->layout)
     return nullptr;
-  if (v->kind == LKind::Gemm)
-    return (v == root || v->uses == 1) && v->dtype == root->dtype ? v : nullptr;
-  if (v->kind != LKind::Pointwise || (v != root && v->uses != 1))
+  if (root->kind == LKind::Gemm)
+    return root;
+  if (root->kind != LKind::Pointwise)
     return nullptr;
-  for (LValue *d : v->deps)
-    if (LValue *g = findGemm(d, root))
-      return g;
-  return nullptr;
+  llvm::DenseSet<const LValue *> region = fusedRegion(root);
+  // The first GEMM of the region, depth first through its pointwise values, as root reads them.
+  std::function<LValue *(LValue *)> find = [&](LValue *v) -> LValue * {
+    for (LValue *d : v->deps) {
+      if (!region.contains(d))
+        continue;
+      if (d->kind == LKind::Gemm) {
+        if (d->dtype == root->dtype)
+          return d;
+        continue;
+      }
+      if (LValue *g = find(d))
+        return g;
+    }
+    return nullptr;
+  };
+  return find(root);
 }
 
 unsigned Lowerer::rowSplit(LValue *v) {
@@ -647,7 +712,7 @@ std::string Lowerer::uniqueKernelName(std::string name) {
 
 llvm::Error Lowerer::realizeInto(LValue *v, uint32_t buffer) {
   if (Options.fuse || v->kind == LKind::Gemm)
-    if (LValue *g = findGemm(v, v))
+    if (LValue *g = findGemm(v))
       return emitGemm(v, g, buffer);
   v->realizing = true;
   unsigned p = rowSplit(v);

@@ -293,13 +293,19 @@ public:
 private:
   llvm::Error lowerNode(const Node &n);
   LValue *triangle(const Node &n, LValue *src);
+  /// A view or reshape `n` of the unrealized GEMM value `src` (its only reader) that keeps the
+  /// last dim and only splits or merges the rows (Conv1D's addmm(...).view([B, T, n])): a GEMM
+  /// value of the new shape, so that an epilogue can still take what reads it. Null otherwise.
+  LValue *reshapedGemm(const Node &n, LValue *src);
   std::function<IndexList(llvm::ArrayRef<ExprId>)> rollMap(const Node &n, const Shape &from);
   llvm::Error emitGemm(LValue *root, LValue *g, uint32_t buffer);
   llvm::Error emitWinograd(LValue *root, LValue *g, uint32_t buffer);
   llvm::Error emitWinogradOutput(LValue *root, LValue *g, uint32_t buffer, uint32_t mbuf,
                                  const SymExpr &first, const SymExpr &step, const SymExpr &count,
                                  bool clampColumns);
-  LValue *findGemm(LValue *v, LValue *root);
+  /// The GEMM whose epilogue can compute `root`: `root` itself, or one that `root`'s pointwise
+  /// values of its shape read, nothing else reading it or any value between (fusedRegion).
+  LValue *findGemm(LValue *root);
   unsigned rowSplit(LValue *v);
   std::string kernelName(const Scope &s, const LValue *root);
 

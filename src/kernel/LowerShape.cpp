@@ -11,7 +11,81 @@ namespace {
 
 std::optional<int64_t> constDim(const SymExpr &e) { return e.constant(); }
 
+/// The strides of `to` as a view of a layout of shape `from` with `strides` (view/reshape without
+/// a copy, as torch.Tensor.view): the source's dims split into runs that one stride walks (each
+/// dim's stride its size times the next one's), and each run must be the product of consecutive
+/// dims of `to`, which then walk it in order. Dims of size 1 take any stride. None when the
+/// shapes do not fit the runs (a transposed matrix flattened), or the symbolic sizes cannot be
+/// matched.
+std::optional<llvm::SmallVector<SymExpr, 4>> viewStrides(llvm::ArrayRef<SymExpr> from,
+                                                         llvm::ArrayRef<SymExpr> strides,
+                                                         llvm::ArrayRef<SymExpr> to) {
+  llvm::SmallVector<std::pair<SymExpr, SymExpr>, 6> dims; // (size, stride), without 1s
+  for (auto [size, stride] : llvm::zip_equal(from, strides))
+    if (size != SymExpr(1))
+      dims.push_back({size, stride});
+  llvm::SmallVector<SymExpr, 4> out(to.size(), SymExpr(0));
+  size_t next = to.size(); // the dims of `to` before it are not placed yet
+  for (size_t d = dims.size(); d > 0;) {
+    // The run that ends at dim d - 1: its innermost stride and its elements.
+    SymExpr base = dims[d - 1].second, count = dims[d - 1].first;
+    for (--d; d > 0 && dims[d - 1].second == dims[d].second * dims[d].first; --d)
+      count = count * dims[d - 1].first;
+    SymExpr walked = 1;
+    while (!(walked == count)) {
+      if (next == 0)
+        return std::nullopt;
+      --next;
+      out[next] = base * walked;
+      walked = walked * to[next];
+      std::optional<int64_t> w = walked.constant(), c = count.constant();
+      if (w && c && *w > *c)
+        return std::nullopt;
+    }
+  }
+  for (size_t k = 0; k < next; ++k)
+    if (to[k] != SymExpr(1))
+      return std::nullopt;
+  return out;
+}
+
 } // namespace
+
+LValue *Lowerer::reshapedGemm(const Node &n, LValue *src) {
+  const GemmSpec &spec = *src->gemm;
+  Shape shape = shapeOf(n.result());
+  bool reshape =
+      n.kind() == OpKind::View || n.kind() == OpKind::Reshape || n.kind() == OpKind::Flatten;
+  if (!reshape || src->uses != 1 || spec.winograd || !spec.nDims.empty() ||
+      spec.batch != SymExpr(1) || shape.empty() || src->shape.empty() ||
+      shape.back() != src->shape.back())
+    return nullptr;
+  // Rows are the dense output's row-major lead dims either way: only their split changes.
+  GemmSpec folded = spec;
+  folded.foldBatch = true;
+  folded.batchDims.clear();
+  LValue *v = newValue(DType::F32, shape, LKind::Gemm, src->opName);
+  v->gemm = std::move(folded);
+  v->deps = src->deps;
+  v->loc = src->loc;
+  Shape from = src->shape;
+  // Inside its epilogue the sum is src's at the same row: src's epilogue runs on it there.
+  v->point = [this, v, src, shape, from](Scope &s, llvm::ArrayRef<ExprId> idx) -> ExprId {
+    if (s.accFor == v && llvm::ArrayRef<ExprId>(s.accIdx) == idx) {
+      IndexList at = reshapeIndices(idx, shape, from);
+      IndexList saved = std::exchange(s.accIdx, at);
+      s.accFor = src;
+      ExprId out = src->point(s, at);
+      s.accFor = v;
+      s.accIdx = std::move(saved);
+      return out;
+    }
+    if (auto l = realize(v); !l)
+      return deferError(l.takeError(), cFloat(0, DType::F32));
+    return read(v, s, idx);
+  };
+  return v;
+}
 
 /// tril / triu: a pointwise select of the element or zero by its position in the last two dims.
 LValue *Lowerer::triangle(const Node &n, LValue *src) {
@@ -102,7 +176,20 @@ llvm::Error Lowerer::lowerShape(const Node &n) {
   }
 
   LValue *src = get(n.operand(0));
-  if (Options.fuse && src->kind == LKind::Gemm && !src->layout)
+  if (Options.fuse && src->kind == LKind::Gemm && !src->layout) {
+    if (LValue *g = reshapedGemm(n, src)) {
+      set(n.result(), g);
+      return llvm::Error::success();
+    }
+    if (auto l = realize(src); !l)
+      return l.takeError();
+  }
+  // A reshape of pointwise values that a GEMM's epilogue can compute (GPT-2's gelu on the
+  // [B, T, n] view of c_fc's rows, reshaped back to rows for c_proj): realizing them in their own
+  // shape runs them in that epilogue, and the reshape views the buffer.
+  if (Options.fuse && !src->layout && src->kind == LKind::Pointwise && src->uses == 1 &&
+      (n.kind() == OpKind::View || n.kind() == OpKind::Reshape || n.kind() == OpKind::Flatten) &&
+      findGemm(src))
     if (auto l = realize(src); !l)
       return l.takeError();
   size_t rank = src->shape.size();
@@ -157,6 +244,8 @@ llvm::Error Lowerer::lowerShape(const Node &n) {
       if (L) {
         if (isContiguous(*L, from))
           L = Layout{L->buffer, L->offset, denseStrides(shape)};
+        else if (auto strides = viewStrides(from, L->strides, shape))
+          L->strides = std::move(*strides);
         else
           L.reset();
       }
