@@ -842,7 +842,8 @@ public:
         for (int64_t e = 0; e < Ev; ++e) {
           Val out;
           out.f = row[e];
-          storeElem(a.out, (bq * L + l) * Ev + e, out, DType::F64);
+          storeElem(a.out, AttentionCall::outOffset(a.headsInRows, outer, head, heads, L, l, Ev, e),
+                    out, DType::F64);
         }
       }
     }

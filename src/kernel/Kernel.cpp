@@ -305,7 +305,7 @@ void printAttention(const AttentionCall &a, const std::string &indent, llvm::raw
   os << indent << "  v = " << operandText(a.v, "kvhead") << "\n";
   if (a.mask)
     os << indent << "  mask = " << operandText(*a.mask, "head") << "\n";
-  os << indent << "  out = b" << a.out << "\n";
+  os << indent << "  out = b" << a.out << (a.headsInRows ? " heads in rows" : "") << "\n";
 }
 
 void printSteps(const ExprPrinter &p, const std::vector<Step> &steps, const std::string &indent,

@@ -265,7 +265,9 @@ struct AttentionOperand {
 /// is one, is bool (false: the score is -inf) or f32 (added to the score); `causal` masks
 /// s > l (PyTorch's top-left alignment). A row whose every score is -inf gives zeros, as the
 /// reference interpreter and torch's math backend. `out` is a dense [batch, heads, l, ev]
-/// buffer. e and ev are constants; l and s may be symbolic.
+/// buffer, or with headsInRows [batch, l, heads, ev]: each query row's heads side by side, so
+/// that the merge of heads that reads it (y.transpose(1, 2).reshape(B, T, C)) is no copy. e and
+/// ev are constants; l and s may be symbolic.
 struct AttentionCall {
   std::string name;
   DType dtype = DType::F32; // of q, k, v and out; scores, softmax and sums in f32
@@ -279,7 +281,15 @@ struct AttentionCall {
   bool causal = false;
   double scale = 1;
   uint32_t out = 0;
+  bool headsInRows = false;
   SourceLoc loc;
+  /// Where out[bq, row, col] is in `out`, with outer = bq / heads and head = bq % heads.
+  template <typename Int>
+  static Int outOffset(bool headsInRows, Int outer, Int head, Int heads, Int l, Int row, Int ev,
+                       Int col) {
+    Int outRow = headsInRows ? (outer * l + row) * heads + head : (outer * heads + head) * l + row;
+    return outRow * ev + col;
+  }
 };
 
 struct CondStep;

@@ -1,6 +1,7 @@
 // scaled_dot_product_attention as one library call (kir::AttentionCall) for targets that ask for
 // it: the query, key, value and mask are read in place through their strides (batch dims merged
-// to one stride beside the heads'), and the output is written once, dense.
+// to one stride beside the heads'), and the output is written once, dense: [.., heads, l, ev], or
+// [.., l, heads, ev] where the merge of heads reads it (mergesHeads), which then is no copy.
 #include "kernel/LowerImpl.h"
 
 #include <fmt/format.h>
@@ -36,6 +37,64 @@ llvm::Expected<AttentionOperand> attentionOperand(Lowerer &L, LValue *v,
   return AttentionOperand{layout->buffer,    layout->offset,
                           *batchStride,      rank >= 3 ? strides[rank - 3] : SymExpr(0),
                           strides[rank - 2], strides[rank - 1]};
+}
+
+/// Whether the one reader of `n`'s result (rank `rank`) is a transpose of its heads and rows
+/// (dims rank - 3 and rank - 2): the merge of heads of HF's and nanoGPT's attention,
+/// y.transpose(1, 2).reshape(B, T, C), which then reads [.., l, heads, ev] densely.
+bool mergesHeads(const Node &n, size_t rank) {
+  const Value *r = n.result();
+  const Block *block = n.parentBlock();
+  if (rank < 3 || !block || llvm::is_contained(block->returns(), r))
+    return false;
+  const Node *reader = nullptr;
+  unsigned readers = 0;
+  block->walk([&](const Node &x) {
+    if (llvm::is_contained(x.operands(), r)) {
+      ++readers;
+      reader = &x;
+    }
+    for (unsigned i = 0; i < x.numRegions(); ++i)
+      readers += llvm::is_contained(x.region(i).returns(), r);
+  });
+  if (readers != 1 || !reader)
+    return false;
+  std::vector<int64_t> perm(rank);
+  for (size_t k = 0; k < rank; ++k)
+    perm[k] = int64_t(k);
+  // A dim of the reader's attributes, counted from the end where negative.
+  auto dimOf = [&](const SymExpr &e) -> std::optional<size_t> {
+    std::optional<int64_t> d = e.constant();
+    if (!d || *d < -int64_t(rank) || *d >= int64_t(rank))
+      return std::nullopt;
+    return size_t(*d < 0 ? *d + int64_t(rank) : *d);
+  };
+  if (reader->kind() == OpKind::Transpose) {
+    const Attribute *d0 = reader->attr("dim0"), *d1 = reader->attr("dim1");
+    std::optional<size_t> a = d0 ? dimOf(d0->getInt()) : std::nullopt;
+    std::optional<size_t> b = d1 ? dimOf(d1->getInt()) : std::nullopt;
+    if (!a || !b)
+      return false;
+    std::swap(perm[*a], perm[*b]);
+  } else if (reader->kind() == OpKind::Permute) {
+    const Attribute *dims = reader->attr("dims");
+    if (!dims || dims->getIntList().size() != rank)
+      return false;
+    for (size_t k = 0; k < rank; ++k) {
+      std::optional<size_t> d = dimOf(dims->getIntList()[k]);
+      if (!d)
+        return false;
+      perm[k] = int64_t(*d);
+    }
+  } else {
+    return false;
+  }
+  for (size_t k = 0; k < rank; ++k) {
+    size_t want = k == rank - 3 ? rank - 2 : k == rank - 2 ? rank - 3 : k;
+    if (perm[k] != int64_t(want))
+      return false;
+  }
+  return true;
 }
 
 } // namespace
@@ -84,7 +143,16 @@ llvm::Expected<LValue *> attentionCall(Lowerer &L, const Node &n, LValue *q, LVa
   shape.push_back(call.ev);
   std::string name = L.valueName(n.result());
   uint32_t out = L.newBuffer(Buffer::Kind::Arena, DType::F32, 0, numelOf(shape), name);
-  LValue *r = L.realizedValue(DType::F32, shape, Layout{out, 0, denseStrides(shape)}, name);
+  llvm::SmallVector<SymExpr, 4> strides = denseStrides(shape);
+  call.headsInRows = mergesHeads(n, rank);
+  if (call.headsInRows) {
+    // [.., heads, l, ev] read from [.., l, heads, ev].
+    Shape stored = shape;
+    std::swap(stored[rank - 3], stored[rank - 2]);
+    strides = denseStrides(stored);
+    std::swap(strides[rank - 3], strides[rank - 2]);
+  }
+  LValue *r = L.realizedValue(DType::F32, shape, Layout{out, 0, strides}, name);
   call.out = out;
   call.name = L.uniqueKernelName(fmt::format("attention_{}", r->number));
   L.entry().steps.push_back(std::move(call));

@@ -258,8 +258,7 @@ private:
         den = fma(sharedLoad(Sh.p, B.getInt64(warps + w)), f, den);
       }
       Value *o = B.CreateSelect(masked, ConstantFP::get(F32, 0.0), B.CreateFDiv(num, den));
-      Value *offset = B.CreateAdd(B.CreateMul(B.CreateMul(Bq, L), B.getInt64(Ev)), Tid);
-      storeOut(o, offset);
+      storeOut(o, B.getInt64(0), Tid);
     });
   }
 
@@ -919,9 +918,21 @@ private:
     }
   }
 
-  // Output element `offset` = o, rounded where the output is stored in 16 bits
-  // (half-activations).
-  void storeOut(Value *o, Value *offset) {
+  // out[Bq, row, col] = o (kir::AttentionCall::outOffset), rounded where the output is stored
+  // in 16 bits (half-activations).
+  void storeOut(Value *o, Value *row, Value *col) {
+    struct Ints {
+      Builder &B;
+      Value *V;
+      Ints operator*(Ints x) const { return {B, B.CreateMul(V, x.V)}; }
+      Ints operator+(Ints x) const { return {B, B.CreateAdd(V, x.V)}; }
+    };
+    Value *heads = Ex.sym(A.heads);
+    Value *outer = B.CreateUDiv(Bq, heads), *head = B.CreateURem(Bq, heads);
+    Value *offset =
+        kir::AttentionCall::outOffset<Ints>(A.headsInRows, {B, outer}, {B, head}, {B, heads},
+                                            {B, L}, {B, row}, {B, B.getInt64(Ev)}, {B, col})
+            .V;
     codegen::storeElement(B, o, Kf.buffers[A.out], offset, Entry.buffers[A.out].dtype);
   }
 
@@ -932,9 +943,7 @@ private:
     guarded(ok, [&] {
       Value *o = B.CreateFDiv(acc, sum);
       o = B.CreateSelect(masked, ConstantFP::get(F32, 0.0), o);
-      Value *outRow = B.CreateAdd(B.CreateMul(Bq, L), row);
-      Value *offset = B.CreateAdd(B.CreateMul(outRow, B.getInt64(Ev)), col);
-      storeOut(o, offset);
+      storeOut(o, row, col);
     });
   }
 

@@ -121,7 +121,7 @@ TEST(CudaAttention, Printed) {
 }
 
 /// kir::evaluate of the CUDA lowering against the interpreter.
-void expectEvaluated(const std::string &text, const std::vector<Dims> &runs) {
+void expectEvaluated(const std::string &text, const std::vector<Dims> &runs, double tol = 1e-6) {
   std::unique_ptr<Graph> g = aotc::test::prepare(text);
   ASSERT_TRUE(g);
   auto p = test::lowerForCuda(*g, true);
@@ -133,8 +133,58 @@ void expectEvaluated(const std::string &text, const std::vector<Dims> &runs) {
     ASSERT_TRUE(static_cast<bool>(want)) << llvm::toString(want.takeError());
     auto got = kir::evaluate(*p, 0, args.inputs, args.weights);
     ASSERT_TRUE(static_cast<bool>(got)) << llvm::toString(got.takeError());
-    ASSERT_NO_FATAL_FAILURE(aotc::test::expectClose(*want, *got, 1e-6, ""));
+    ASSERT_NO_FATAL_FAILURE(aotc::test::expectClose(*want, *got, tol, ""));
   }
+}
+
+// Attention outputs whose heads are merged right after (y.transpose(1, 2), or a permute with a
+// negative dim) are stored [batch, l, heads, ev] (AttentionCall::headsInRows), so that the
+// merge and the projection read them in place: the tiled kernel (a projection after it), the
+// decode kernel (L = 1), a rank-3 call that keeps the dense layout, and an output.
+const char *MergedHeadsGraph = R"(graph @t opset 1.0
+dim batch in 1..3
+dim seq in 1..40
+entry @f(%0 : f32[batch, 4, seq, 32] = input "q", %1 : f32[batch, 4, seq, 32] = input "k", %2 : f32[batch, 4, seq, 32] = input "v", %3 : f32[batch, 4, 1, 32] = input "qd", %4 : f32[128, 24] = input "w") {
+  %5 = aten.scaled_dot_product_attention(%0, %1, %2, none) {is_causal = true} : f32[batch, 4, seq, 32]
+  %6 = aten.transpose.int(%5) {dim0 = 1, dim1 = 2} : f32[batch, seq, 4, 32]
+  %7 = aten.view(%6) {size = [batch, seq, 128]} : f32[batch, seq, 128]
+  %8 = aten.matmul(%7, %4) : f32[batch, seq, 24]
+  %9 = aten.scaled_dot_product_attention(%3, %1, %2, none) : f32[batch, 4, 1, 32]
+  %10 = aten.permute(%9) {dims = [0, -2, 1, 3]} : f32[batch, 1, 4, 32]
+  %11 = aten.scaled_dot_product_attention(%0, %1, %2, none) : f32[batch, 4, seq, 32]
+  %12 = aten.transpose.int(%11) {dim0 = 2, dim1 = 3} : f32[batch, 4, 32, seq]
+  return %8 as output "proj", %10 as output "decode", %12 as output "other"
+}
+)";
+
+const std::vector<Dims> MergedHeadsRuns = {
+    {{"batch", 1}, {"seq", 1}}, {{"batch", 2}, {"seq", 17}}, {{"batch", 3}, {"seq", 40}}};
+
+TEST(CudaAttention, MergedHeads) {
+  std::unique_ptr<Graph> g = aotc::test::prepare(MergedHeadsGraph);
+  ASSERT_TRUE(g);
+  auto p = test::lowerForCuda(*g, true);
+  ASSERT_TRUE(p);
+  std::string text = aotc::test::printed(*p);
+  size_t merged = 0;
+  for (size_t at = text.find("heads in rows"); at != std::string::npos;
+       at = text.find("heads in rows", at + 1))
+    ++merged;
+  EXPECT_EQ(merged, 2u) << text;
+  // The projection reads the attention's buffer in place: no copy between them.
+  size_t out = text.find("out = ", text.find("attention attention_5"));
+  ASSERT_NE(out, std::string::npos) << text;
+  std::string buffer = text.substr(out + 6, text.find(' ', out + 6) - out - 6);
+  EXPECT_NE(text.find("a = " + buffer + "[0 + batch*0 + row*128 + col*1]"), std::string::npos)
+      << text;
+}
+// At bf16 the inputs are rounded first and the tolerance is bf16's verify tolerance: the
+// projection sums 128 products of the rounded attention outputs.
+TEST(CudaEmu, AttentionMergedHeads) {
+  expectEvaluated(MergedHeadsGraph, MergedHeadsRuns, 1e-5);
+  test::expectEmulatedMatches(MergedHeadsGraph, MergedHeadsRuns, 1e-5);
+  test::expectEmulatedMatches(MergedHeadsGraph, MergedHeadsRuns, 5e-2, true, false,
+                              kir::Precision::BF16, true);
 }
 
 TEST(CudaAttention, Evaluated) {
