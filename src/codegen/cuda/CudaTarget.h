@@ -126,6 +126,11 @@ struct MmaGemmTiles {
   unsigned stages;
   unsigned padA, padB;
   unsigned elementBytes;
+  /// 16-bit buffers only: cp.async copies 16 bytes (8 elements along an operand's contiguous dim)
+  /// straight into the buffers, `stages` k-tiles in flight, for GEMMs whose operands are both
+  /// stored in the precision's 16-bit type with 16-byte aligned rows (MmaGemm.cpp's
+  /// asyncChunks); else each thread stages the next k-tile through registers, two stages.
+  bool asyncCopies = false;
   constexpr unsigned threads() const { return warpsM * warpsN * 32; }
   constexpr unsigned warpM() const { return blockM / warpsM; }
   constexpr unsigned warpN() const { return blockN / warpsN; }
@@ -156,6 +161,16 @@ static_assert(TensorCoreGemmTiles.sharedBytes() <= 48 * 1024, "static shared mem
 /// TensorCoreGemmTiles (and 1.75 with ptxas held to 128 registers for two blocks an SM).
 inline constexpr MmaGemmTiles HalfTensorCoreGemmTiles = {128, 128, 32, 2, 4, 2, 8, 8, 2};
 static_assert(HalfTensorCoreGemmTiles.sharedBytes() <= 48 * 1024, "static shared memory");
+
+/// bf16 and fp16 GEMMs whose operands are both stored in 16 bits (half-weights and
+/// half-activations: a transformer's projections) in rows of whole 16-byte chunks, their k-tiles
+/// copied by cp.async: 128 x 128 x 32 on 8 warps in two stages (40 KiB) where the GEMM has
+/// GemmFewBlocks of those, else 128 x 64 x 32 on 4 warps in three (45 KiB). Not yet timed on a
+/// GPU.
+inline constexpr MmaGemmTiles AsyncHalfGemmTiles = {128, 128, 32, 2, 4, 2, 8, 8, 2, true};
+static_assert(AsyncHalfGemmTiles.sharedBytes() <= 48 * 1024, "static shared memory");
+inline constexpr MmaGemmTiles AsyncHalfFewGemmTiles = {128, 64, 32, 2, 2, 3, 8, 8, 2, true};
+static_assert(AsyncHalfFewGemmTiles.sharedBytes() <= 48 * 1024, "static shared memory");
 
 /// bf16 and fp16 convolutions (implicit GEMM): 128 x 64 x 32 on 4 warps, two 16-bit stages. On
 /// an H200, ResNet-50 in bf16 ran 3.51 / 8.03 ms at batch 1 / 32 on these, against 3.87 / 8.93

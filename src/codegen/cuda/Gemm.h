@@ -29,6 +29,11 @@ llvm::Expected<CudaKernel> emitMmaGemmKernel(llvm::Module &m, codegen::MathLibra
                                              const llvm::StringMap<unsigned> &symIndex,
                                              const MmaGemmTiles &tiles);
 
+/// Whether both operands of `g` lie in its precision's 16-bit type in rows of whole 16-byte
+/// chunks (8 elements along the contiguous dim; offsets and the other strides multiples of 8):
+/// the tiles with asyncCopies can copy its k-tiles with cp.async.
+bool asyncChunks(const kir::EntryKernels &entry, const kir::GemmCall &g);
+
 /// The same GemmCall for at most tier.maxM rows (SmallGemm.cpp) on CUDA cores, in f32 whatever
 /// the GEMM's precision allows: one block of SmallGemmThreads threads per group of output
 /// columns of each batch element, k split among its threads. The same errors as emitGemmKernel.

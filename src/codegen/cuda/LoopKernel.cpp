@@ -518,11 +518,14 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
 /// with every dim at 1 (the LM head's 50257 columns; tile counts grow with the dims), else the
 /// f32 buffers on 128 x 64 tiles, which were faster at the sizes of transformer layers on an
 /// H200 (docs/cuda.md), unless an operand is stored in 16 bits (half-weights): then the 16-bit
-/// buffers on 128 x 64 tiles, as a convolution's.
+/// buffers on 128 x 64 tiles, as a convolution's. A GEMM whose operands are both stored in 16
+/// bits in 16-byte chunks (asyncChunks) takes the cp.async 16-bit buffers instead, on 128 x 128
+/// tiles where it has enough of them, else on 128 x 64 tiles in three stages.
 const MmaGemmTiles &halfGemmTiles(const kir::EntryKernels &entry, const kir::GemmCall &g) {
   if (g.b.conv)
     return ConvTensorCoreGemmTiles;
-  const MmaGemmTiles &big = HalfTensorCoreGemmTiles;
+  bool async = asyncChunks(entry, g);
+  const MmaGemmTiles &big = async ? AsyncHalfGemmTiles : HalfTensorCoreGemmTiles;
   SymExpr tiles = gemmTileCount(g, big.blockM, big.blockN);
   std::set<std::string, std::less<>> symbols;
   tiles.collectSymbols(symbols);
@@ -532,6 +535,8 @@ const MmaGemmTiles &halfGemmTiles(const kir::EntryKernels &entry, const kir::Gem
   std::optional<int64_t> least = tiles.evaluate(ones);
   if (least && *least >= GemmFewBlocks)
     return big;
+  if (async)
+    return AsyncHalfFewGemmTiles;
   return sixteenBitOperand(entry, g) ? ConvTensorCoreGemmTiles : TensorCoreGemmTiles;
 }
 

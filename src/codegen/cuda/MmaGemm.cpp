@@ -13,6 +13,12 @@
 //     only kernel for operands stored in 16 bits (half-weights), which it widens as it loads
 //     them and rounds back exactly, or, where a pair lies side by side in memory, loads as one
 //     32-bit word (wordPairs).
+//   - 16-bit buffers filled by cp.async (MmaGemmTiles::asyncCopies), where both operands are
+//     stored in 16 bits in rows of 16-byte chunks (asyncChunks): each thread copies chunks of 8
+//     elements along each operand's contiguous dim straight into the buffers' rows, `stages`
+//     k-tiles in flight (a chunk past the matrix's end copies its elements inside and zeros the
+//     rest), and the fragments are loaded by ldmatrix as above. No registers stage the tiles, and
+//     nothing is converted.
 #include "codegen/cuda/Gemm.h"
 #include "codegen/cuda/GemmOperands.h"
 #include "codegen/cuda/KernelBuilder.h"
@@ -51,7 +57,11 @@ public:
     WarpRow = B.CreateMul(warpRow, B.getInt64(T.warpM()), "warp.row");
     WarpCol = B.CreateMul(warpCol, B.getInt64(T.warpN()), "warp.col");
     Value *kTiles = ceilDiv(B, Ops.k(), T.blockK);
-    if (T.elementBytes == 2) {
+    if (T.asyncCopies) {
+      for (unsigned s = 0; s + 1 < T.stages; ++s)
+        issueChunks(B.getInt64(s), B.getInt64(s), kTiles);
+      accumulateAsync(kTiles);
+    } else if (T.elementBytes == 2) {
       storeStage(B.getInt64(0), loadStage(B.getInt64(0)));
       B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
       accumulateHalf(kTiles);
@@ -319,20 +329,7 @@ private:
       Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
       Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
       SmallVector<Value *, 64> sums(accs.begin(), accs.end());
-      for (unsigned ks = 0; ks < T.blockK / 16; ++ks) {
-        SmallVector<SmallVector<Value *, 4>, 4> a;
-        SmallVector<SmallVector<Value *, 2>, 4> b;
-        for (unsigned mi = 0; mi < tilesM(); ++mi)
-          a.push_back(aFragmentHalf(aBase, mi, ks));
-        for (unsigned ni = 0; ni < tilesN(); ni += 2) {
-          auto [first, second] = bFragmentsHalf(bBase, ni, ks);
-          b.push_back(first);
-          b.push_back(second);
-        }
-        for (unsigned mi = 0; mi < tilesM(); ++mi)
-          for (unsigned ni = 0; ni < tilesN(); ++ni)
-            mma(a[mi], b[ni], MutableArrayRef(sums).slice((mi * tilesN() + ni) * 4, 4));
-      }
+      multiplyHalfTile(aBase, bBase, sums);
       // Past the last k-tile the staged values are zeros, stored where nothing reads them.
       storeStage(B.CreateXor(stage, B.getInt64(1)), staged);
       B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
@@ -340,6 +337,98 @@ private:
     };
     SmallVector<Value *, 64> acc = kTileLoop(B, kTiles, tilesM() * tilesN() * 4, step);
     Acc.assign(acc.begin(), acc.end());
+  }
+
+  // cp.async of the 16-byte chunk of 8 elements from `e` (the chunk's first element) into
+  // `slot`: `count` of them (at most 8, 0 where `e` does not exist), the rest zeros.
+  void copyChunk(Value *data, GemmOperands::Element e, Value *count, Value *slot) {
+    Value *src = B.CreateInBoundsGEP(B.getInt16Ty(), data, e.offset);
+    Value *global = B.CreateAddrSpaceCast(src, B.getPtrTy(1));
+    Value *elements = B.CreateBinaryIntrinsic(Intrinsic::umin, count, B.getInt64(8));
+    Value *bytes = B.CreateTrunc(B.CreateMul(elements, B.getInt64(2)), B.getInt32Ty());
+    bytes = B.CreateSelect(e.ok, bytes, B.getInt32(0));
+    B.CreateIntrinsic(Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {}, {slot, global, bytes});
+  }
+
+  // Starts the chunk copies of k-tile `kt` into buffer `stage` (when kt < kTiles) and commits
+  // them as one group, in the layouts the 16-bit buffers' ldmatrix loads read: A's tile as
+  // blockM rows of blockK, B's as blockK rows of blockN or, along k, blockN rows of blockK.
+  // Consecutive threads copy consecutive chunks of a row: coalesced.
+  void issueChunks(Value *stage, Value *kt, Value *kTiles) {
+    Function *f = B.GetInsertBlock()->getParent();
+    BasicBlock *copy = BasicBlock::Create(f->getContext(), "copy", f);
+    BasicBlock *done = BasicBlock::Create(f->getContext(), "copy.done", f);
+    B.CreateCondBr(B.CreateICmpULT(kt, kTiles), copy, done);
+    B.SetInsertPoint(copy);
+    Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
+    // Chunk c of row r of a tile whose rows are `stride` elements apart.
+    auto slot = [&](GlobalVariable *tile, Value *base, Value *r, Value *c, unsigned stride) {
+      Value *at = B.CreateAdd(B.CreateMul(r, B.getInt64(stride)), B.CreateMul(c, B.getInt64(8)));
+      return sharedElement(B, tile, B.CreateAdd(base, at));
+    };
+    Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
+    forTileElements(B, Tid, T.threads(), T.blockM, T.blockK / 8, [&](Value *, Value *r, Value *c) {
+      Value *k = B.CreateAdd(k0, B.CreateMul(c, B.getInt64(8)));
+      copyChunk(Ops.aData(), Ops.a(B.CreateAdd(M0, r), k), B.CreateSub(Ops.k(), k),
+                slot(ATile, aBase, r, c, T.blockK + T.padA));
+    });
+    Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
+    if (BAlongK)
+      forTileElements(
+          B, Tid, T.threads(), T.blockN, T.blockK / 8, [&](Value *, Value *r, Value *c) {
+            Value *k = B.CreateAdd(k0, B.CreateMul(c, B.getInt64(8)));
+            copyChunk(Ops.bData(), Ops.b(k, B.CreateAdd(N0, r)), B.CreateSub(Ops.k(), k),
+                      slot(BTile, bBase, r, c, T.blockK + T.padB));
+          });
+    else
+      forTileElements(
+          B, Tid, T.threads(), T.blockK, T.blockN / 8, [&](Value *, Value *r, Value *c) {
+            Value *n = B.CreateAdd(N0, B.CreateMul(c, B.getInt64(8)));
+            copyChunk(Ops.bData(), Ops.b(B.CreateAdd(k0, r), n), B.CreateSub(Ops.n(), n),
+                      slot(BTile, bBase, r, c, T.blockN + T.padB));
+          });
+    B.CreateBr(done);
+    B.SetInsertPoint(done);
+    B.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {}, {});
+  }
+
+  // The k-tile loop of the cp.async 16-bit buffers: as `accumulate`, with ldmatrix fragments.
+  void accumulateAsync(Value *kTiles) {
+    auto step = [&](Value *kt, ArrayRef<Value *> accs) {
+      // k-tile kt's group is complete once at most stages - 2 younger ones are pending; the
+      // barrier publishes every thread's copies and tells that the buffer the next copies
+      // overwrite (computed on in the previous iteration) is free.
+      B.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {}, {B.getInt32(T.stages - 2)});
+      B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
+      Value *ahead = B.CreateAdd(kt, B.getInt64(T.stages - 1));
+      issueChunks(B.CreateURem(ahead, B.getInt64(T.stages)), ahead, kTiles);
+      Value *stage = B.CreateURem(kt, B.getInt64(T.stages));
+      Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
+      Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
+      SmallVector<Value *, 64> sums(accs.begin(), accs.end());
+      multiplyHalfTile(aBase, bBase, sums);
+      return sums;
+    };
+    SmallVector<Value *, 64> acc = kTileLoop(B, kTiles, tilesM() * tilesN() * 4, step);
+    Acc.assign(acc.begin(), acc.end());
+  }
+
+  // sums += the k-tile in the 16-bit buffers at aBase and bBase, k16 step by step.
+  void multiplyHalfTile(Value *aBase, Value *bBase, MutableArrayRef<Value *> sums) {
+    for (unsigned ks = 0; ks < T.blockK / 16; ++ks) {
+      SmallVector<SmallVector<Value *, 4>, 4> a;
+      SmallVector<SmallVector<Value *, 2>, 4> b;
+      for (unsigned mi = 0; mi < tilesM(); ++mi)
+        a.push_back(aFragmentHalf(aBase, mi, ks));
+      for (unsigned ni = 0; ni < tilesN(); ni += 2) {
+        auto [first, second] = bFragmentsHalf(bBase, ni, ks);
+        b.push_back(first);
+        b.push_back(second);
+      }
+      for (unsigned mi = 0; mi < tilesM(); ++mi)
+        for (unsigned ni = 0; ni < tilesN(); ++ni)
+          mma(a[mi], b[ni], sums.slice((mi * tilesN() + ni) * 4, 4));
+    }
   }
 
   // acc[0..3] += A fragment x B fragment.
@@ -409,6 +498,25 @@ private:
 
 } // namespace
 
+bool asyncChunks(const kir::EntryKernels &entry, const kir::GemmCall &g) {
+  if (g.precision != kir::Precision::BF16 && g.precision != kir::Precision::FP16)
+    return false;
+  DType half = g.precision == kir::Precision::BF16 ? DType::BF16 : DType::F16;
+  auto multipleOf8 = [](const SymExpr &s) {
+    std::optional<int64_t> v = s.constant();
+    return v && *v % 8 == 0;
+  };
+  // Along its rows (B read along k: row stride 1) or its columns.
+  auto chunks = [&](const kir::MatrixOperand &op, bool alongRows) {
+    std::optional<int64_t> unit = (alongRows ? op.rowStride : op.colStride).constant();
+    return entry.buffers[op.buffer].dtype == half && !op.conv && !op.panelRows &&
+           !op.pairPanelCols && !op.panelCols && !op.winogradTile && unit && *unit == 1 &&
+           multipleOf8(alongRows ? op.colStride : op.rowStride) && multipleOf8(op.offset) &&
+           multipleOf8(op.batchStride);
+  };
+  return chunks(g.a, false) && chunks(g.b, rowsContiguous(g.b));
+}
+
 Expected<CudaKernel> emitMmaGemmKernel(Module &m, codegen::MathLibrary &math,
                                        const kir::EntryKernels &entry, const kir::Step &step,
                                        const StringMap<unsigned> &symIndex,
@@ -423,8 +531,17 @@ Expected<CudaKernel> emitMmaGemmKernel(Module &m, codegen::MathLibrary &math,
   if (tiles.elementBytes == 4 && sixteenBitOperand(entry, g))
     return createStringError(fmt::format(
         "{}: GEMM '{}': 16-bit operands stream through 16-bit buffers", entry.name, g.name));
+  if (tiles.asyncCopies && !asyncChunks(entry, g))
+    return createStringError(fmt::format(
+        "{}: GEMM '{}': cp.async copies 16-bit operands in 16-byte chunks", entry.name, g.name));
   assert(tiles.blockK % 16 == 0 && tiles.warpM() % 16 == 0 && tiles.warpN() % 8 == 0 &&
-         (tiles.elementBytes == 4 || (tiles.warpN() % 16 == 0 && tiles.stages == 2)) &&
+         (tiles.elementBytes == 4 ||
+          (tiles.warpN() % 16 == 0 && (tiles.asyncCopies || tiles.stages == 2))) &&
+         (!tiles.asyncCopies ||
+          (tiles.elementBytes == 2 && (tiles.blockK + tiles.padA) % 8 == 0 &&
+           (tiles.blockK + tiles.padB) % 8 == 0 && (tiles.blockN + tiles.padB) % 8 == 0 &&
+           tiles.blockM * tiles.blockK / 8 % tiles.threads() == 0 &&
+           tiles.blockN * tiles.blockK / 8 % tiles.threads() == 0)) &&
          tiles.blockM * tiles.blockK % tiles.threads() == 0 &&
          tiles.blockK * tiles.blockN % tiles.threads() == 0 && "tiles the warps can load");
   return emitTiledGemm(

@@ -10,6 +10,7 @@
 #include "codegen/cuda/HalfActivations.h"
 #include "codegen/cuda/HalfWeights.h"
 #include "codegen/cuda/KernelBuilder.h"
+#include "kernel/Evaluate.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -448,8 +449,20 @@ TEST(CudaMmaGemm, HalfWeights) {
 // No spills. The plain GEMMs on the 16-bit buffers of 128 x 64 tiles take 254-255 registers
 // (48 staged values and their addresses a thread beside 64 accumulators; the convolution 178):
 // still two 128-thread blocks an SM, as the f32 buffers' 130-192.
+// GPT-2's c_fc: the tanh gelu, which reads the sum three times, in the epilogue.
+const char *GeluHalfWeightGraph = R"(graph @t opset 1.0
+dim rows in 1..40
+parameter "w" : f32[38, 128]
+entry @f(%0 : f32[rows, 38] = input "a", %1 : f32[38, 128] = parameter "w") {
+  %2 = aten.mm(%0, %1) : f32[rows, 128]
+  %3 = aten.gelu(%2) {approximate = "tanh"} : f32[rows, 128]
+  return %3 as output "y"
+}
+)";
+
 TEST(CudaMmaGemmPtxas, HalfWeightsNoSpills) {
-  for (const std::string &text : {std::string(HalfWeightGraph), evenHalfWeightGraph()})
+  for (const std::string &text :
+       {std::string(HalfWeightGraph), evenHalfWeightGraph(), std::string(GeluHalfWeightGraph)})
     for (kir::Precision precision : {kir::Precision::BF16, kir::Precision::FP16})
       test::expectNoSpills(text, precision, 255, [](kir::Program &p) {
         ExportedProgram exported;
@@ -542,6 +555,117 @@ TEST(CudaMmaGemm, HalfActivations) {
       }
     }
   }
+}
+
+// The cp.async 16-bit buffers: GEMMs whose operands are both stored in 16 bits in rows of
+// 16-byte chunks (a relu's output that only GEMMs read, half-weights' copies). B with n = 44 (a
+// slice of a [40, 48] weight) and A with k = 36 (a slice of a [20, 40] weight) end in a partial
+// chunk (4 elements copied, the rest zeros); nn.Linear's weight is B along k; the batched GEMM
+// has 132 tiles of 128 x 128 (AsyncHalfGemmTiles), the others fewer (AsyncHalfFewGemmTiles,
+// three stages). Inputs are rounded to the precision and the relus keep them exact, so the
+// kernels multiply what kir::evaluate of the same program multiplies.
+const char *AsyncChunkGraph = R"(graph @t opset 1.0
+dim rows in 1..40
+parameter "w" : f32[40, 48]
+parameter "lin" : f32[30, 40]
+parameter "w3" : f32[20, 40]
+entry @f(%0 : f32[rows, 40] = input "a", %1 : f32[132, 12, 40] = input "p", %2 : f32[132, 40, 48] = input "q", %3 : f32[40, 48] = parameter "w", %4 : f32[30, 40] = parameter "lin", %5 : f32[20, 40] = parameter "w3", %6 : f32[36, 40] = input "r") {
+  %7 = aten.relu(%0) : f32[rows, 40]
+  %8 = aten.slice.Tensor(%3) {dim = 1, start = 0, end = 44} : f32[40, 44]
+  %9 = aten.mm(%7, %8) : f32[rows, 44]
+  %10 = aten.permute(%4) {dims = [1, 0]} : f32[40, 30]
+  %11 = aten.mm(%7, %10) : f32[rows, 30]
+  %12 = aten.relu(%1) : f32[132, 12, 40]
+  %13 = aten.relu(%2) : f32[132, 40, 48]
+  %14 = aten.bmm(%12, %13) : f32[132, 12, 48]
+  %15 = aten.slice.Tensor(%5) {dim = 1, start = 0, end = 36} : f32[20, 36]
+  %16 = aten.relu(%6) : f32[36, 40]
+  %17 = aten.mm(%15, %16) : f32[20, 40]
+  return %9 as output "y", %11 as output "z", %14 as output "t", %17 as output "u"
+}
+)";
+
+// The program of a graph at `precision` after the CUDA layout passes.
+std::optional<kir::Program> halfProgram(const Graph &g, kir::Precision precision) {
+  auto program = test::lowerForCuda(g, true, precision);
+  if (!program)
+    return std::nullopt;
+  ExportedProgram exported;
+  if (llvm::Error e = storeHalfWeights(*program, exported, nullptr, false)) {
+    ADD_FAILURE() << llvm::toString(std::move(e));
+    return std::nullopt;
+  }
+  storeHalfActivations(*program, g.shapeEnv().facts());
+  return program;
+}
+
+TEST(CudaMmaGemm, AsyncChunks) {
+  std::unique_ptr<Graph> g = aotc::test::prepare(AsyncChunkGraph, true);
+  ASSERT_TRUE(g);
+  std::mt19937_64 rng(5);
+  for (kir::Precision precision : {kir::Precision::BF16, kir::Precision::FP16}) {
+    SCOPED_TRACE(toString(precision).str());
+    auto program = halfProgram(*g, precision);
+    ASSERT_TRUE(program);
+    const kir::EntryKernels &e = program->entries[0];
+    unsigned async = 0;
+    kir::forEachStep(e.steps, [&](const kir::Step &step) {
+      if (const auto *gemm = std::get_if<kir::GemmCall>(&step))
+        async += asyncChunks(e, *gemm);
+    });
+    EXPECT_EQ(async, 4u) << aotc::test::printed(*program);
+    llvm::LLVMContext ctx;
+    auto cm = emitEntryKernels(ctx, e, "test");
+    ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
+    auto dev = emu::EmulatedModule::load(*cm->module);
+    ASSERT_TRUE(static_cast<bool>(dev)) << llvm::toString(dev.takeError());
+    for (int64_t rows : {3, 40}) {
+      Dims dims{{"rows", rows}};
+      aotc::test::EntryArgs args = aotc::test::randomArgs(*g, dims, rng);
+      test::roundArgs(args, precision);
+      std::vector<HostTensor> weights = withHalfCopies(*program, args.weights);
+      auto want = kir::evaluate(*program, 0, args.inputs, weights);
+      ASSERT_TRUE(static_cast<bool>(want)) << llvm::toString(want.takeError());
+      int32_t failed = 0;
+      auto got = test::runEmulated(*program, *cm, **dev, dims, args.inputs, weights, failed, true);
+      ASSERT_TRUE(static_cast<bool>(got)) << llvm::toString(got.takeError());
+      ASSERT_EQ(failed, 0);
+      ASSERT_NO_FATAL_FAILURE(
+          aotc::test::expectClose(*want, *got, 1e-5, fmt::format(" rows={}", rows)));
+    }
+  }
+}
+
+// ptxas on the cp.async 16-bit buffers at a transformer layer's sizes (m symbolic, so that no
+// accumulator is dead): no spills, and at most 128 registers a thread, where the register-staged
+// 16-bit buffers take 247-255.
+const char *AsyncChunkLayerGraph = R"(graph @t opset 1.0
+dim tokens in 1..4096
+parameter "w" : f32[768, 3072]
+parameter "head" : f32[50304, 768]
+entry @f(%0 : f32[tokens, 768] = input "x", %1 : f32[768, 3072] = parameter "w", %2 : f32[50304, 768] = parameter "head") {
+  %3 = aten.relu(%0) : f32[tokens, 768]
+  %4 = aten.mm(%3, %1) : f32[tokens, 3072]
+  %5 = aten.permute(%2) {dims = [1, 0]} : f32[768, 50304]
+  %6 = aten.mm(%3, %5) : f32[tokens, 50304]
+  return %4 as output "y", %6 as output "logits"
+}
+)";
+
+TEST(CudaMmaGemmPtxas, AsyncChunksNoSpills) {
+  for (kir::Precision precision : {kir::Precision::BF16, kir::Precision::FP16})
+    test::expectNoSpills(AsyncChunkLayerGraph, precision, 128, [&](kir::Program &p) {
+      ExportedProgram exported;
+      ASSERT_FALSE(static_cast<bool>(storeHalfWeights(p, exported, nullptr, false)));
+      std::unique_ptr<Graph> g = aotc::test::prepare(AsyncChunkLayerGraph, true);
+      storeHalfActivations(p, g->shapeEnv().facts());
+      unsigned async = 0;
+      kir::forEachStep(p.entries[0].steps, [&](const kir::Step &step) {
+        if (const auto *gemm = std::get_if<kir::GemmCall>(&step))
+          async += asyncChunks(p.entries[0], *gemm);
+      });
+      EXPECT_EQ(async, 2u);
+    });
 }
 
 // Nothing packs weights for CUDA and its lowering target turns Winograd off, so a GEMM with a
