@@ -22,14 +22,15 @@
         run past --deadline seconds from the start are skipped with a message.
 
 A device call carries at most 64 MiB: the GEMM group fits one call with the GPU suite's smaller
-models; the models group (about 86 MiB with sm_90 cubins) takes two, e.g. GPT-2 fp32 and both
-ResNet-50s in one, GPT-2 bf16 in the other (carry .gpu-bench/bin, .gpu-bench/manifest.json and
-the .so files; run skips artifacts that are not there).
+models; the models group (123 MiB with sm_90 cubins on 2026-11-29: each GPT-2 artifact 36 MiB,
+ResNet-50's 16-22 MiB) takes three, e.g. GPT-2 fp32 with ResNet-50 tf32, GPT-2 bf16 with
+ResNet-50 bf16, and ResNet-50 fp32 with the GEMM group (carry .gpu-bench/bin,
+.gpu-bench/manifest.json and the .so files; run skips artifacts that are not there).
 
 The PyTorch side runs at the artifact's precision: fp32 with TF32 off, tf32 with TF32 on for
 matmul and cuDNN, bf16/fp16 under torch.autocast (the GEMM: torch.mm on bf16/fp16 tensors). aotc
-keeps activations in fp32 and rounds GEMM operands to the precision (docs/cuda.md), so at bf16 it
-moves twice PyTorch's activation bytes. GPT-2 here is Hugging Face's GPT2LMHeadModel math with
+stores the weights and the activations that only GEMMs read in the precision's 16-bit type and
+keeps the others (residuals, norms' and softmax's inputs) in fp32 (docs/cuda.md), as autocast. GPT-2 here is Hugging Face's GPT2LMHeadModel math with
 scaled_dot_product_attention (what transformers uses on a GPU); BERT-base has no aotc example yet.
 """
 import argparse
