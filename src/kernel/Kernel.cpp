@@ -28,6 +28,14 @@ llvm::Expected<Precision> parsePrecision(llvm::StringRef name) {
       fmt::format("unknown precision '{}' (expected fp32, tf32, bf16 or fp16)", name.str()));
 }
 
+std::optional<DType> sixteenBitType(Precision p) {
+  if (p == Precision::BF16)
+    return DType::BF16;
+  if (p == Precision::FP16)
+    return DType::F16;
+  return std::nullopt;
+}
+
 namespace {
 
 uint64_t alignTo64(uint64_t n) { return (n + 63) / 64 * 64; }

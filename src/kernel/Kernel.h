@@ -236,6 +236,8 @@ enum class Precision : uint8_t { FP32, TF32, BF16, FP16 };
 llvm::StringRef toString(Precision p);
 /// "fp32", "tf32", "bf16", "fp16"; anything else is one line listing them.
 llvm::Expected<Precision> parsePrecision(llvm::StringRef name);
+/// The 16-bit type bf16 and fp16 round operands to; none for fp32 and tf32.
+std::optional<DType> sixteenBitType(Precision p);
 
 struct GemmCall {
   std::string name;

@@ -42,7 +42,7 @@ llvm::Expected<AttentionOperand> attentionOperand(Lowerer &L, LValue *v,
 /// Whether the one reader of `n`'s result (rank `rank`) is a transpose of its heads and rows
 /// (dims rank - 3 and rank - 2): the merge of heads of HF's and nanoGPT's attention,
 /// y.transpose(1, 2).reshape(B, T, C), which then reads [.., l, heads, ev] densely.
-bool mergesHeads(const Node &n, size_t rank) {
+bool mergesHeads(const Lowerer &L, const Node &n, size_t rank) {
   const Value *r = n.result();
   const Block *block = n.parentBlock();
   if (rank < 3 || !block || llvm::is_contained(block->returns(), r))
@@ -57,38 +57,10 @@ bool mergesHeads(const Node &n, size_t rank) {
     for (unsigned i = 0; i < x.numRegions(); ++i)
       readers += llvm::is_contained(x.region(i).returns(), r);
   });
-  if (readers != 1 || !reader)
+  if (readers != 1 || !reader ||
+      (reader->kind() != OpKind::Transpose && reader->kind() != OpKind::Permute))
     return false;
-  std::vector<int64_t> perm(rank);
-  for (size_t k = 0; k < rank; ++k)
-    perm[k] = int64_t(k);
-  // A dim of the reader's attributes, counted from the end where negative.
-  auto dimOf = [&](const SymExpr &e) -> std::optional<size_t> {
-    std::optional<int64_t> d = e.constant();
-    if (!d || *d < -int64_t(rank) || *d >= int64_t(rank))
-      return std::nullopt;
-    return size_t(*d < 0 ? *d + int64_t(rank) : *d);
-  };
-  if (reader->kind() == OpKind::Transpose) {
-    const Attribute *d0 = reader->attr("dim0"), *d1 = reader->attr("dim1");
-    std::optional<size_t> a = d0 ? dimOf(d0->getInt()) : std::nullopt;
-    std::optional<size_t> b = d1 ? dimOf(d1->getInt()) : std::nullopt;
-    if (!a || !b)
-      return false;
-    std::swap(perm[*a], perm[*b]);
-  } else if (reader->kind() == OpKind::Permute) {
-    const Attribute *dims = reader->attr("dims");
-    if (!dims || dims->getIntList().size() != rank)
-      return false;
-    for (size_t k = 0; k < rank; ++k) {
-      std::optional<size_t> d = dimOf(dims->getIntList()[k]);
-      if (!d)
-        return false;
-      perm[k] = int64_t(*d);
-    }
-  } else {
-    return false;
-  }
+  std::vector<int64_t> perm = L.permutation(*reader, rank);
   for (size_t k = 0; k < rank; ++k) {
     size_t want = k == rank - 3 ? rank - 2 : k == rank - 2 ? rank - 3 : k;
     if (perm[k] != int64_t(want))
@@ -144,7 +116,7 @@ llvm::Expected<LValue *> attentionCall(Lowerer &L, const Node &n, LValue *q, LVa
   std::string name = L.valueName(n.result());
   uint32_t out = L.newBuffer(Buffer::Kind::Arena, DType::F32, 0, numelOf(shape), name);
   llvm::SmallVector<SymExpr, 4> strides = denseStrides(shape);
-  call.headsInRows = mergesHeads(n, rank);
+  call.headsInRows = mergesHeads(L, n, rank);
   if (call.headsInRows) {
     // [.., heads, l, ev] read from [.., l, heads, ev].
     Shape stored = shape;

@@ -280,6 +280,9 @@ public:
   int64_t normDim(int64_t d, size_t rank) const {
     return d < 0 ? d + static_cast<int64_t>(rank) : d;
   }
+  /// The permutation of a permute or transpose node over `rank` dims: result dim k is source
+  /// dim perm[k].
+  std::vector<int64_t> permutation(const Node &n, size_t rank) const;
   const LowerOptions &options() const { return Options; }
   const TargetInfo &target() const { return Target; }
   /// An error "<loc>: <op> is not supported by the <target> backend yet".

@@ -87,6 +87,22 @@ LValue *Lowerer::reshapedGemm(const Node &n, LValue *src) {
   return v;
 }
 
+std::vector<int64_t> Lowerer::permutation(const Node &n, size_t rank) const {
+  std::vector<int64_t> perm(rank);
+  for (size_t k = 0; k < rank; ++k)
+    perm[k] = k;
+  if (n.kind() == OpKind::Permute) {
+    auto dims = intListAttr(n, "dims");
+    for (size_t k = 0; k < rank; ++k)
+      perm[k] = normDim(dims[k].constant().value_or(k), rank);
+  } else {
+    int64_t a = normDim(intAttr(n, "dim0").constant().value_or(0), rank);
+    int64_t b = normDim(intAttr(n, "dim1").constant().value_or(0), rank);
+    std::swap(perm[a], perm[b]);
+  }
+  return perm;
+}
+
 /// tril / triu: a pointwise select of the element or zero by its position in the last two dims.
 LValue *Lowerer::triangle(const Node &n, LValue *src) {
   bool lower = n.kind() == OpKind::Tril;
@@ -257,18 +273,7 @@ llvm::Error Lowerer::lowerShape(const Node &n) {
   }
   case OpKind::Permute:
   case OpKind::Transpose: {
-    std::vector<int64_t> perm(rank);
-    for (size_t k = 0; k < rank; ++k)
-      perm[k] = k;
-    if (n.kind() == OpKind::Permute) {
-      auto dims = intListAttr(n, "dims");
-      for (size_t k = 0; k < rank; ++k)
-        perm[k] = normDim(dims[k].constant().value_or(k), rank);
-    } else {
-      int64_t a = normDim(intAttr(n, "dim0").constant().value_or(0), rank);
-      int64_t b = normDim(intAttr(n, "dim1").constant().value_or(0), rank);
-      std::swap(perm[a], perm[b]);
-    }
+    std::vector<int64_t> perm = permutation(n, rank);
     if (L) {
       auto strides = L->strides;
       for (size_t k = 0; k < rank; ++k)

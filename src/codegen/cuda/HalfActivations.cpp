@@ -31,7 +31,9 @@ private:
           loads(id);
     } else if (const auto *g = std::get_if<kir::GemmCall>(&step)) {
       loads(g->epilogue);
-      std::optional<DType> half = sixteenBits(*g);
+      // The 16-bit type an f32 GEMM rounds its operands to, if it does.
+      std::optional<DType> half =
+          g->dtype == DType::F32 ? kir::sixteenBitType(g->precision) : std::nullopt;
       for (const kir::MatrixOperand *op : {&g->a, &g->b}) {
         if (!half) {
           Wide.set(op->buffer);
@@ -48,17 +50,6 @@ private:
     } else if (const auto *c = std::get_if<kir::CondStep>(&step)) {
       Wide.set(c->predicate); // forEachStep visits the branches' steps
     }
-  }
-
-  // The 16-bit type a GEMM rounds its operands to, if it does.
-  static std::optional<DType> sixteenBits(const kir::GemmCall &g) {
-    if (g.dtype != DType::F32)
-      return std::nullopt;
-    if (g.precision == kir::Precision::BF16)
-      return DType::BF16;
-    if (g.precision == kir::Precision::FP16)
-      return DType::F16;
-    return std::nullopt;
   }
 
   // Marks the buffers that expression `root` loads as read in f32.

@@ -34,16 +34,15 @@ public:
 
 private:
   llvm::Error gemm(kir::EntryKernels &entry, kir::GemmCall &g) {
-    if (g.dtype != DType::F32 ||
-        (g.precision != kir::Precision::BF16 && g.precision != kir::Precision::FP16))
+    std::optional<DType> half = kir::sixteenBitType(g.precision);
+    if (g.dtype != DType::F32 || !half)
       return llvm::Error::success();
-    DType half = g.precision == kir::Precision::BF16 ? DType::BF16 : DType::F16;
     for (kir::MatrixOperand *op : {&g.a, &g.b}) {
       const kir::Buffer &buf = entry.buffers[op->buffer];
       if (buf.kind != kir::Buffer::Kind::Weight || buf.dtype != DType::F32 || op->conv ||
           P.weights[buf.index].mutableBuffer)
         continue;
-      auto copy = copyOf(buf.index, half);
+      auto copy = copyOf(buf.index, *half);
       if (!copy)
         return copy.takeError();
       op->buffer = codegen::weightBuffer(entry, P, *copy);

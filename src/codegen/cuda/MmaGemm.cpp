@@ -57,11 +57,7 @@ public:
     WarpRow = B.CreateMul(warpRow, B.getInt64(T.warpM()), "warp.row");
     WarpCol = B.CreateMul(warpCol, B.getInt64(T.warpN()), "warp.col");
     Value *kTiles = ceilDiv(B, Ops.k(), T.blockK);
-    if (T.asyncCopies) {
-      for (unsigned s = 0; s + 1 < T.stages; ++s)
-        issueChunks(B.getInt64(s), B.getInt64(s), kTiles);
-      accumulateAsync(kTiles);
-    } else if (T.elementBytes == 2) {
+    if (T.elementBytes == 2 && !T.asyncCopies) {
       storeStage(B.getInt64(0), loadStage(B.getInt64(0)));
       B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
       accumulateHalf(kTiles);
@@ -88,7 +84,8 @@ private:
 
   // Starts the copies of k-tile `kt` into buffer `stage` (when kt < kTiles) and commits them as
   // one group; a group with no copies keeps the count of groups the same in every iteration.
-  // Consecutive threads copy consecutive k (A) and n (B): coalesced for row-major operands.
+  // The f32 buffers copy an element at a time (copyElements), the cp.async 16-bit buffers a
+  // 16-byte chunk (copyChunks).
   void issueStage(Value *stage, Value *kt, Value *kTiles) {
     Function *f = B.GetInsertBlock()->getParent();
     BasicBlock *copy = BasicBlock::Create(f->getContext(), "copy", f);
@@ -97,20 +94,29 @@ private:
     B.SetInsertPoint(copy);
     Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
     Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
+    Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
+    if (T.asyncCopies)
+      copyChunks(k0, aBase, bBase);
+    else
+      copyElements(k0, aBase, bBase);
+    B.CreateBr(done);
+    B.SetInsertPoint(done);
+    B.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {}, {});
+  }
+
+  // The f32 buffers' copies of the k-tile from k0: consecutive threads copy consecutive k (A)
+  // and n (B), coalesced for row-major operands.
+  void copyElements(Value *k0, Value *aBase, Value *bBase) {
     forTileElements(B, Tid, T.threads(), T.blockM, T.blockK, [&](Value *, Value *r, Value *c) {
       Value *row = B.CreateAdd(M0, r);
       Value *col = B.CreateAdd(k0, c);
       copyElement(Ops.aData(), Ops.a(row, col), sharedElement(B, ATile, aSlot(aBase, r, c)));
     });
-    Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
     forTileElements(B, Tid, T.threads(), T.blockK, T.blockN, [&](Value *, Value *r, Value *c) {
       Value *row = B.CreateAdd(k0, r);
       Value *col = B.CreateAdd(N0, c);
       copyElement(Ops.bData(), Ops.b(row, col), sharedElement(B, BTile, bSlot(bBase, r, c)));
     });
-    B.CreateBr(done);
-    B.SetInsertPoint(done);
-    B.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {}, {});
   }
 
   // A's tile element (row of the block tile, k of the k-tile), B's (k, column).
@@ -232,7 +238,7 @@ private:
   // batch stride and the other stride even; pairs start at even positions, tiles at multiples of
   // 16), and that dim's `length` is even, so that no pair straddles its end.
   bool wordPairs(const kir::MatrixOperand &op, DType type, bool alongRows, const SymExpr &length) {
-    DType half = P == kir::Precision::BF16 ? DType::BF16 : DType::F16;
+    std::optional<DType> half = kir::sixteenBitType(P);
     auto even = [](const SymExpr &s) {
       std::optional<int64_t> v = s.constant();
       return v && *v % 2 == 0;
@@ -350,29 +356,21 @@ private:
     B.CreateIntrinsic(Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {}, {slot, global, bytes});
   }
 
-  // Starts the chunk copies of k-tile `kt` into buffer `stage` (when kt < kTiles) and commits
-  // them as one group, in the layouts the 16-bit buffers' ldmatrix loads read: A's tile as
-  // blockM rows of blockK, B's as blockK rows of blockN or, along k, blockN rows of blockK.
-  // Consecutive threads copy consecutive chunks of a row: coalesced.
-  void issueChunks(Value *stage, Value *kt, Value *kTiles) {
-    Function *f = B.GetInsertBlock()->getParent();
-    BasicBlock *copy = BasicBlock::Create(f->getContext(), "copy", f);
-    BasicBlock *done = BasicBlock::Create(f->getContext(), "copy.done", f);
-    B.CreateCondBr(B.CreateICmpULT(kt, kTiles), copy, done);
-    B.SetInsertPoint(copy);
-    Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
+  // The cp.async 16-bit buffers' copies of the k-tile from k0, in the layouts the 16-bit
+  // buffers' ldmatrix loads read: A's tile as blockM rows of blockK, B's as blockK rows of blockN
+  // or, along k, blockN rows of blockK. Consecutive threads copy consecutive chunks of a row:
+  // coalesced.
+  void copyChunks(Value *k0, Value *aBase, Value *bBase) {
     // Chunk c of row r of a tile whose rows are `stride` elements apart.
     auto slot = [&](GlobalVariable *tile, Value *base, Value *r, Value *c, unsigned stride) {
       Value *at = B.CreateAdd(B.CreateMul(r, B.getInt64(stride)), B.CreateMul(c, B.getInt64(8)));
       return sharedElement(B, tile, B.CreateAdd(base, at));
     };
-    Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
     forTileElements(B, Tid, T.threads(), T.blockM, T.blockK / 8, [&](Value *, Value *r, Value *c) {
       Value *k = B.CreateAdd(k0, B.CreateMul(c, B.getInt64(8)));
       copyChunk(Ops.aData(), Ops.a(B.CreateAdd(M0, r), k), B.CreateSub(Ops.k(), k),
                 slot(ATile, aBase, r, c, T.blockK + T.padA));
     });
-    Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
     if (BAlongK)
       forTileElements(
           B, Tid, T.threads(), T.blockN, T.blockK / 8, [&](Value *, Value *r, Value *c) {
@@ -387,30 +385,6 @@ private:
             copyChunk(Ops.bData(), Ops.b(B.CreateAdd(k0, r), n), B.CreateSub(Ops.n(), n),
                       slot(BTile, bBase, r, c, T.blockN + T.padB));
           });
-    B.CreateBr(done);
-    B.SetInsertPoint(done);
-    B.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {}, {});
-  }
-
-  // The k-tile loop of the cp.async 16-bit buffers: as `accumulate`, with ldmatrix fragments.
-  void accumulateAsync(Value *kTiles) {
-    auto step = [&](Value *kt, ArrayRef<Value *> accs) {
-      // k-tile kt's group is complete once at most stages - 2 younger ones are pending; the
-      // barrier publishes every thread's copies and tells that the buffer the next copies
-      // overwrite (computed on in the previous iteration) is free.
-      B.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {}, {B.getInt32(T.stages - 2)});
-      B.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {});
-      Value *ahead = B.CreateAdd(kt, B.getInt64(T.stages - 1));
-      issueChunks(B.CreateURem(ahead, B.getInt64(T.stages)), ahead, kTiles);
-      Value *stage = B.CreateURem(kt, B.getInt64(T.stages));
-      Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
-      Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
-      SmallVector<Value *, 64> sums(accs.begin(), accs.end());
-      multiplyHalfTile(aBase, bBase, sums);
-      return sums;
-    };
-    SmallVector<Value *, 64> acc = kTileLoop(B, kTiles, tilesM() * tilesN() * 4, step);
-    Acc.assign(acc.begin(), acc.end());
   }
 
   // sums += the k-tile in the 16-bit buffers at aBase and bBase, k16 step by step.
@@ -436,6 +410,7 @@ private:
     mma::multiplyAdd(Mod, B, P, a, b, acc);
   }
 
+  // The k-tile loop of the buffers cp.async fills (f32, or 16-bit with asyncCopies).
   void accumulate(Value *kTiles) {
     auto step = [&](Value *kt, ArrayRef<Value *> accs) {
       // k-tile kt's group is complete once at most stages - 2 younger ones are pending; the
@@ -450,6 +425,10 @@ private:
       Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
       Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
       SmallVector<Value *, 64> sums(accs.begin(), accs.end());
+      if (T.asyncCopies) {
+        multiplyHalfTile(aBase, bBase, sums);
+        return sums;
+      }
       for (unsigned ks = 0; ks < T.blockK / mma::tileK(P); ++ks) {
         SmallVector<SmallVector<Value *, 4>, 4> a;
         SmallVector<SmallVector<Value *, 2>, 4> b;
@@ -499,9 +478,9 @@ private:
 } // namespace
 
 bool asyncChunks(const kir::EntryKernels &entry, const kir::GemmCall &g) {
-  if (g.precision != kir::Precision::BF16 && g.precision != kir::Precision::FP16)
+  std::optional<DType> half = kir::sixteenBitType(g.precision);
+  if (!half)
     return false;
-  DType half = g.precision == kir::Precision::BF16 ? DType::BF16 : DType::F16;
   auto multipleOf8 = [](const SymExpr &s) {
     std::optional<int64_t> v = s.constant();
     return v && *v % 8 == 0;

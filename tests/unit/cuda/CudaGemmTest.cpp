@@ -403,6 +403,34 @@ std::string evenHalfWeightGraph() {
   return text;
 }
 
+/// Entry 0 of `program` (lowered from `g`) emulated at 3 and 40 rows on random inputs rounded to
+/// `precision`, with the weights' 16-bit copies, against `reference(args, weights)` at 1e-5.
+void expectRowsMatch(const Graph &g, const kir::Program &program, kir::Precision precision,
+                     std::mt19937_64 &rng,
+                     llvm::function_ref<llvm::Expected<std::vector<HostTensor>>(
+                         const aotc::test::EntryArgs &, llvm::ArrayRef<HostTensor>)>
+                         reference) {
+  llvm::LLVMContext ctx;
+  auto cm = emitEntryKernels(ctx, program.entries[0], "test");
+  ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
+  auto dev = emu::EmulatedModule::load(*cm->module);
+  ASSERT_TRUE(static_cast<bool>(dev)) << llvm::toString(dev.takeError());
+  for (int64_t rows : {3, 40}) {
+    Dims dims{{"rows", rows}};
+    aotc::test::EntryArgs args = aotc::test::randomArgs(g, dims, rng);
+    test::roundArgs(args, precision);
+    std::vector<HostTensor> weights = withHalfCopies(program, args.weights);
+    auto want = reference(args, weights);
+    ASSERT_TRUE(static_cast<bool>(want)) << llvm::toString(want.takeError());
+    int32_t failed = 0;
+    auto got = test::runEmulated(program, *cm, **dev, dims, args.inputs, weights, failed, true);
+    ASSERT_TRUE(static_cast<bool>(got)) << llvm::toString(got.takeError());
+    ASSERT_EQ(failed, 0);
+    ASSERT_NO_FATAL_FAILURE(
+        aotc::test::expectClose(*want, *got, 1e-5, fmt::format(" rows={}", rows)));
+  }
+}
+
 TEST(CudaMmaGemm, HalfWeights) {
   for (const std::string &text : {std::string(HalfWeightGraph), evenHalfWeightGraph()}) {
     std::unique_ptr<Graph> g = aotc::test::prepare(text, true);
@@ -423,32 +451,15 @@ TEST(CudaMmaGemm, HalfWeights) {
             sixteenBit += e.buffers[op->buffer].dtype == half;
       });
       EXPECT_EQ(sixteenBit, 3u) << aotc::test::printed(*program);
-      llvm::LLVMContext ctx;
-      auto cm = emitEntryKernels(ctx, e, "test");
-      ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
-      auto dev = emu::EmulatedModule::load(*cm->module);
-      ASSERT_TRUE(static_cast<bool>(dev)) << llvm::toString(dev.takeError());
-      for (int64_t rows : {3, 40}) {
-        Dims dims{{"rows", rows}};
-        aotc::test::EntryArgs args = aotc::test::randomArgs(*g, dims, rng);
-        test::roundArgs(args, precision);
-        auto want = aotc::test::interpretArgs(*g, args);
-        ASSERT_TRUE(static_cast<bool>(want)) << llvm::toString(want.takeError());
-        int32_t failed = 0;
-        auto got = test::runEmulated(*program, *cm, **dev, dims, args.inputs,
-                                     withHalfCopies(*program, args.weights), failed, true);
-        ASSERT_TRUE(static_cast<bool>(got)) << llvm::toString(got.takeError());
-        ASSERT_EQ(failed, 0);
-        ASSERT_NO_FATAL_FAILURE(
-            aotc::test::expectClose(*want, *got, 1e-5, fmt::format(" rows={}", rows)));
-      }
+      ASSERT_NO_FATAL_FAILURE(
+          expectRowsMatch(*g, *program, precision, rng,
+                          [&](const aotc::test::EntryArgs &args, llvm::ArrayRef<HostTensor>) {
+                            return aotc::test::interpretArgs(*g, args);
+                          }));
     }
   }
 }
 
-// No spills. The plain GEMMs on the 16-bit buffers of 128 x 64 tiles take 254-255 registers
-// (48 staged values and their addresses a thread beside 64 accumulators; the convolution 178):
-// still two 128-thread blocks an SM, as the f32 buffers' 130-192.
 // GPT-2's c_fc: the tanh gelu, which reads the sum three times, in the epilogue.
 const char *GeluHalfWeightGraph = R"(graph @t opset 1.0
 dim rows in 1..40
@@ -460,6 +471,9 @@ entry @f(%0 : f32[rows, 38] = input "a", %1 : f32[38, 128] = parameter "w") {
 }
 )";
 
+// No spills. The plain GEMMs on the 16-bit buffers of 128 x 64 tiles take 254-255 registers
+// (48 staged values and their addresses a thread beside 64 accumulators; the convolution 178):
+// still two 128-thread blocks an SM, as the f32 buffers' 130-192.
 TEST(CudaMmaGemmPtxas, HalfWeightsNoSpills) {
   for (const std::string &text :
        {std::string(HalfWeightGraph), evenHalfWeightGraph(), std::string(GeluHalfWeightGraph)})
@@ -614,25 +628,11 @@ TEST(CudaMmaGemm, AsyncChunks) {
         async += asyncChunks(e, *gemm);
     });
     EXPECT_EQ(async, 4u) << aotc::test::printed(*program);
-    llvm::LLVMContext ctx;
-    auto cm = emitEntryKernels(ctx, e, "test");
-    ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
-    auto dev = emu::EmulatedModule::load(*cm->module);
-    ASSERT_TRUE(static_cast<bool>(dev)) << llvm::toString(dev.takeError());
-    for (int64_t rows : {3, 40}) {
-      Dims dims{{"rows", rows}};
-      aotc::test::EntryArgs args = aotc::test::randomArgs(*g, dims, rng);
-      test::roundArgs(args, precision);
-      std::vector<HostTensor> weights = withHalfCopies(*program, args.weights);
-      auto want = kir::evaluate(*program, 0, args.inputs, weights);
-      ASSERT_TRUE(static_cast<bool>(want)) << llvm::toString(want.takeError());
-      int32_t failed = 0;
-      auto got = test::runEmulated(*program, *cm, **dev, dims, args.inputs, weights, failed, true);
-      ASSERT_TRUE(static_cast<bool>(got)) << llvm::toString(got.takeError());
-      ASSERT_EQ(failed, 0);
-      ASSERT_NO_FATAL_FAILURE(
-          aotc::test::expectClose(*want, *got, 1e-5, fmt::format(" rows={}", rows)));
-    }
+    ASSERT_NO_FATAL_FAILURE(
+        expectRowsMatch(*g, *program, precision, rng,
+                        [&](const aotc::test::EntryArgs &args, llvm::ArrayRef<HostTensor> weights) {
+                          return kir::evaluate(*program, 0, args.inputs, weights);
+                        }));
   }
 }
 
@@ -653,11 +653,12 @@ entry @f(%0 : f32[tokens, 768] = input "x", %1 : f32[768, 3072] = parameter "w",
 )";
 
 TEST(CudaMmaGemmPtxas, AsyncChunksNoSpills) {
+  std::unique_ptr<Graph> g = aotc::test::prepare(AsyncChunkLayerGraph, true);
+  ASSERT_TRUE(g);
   for (kir::Precision precision : {kir::Precision::BF16, kir::Precision::FP16})
     test::expectNoSpills(AsyncChunkLayerGraph, precision, 128, [&](kir::Program &p) {
       ExportedProgram exported;
       ASSERT_FALSE(static_cast<bool>(storeHalfWeights(p, exported, nullptr, false)));
-      std::unique_ptr<Graph> g = aotc::test::prepare(AsyncChunkLayerGraph, true);
       storeHalfActivations(p, g->shapeEnv().facts());
       unsigned async = 0;
       kir::forEachStep(p.entries[0].steps, [&](const kir::Step &step) {
