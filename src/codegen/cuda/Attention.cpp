@@ -1036,26 +1036,25 @@ Expected<CudaKernel> emitAttentionKernel(Module &m, codegen::MathLibrary &math,
   SymExpr blocks = a.batch * a.heads * SymExpr::floorDiv(a.l + (t.blockM - 1), t.blockM);
   return emitLibraryKernel(
       m, math, entry, step, symIndex, blocks, t.threads, (a.name + suffix).str(),
-      [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
+      [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf) {
         Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
         uint64_t e = *a.e.constant(), ev = *a.ev.constant();
         SharedTiles shared;
         if (isDecodeStep(a)) {
           assert(t.threads >= ev && "a thread a value column when the warps merge");
           unsigned warps = t.warps();
-          shared = {sharedArray(m, f32, e, kernel + "_query"), nullptr,
-                    sharedArray(m, f32, warps * ev, kernel + "_warp_acc"),
-                    sharedArray(m, f32, 2 * warps, kernel + "_warp_max_sum")};
+          shared = {sharedArray(m, f32, e, "query"), nullptr,
+                    sharedArray(m, f32, warps * ev, "warp_acc"),
+                    sharedArray(m, f32, 2 * warps, "warp_max_sum")};
         } else if (onTensorCores(a)) {
-          shared = {
-              nullptr, sharedArray(m, i32, 2 * mmaKeyBufferWords(t, e), kernel + "_k_tile"),
-              sharedArray(m, i32, 2 * mmaValueBufferWords(t, ev), kernel + "_v_tile"), nullptr,
-              sharedArray(m, f32, 4 * t.threads * mmaStagedSlots(t, e, ev), kernel + "_staged")};
+          shared = {nullptr, sharedArray(m, i32, 2 * mmaKeyBufferWords(t, e), "k_tile"),
+                    sharedArray(m, i32, 2 * mmaValueBufferWords(t, ev), "v_tile"), nullptr,
+                    sharedArray(m, f32, 4 * t.threads * mmaStagedSlots(t, e, ev), "staged")};
         } else {
-          shared = {sharedArray(m, f32, t.blockM * e, kernel + "_q_tile"),
-                    sharedArray(m, f32, t.blockN * (e | 1), kernel + "_k_tile"),
-                    sharedArray(m, f32, t.blockN * ev, kernel + "_v_tile"),
-                    sharedArray(m, f32, uint64_t(t.blockM) * t.blockN, kernel + "_p_tile")};
+          shared = {sharedArray(m, f32, t.blockM * e, "q_tile"),
+                    sharedArray(m, f32, t.blockN * (e | 1), "k_tile"),
+                    sharedArray(m, f32, t.blockN * ev, "v_tile"),
+                    sharedArray(m, f32, uint64_t(t.blockM) * t.blockN, "p_tile")};
         }
         AttentionKernel(b, ex, math, entry, a, t, kf, shared).emit();
       });

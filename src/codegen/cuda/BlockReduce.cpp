@@ -126,10 +126,10 @@ Partial combinePartials(Builder &b, kir::ReduceOp op, DType t, Partial x, Partia
   llvm_unreachable("unknown reduction");
 }
 
-BlockScratch blockScratch(Module &m, StringRef kernel) {
+BlockScratch blockScratch(Module &m) {
   Type *i64 = Type::getInt64Ty(m.getContext());
-  return {sharedArray(m, i64, MaxWarps, kernel + "_partials"),
-          sharedArray(m, i64, MaxWarps, kernel + "_partial_indices")};
+  return {sharedArray(m, i64, MaxWarps, "partials"),
+          sharedArray(m, i64, MaxWarps, "partial_indices")};
 }
 
 Partial blockReduce(Builder &b, kir::ReduceOp op, DType t, Partial mine,

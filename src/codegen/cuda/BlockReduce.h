@@ -28,7 +28,7 @@ Partial combinePartials(codegen::Builder &b, kir::ReduceOp op, DType t, Partial 
 struct BlockScratch {
   llvm::GlobalVariable *values = nullptr, *indices = nullptr;
 };
-BlockScratch blockScratch(llvm::Module &m, llvm::StringRef kernel);
+BlockScratch blockScratch(llvm::Module &m);
 
 /// Combines `mine` over the threads of the block; every thread gets the result. Every thread of
 /// the block must reach it (it holds two barriers), and the block must be whole warps (a

@@ -4,12 +4,12 @@
 #include "codegen/cuda/Attention.h"
 #include "codegen/cuda/CudaCodegen.h"
 #include "codegen/cuda/HostCode.h"
+#include "codegen/cuda/MergeKernels.h"
 
 #include "fmt/format.h"
 
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LLVMContext.h"
-#include "llvm/Linker/Linker.h"
 #include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -50,28 +50,41 @@ void layoutDeviceWeights(const kir::Program &program, CudaCode &code,
   code.deviceWeightBytes = at;
 }
 
-/// Every entry's kernels, renamed aotc_e<i>_<name>, linked into one module.
+/// Every entry's kernels, renamed aotc_e<i>_<name>, in one module, kernels that are equal merged
+/// (across entries too: prefill and forward share most of theirs).
 Expected<std::unique_ptr<Module>> emitKernels(LLVMContext &c, const kir::Program &program,
-                                              CudaCode &code, std::vector<CudaModule> &modules,
+                                              CudaCode &code,
+                                              std::vector<std::vector<CudaKernel>> &kernels,
                                               std::vector<EntryLaunches> &launches) {
   auto all = std::make_unique<Module>("aotc_cuda", c);
   all->setTargetTriple(NvptxTriple);
   all->setDataLayout(NvptxDataLayout);
+  std::vector<CudaKernel *> order;
   for (auto [i, entry] : enumerate(program.entries)) {
-    Expected<CudaModule> cm = emitEntryKernels(c, entry, fmt::format("aotc_e{}", i));
-    if (!cm)
-      return cm.takeError();
-    EntryLaunches &l = launches.emplace_back();
-    for (CudaKernel &k : cm->kernels) {
-      Function *f = cm->module->getFunction(k.name);
+    Expected<std::vector<CudaKernel>> emitted = emitEntryKernels(*all, entry);
+    if (!emitted)
+      return emitted.takeError();
+    for (CudaKernel &k : *emitted) {
+      // Renamed before the next entry's kernels, whose names are the same kir names.
+      Function *f = all->getFunction(k.name);
       f->setName(fmt::format("aotc_e{}_{}", i, k.name));
       k.name = f->getName().str();
-      l.byStep[k.step].push_back({&k, static_cast<int32_t>(code.kernels.size())});
-      code.kernels.push_back(k.name);
     }
-    if (Linker::linkModules(*all, std::move(cm->module)))
-      return createStringError("linking the entries' CUDA kernels failed");
-    modules.push_back(std::move(*cm));
+    kernels.push_back(std::move(*emitted));
+  }
+  for (std::vector<CudaKernel> &entryKernels : kernels)
+    for (CudaKernel &k : entryKernels)
+      order.push_back(&k);
+  mergeKernels(*all, order);
+  StringMap<int32_t> index;
+  for (std::vector<CudaKernel> &entryKernels : kernels) {
+    EntryLaunches &l = launches.emplace_back();
+    for (CudaKernel &k : entryKernels) {
+      auto [at, added] = index.try_emplace(k.name, static_cast<int32_t>(code.kernels.size()));
+      if (added)
+        code.kernels.push_back(k.name);
+      l.byStep[k.step].push_back({&k, at->second});
+    }
   }
   return all;
 }
@@ -190,10 +203,9 @@ Expected<CudaCode> generateCode(const kir::Program &program, ArrayRef<CudaArch> 
         code.precision = std::max(code.precision, a->precision);
     });
   LLVMContext c;
-  std::vector<CudaModule> modules;
+  std::vector<std::vector<CudaKernel>> entryKernels;
   std::vector<EntryLaunches> launches;
-  modules.reserve(program.entries.size());
-  auto kernels = emitKernels(c, program, code, modules, launches);
+  auto kernels = emitKernels(c, program, code, entryKernels, launches);
   if (!kernels)
     return kernels.takeError();
   if (Error e = emitImages(**kernels, archs, code))

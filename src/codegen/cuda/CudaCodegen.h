@@ -48,9 +48,14 @@ struct CudaModule {
   std::vector<CudaKernel> kernels;      // in step order, cond branches after their cond
 };
 
-/// Emits every step of `entry` (those inside conds too) into one NVPTX module in `c`: loop
-/// kernels (LoopKernel.cpp), GEMMs (the library kernels of Gemm.cpp, SmallGemm.cpp and
-/// MmaGemm.cpp) and attention (Attention.cpp), with the tiles of CudaTarget.h.
+/// Emits every step of `entry` (those inside conds too) into `m`, an NVPTX module: loop kernels
+/// (LoopKernel.cpp), GEMMs (the library kernels of Gemm.cpp, SmallGemm.cpp and MmaGemm.cpp) and
+/// attention (Attention.cpp), with the tiles of CudaTarget.h. The kernels are in step order, cond
+/// branches after their cond.
+llvm::Expected<std::vector<CudaKernel>> emitEntryKernels(llvm::Module &m,
+                                                         const kir::EntryKernels &entry);
+
+/// The same into a module of its own in `c`.
 llvm::Expected<CudaModule> emitEntryKernels(llvm::LLVMContext &c, const kir::EntryKernels &entry,
                                             llvm::StringRef moduleName);
 

@@ -203,11 +203,11 @@ SymExpr gemmTileCount(const kir::GemmCall &g, unsigned blockM, unsigned blockN) 
   return nTiles * mTiles * g.batch;
 }
 
-Expected<CudaKernel> emitTiledGemm(
-    Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry, const kir::Step &step,
-    const StringMap<unsigned> &symIndex, unsigned blockM, unsigned blockN, unsigned threads,
-    StringRef name,
-    function_ref<void(Builder &, codegen::ExprEmitter &, const KernelFunction &, StringRef)> body) {
+Expected<CudaKernel>
+emitTiledGemm(Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry,
+              const kir::Step &step, const StringMap<unsigned> &symIndex, unsigned blockM,
+              unsigned blockN, unsigned threads, StringRef name,
+              function_ref<void(Builder &, codegen::ExprEmitter &, const KernelFunction &)> body) {
   const kir::GemmCall &g = std::get<kir::GemmCall>(step);
   if (Error err = checkGemm(entry, g))
     return err;
@@ -223,16 +223,15 @@ Expected<CudaKernel> emitGemmKernel(Module &m, codegen::MathLibrary &math,
          tiles.blockM * tiles.blockK % tiles.threads() == 0 &&
          tiles.blockK * tiles.blockN % tiles.threads() == 0 && "tiles the threads can load");
   const kir::GemmCall &g = std::get<kir::GemmCall>(step);
-  return emitTiledGemm(
-      m, math, entry, step, symIndex, tiles.blockM, tiles.blockN, tiles.threads(),
-      (g.name + suffix).str(),
-      [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
-        GlobalVariable *aTile =
-            sharedArray(m, b.getFloatTy(), 2 * tiles.aStageElements(), kernel + "_a_tile");
-        GlobalVariable *bTile =
-            sharedArray(m, b.getFloatTy(), 2 * tiles.bStageElements(), kernel + "_b_tile");
-        GemmKernel(b, ex, g, tiles, kf, aTile, bTile).emit();
-      });
+  return emitTiledGemm(m, math, entry, step, symIndex, tiles.blockM, tiles.blockN, tiles.threads(),
+                       (g.name + suffix).str(),
+                       [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf) {
+                         GlobalVariable *aTile =
+                             sharedArray(m, b.getFloatTy(), 2 * tiles.aStageElements(), "a_tile");
+                         GlobalVariable *bTile =
+                             sharedArray(m, b.getFloatTy(), 2 * tiles.bStageElements(), "b_tile");
+                         GemmKernel(b, ex, g, tiles, kf, aTile, bTile).emit();
+                       });
 }
 
 } // namespace aotc::cuda

@@ -19,14 +19,13 @@ SymExpr gemmTileCount(const kir::GemmCall &g, unsigned blockM, unsigned blockN);
 /// threads per blockM x blockN output tile of each batch element, all in x
 /// (GemmOperands::beginTile splits the index back); the kernel `name` of CudaCodegen.h's
 /// convention; an ExprEmitter over its parameters with the index-check local; the kernel's end.
-/// `body` emits the kernel in between, given the kernel's name for its shared arrays.
-llvm::Expected<CudaKernel>
-emitTiledGemm(llvm::Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry,
-              const kir::Step &step, const llvm::StringMap<unsigned> &symIndex, unsigned blockM,
-              unsigned blockN, unsigned threads, llvm::StringRef name,
-              llvm::function_ref<void(codegen::Builder &, codegen::ExprEmitter &,
-                                      const KernelFunction &, llvm::StringRef kernel)>
-                  body);
+/// `body` emits the kernel in between.
+llvm::Expected<CudaKernel> emitTiledGemm(
+    llvm::Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry,
+    const kir::Step &step, const llvm::StringMap<unsigned> &symIndex, unsigned blockM,
+    unsigned blockN, unsigned threads, llvm::StringRef name,
+    llvm::function_ref<void(codegen::Builder &, codegen::ExprEmitter &, const KernelFunction &)>
+        body);
 
 /// Whether a strided operand's rows are its contiguous dim (row stride 1): a transposed A, or a
 /// B read along k such as nn.Linear's weight.

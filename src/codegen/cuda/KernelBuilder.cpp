@@ -4,6 +4,7 @@
 #include "kernel/MemoryPlan.h"
 
 #include "llvm/IR/Metadata.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace aotc::cuda {
 
@@ -111,7 +112,7 @@ void endKernel(Builder &b, const KernelFunction &k, Value *failedCheck) {
 CudaKernel emitLibraryKernel(
     Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry, const kir::Step &step,
     const StringMap<unsigned> &symIndex, const SymExpr &blocks, unsigned threads, StringRef name,
-    function_ref<void(Builder &, codegen::ExprEmitter &, const KernelFunction &, StringRef)> body) {
+    function_ref<void(Builder &, codegen::ExprEmitter &, const KernelFunction &)> body) {
   CudaKernel out;
   std::vector<uint32_t> used = kir::buffersOfStep(entry, step);
   out.buffers.assign(used.begin(), used.end());
@@ -124,12 +125,17 @@ CudaKernel emitLibraryKernel(
   codegen::ExprEmitter ex(math, b, entry, symIndex, kf.syms, kf.buffers);
   ex.failedCheck = codegen::entryAlloca(b, b.getInt32Ty(), "failed.check");
   b.CreateStore(b.getInt32(0), ex.failedCheck);
-  body(b, ex, kf, out.name);
+  body(b, ex, kf);
   endKernel(b, kf, ex.failedCheck);
   return out;
 }
 
-GlobalVariable *sharedArray(Module &m, Type *elem, uint64_t count, const Twine &name) {
+GlobalVariable *sharedArray(Module &m, Type *elem, uint64_t count, StringRef role) {
+  std::string name;
+  raw_string_ostream os(name);
+  os << "shared_" << role << '_' << count << 'x' << *elem;
+  if (GlobalVariable *g = m.getGlobalVariable(name, /*AllowInternal=*/true))
+    return g;
   auto *ty = ArrayType::get(elem, count);
   auto *g = new GlobalVariable(m, ty, false, GlobalValue::InternalLinkage, UndefValue::get(ty),
                                name, nullptr, GlobalValue::NotThreadLocal, /*AddressSpace=*/3);

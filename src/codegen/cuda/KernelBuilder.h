@@ -49,18 +49,21 @@ void endKernel(codegen::Builder &b, const KernelFunction &k, llvm::Value *failed
 /// threads, all in x (y and z stop at 65535, which tiles x batch x heads can pass over a dynamic
 /// range; x goes to 2^31 - 1; the kernel splits its block index back), an ExprEmitter over its
 /// parameters with the index-check local, and the kernel's end. `body` emits the kernel in
-/// between, given the kernel's name for its shared arrays.
-CudaKernel emitLibraryKernel(llvm::Module &m, codegen::MathLibrary &math,
-                             const kir::EntryKernels &entry, const kir::Step &step,
-                             const llvm::StringMap<unsigned> &symIndex, const SymExpr &blocks,
-                             unsigned threads, llvm::StringRef name,
-                             llvm::function_ref<void(codegen::Builder &, codegen::ExprEmitter &,
-                                                     const KernelFunction &, llvm::StringRef)>
-                                 body);
+/// between.
+CudaKernel emitLibraryKernel(
+    llvm::Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry,
+    const kir::Step &step, const llvm::StringMap<unsigned> &symIndex, const SymExpr &blocks,
+    unsigned threads, llvm::StringRef name,
+    llvm::function_ref<void(codegen::Builder &, codegen::ExprEmitter &, const KernelFunction &)>
+        body);
 
-/// A static shared memory array of `count` floats private to the module (addrspace(3)).
+/// A static shared memory array (addrspace(3)) of `count` elements of `elem`, for the kernel's
+/// use `role` ("a_tile"): one per role, type and size in the module, which every kernel that asks
+/// for it shares (each block of each kernel has its own copy, as of any __shared__ variable). A
+/// kernel's shared arrays thus do not depend on its name, so kernels emitted alike are equal
+/// functions (MergeKernels.h), and a kernel's roles must be distinct.
 llvm::GlobalVariable *sharedArray(llvm::Module &m, llvm::Type *elem, uint64_t count,
-                                  const llvm::Twine &name);
+                                  llvm::StringRef role);
 
 } // namespace aotc::cuda
 

@@ -505,7 +505,7 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
   ex.lazySelects = true;
   std::optional<BlockScratch> scratch;
   if (blockPerPoint)
-    scratch = blockScratch(m, out.name);
+    scratch = blockScratch(m);
   KernelBody(b, entry, k, ex, kf.buffers, scratch ? &*scratch : nullptr, plan ? &*plan : nullptr)
       .emit();
   endKernel(b, kf, ex.failedCheck);
@@ -610,13 +610,8 @@ Error emitGemmKernels(Module &m, codegen::MathLibrary &math, const kir::EntryKer
 
 } // namespace
 
-Expected<CudaModule> emitEntryKernels(LLVMContext &c, const kir::EntryKernels &entry,
-                                      StringRef moduleName) {
-  CudaModule out;
-  out.module = std::make_unique<Module>(moduleName, c);
-  Module &m = *out.module;
-  m.setTargetTriple(NvptxTriple);
-  m.setDataLayout(NvptxDataLayout);
+Expected<std::vector<CudaKernel>> emitEntryKernels(Module &m, const kir::EntryKernels &entry) {
+  std::vector<CudaKernel> out;
   LibdeviceMath math(m);
   StringMap<unsigned> symIndex;
   for (auto [i, s] : enumerate(entry.symbols))
@@ -626,9 +621,9 @@ Expected<CudaModule> emitEntryKernels(LLVMContext &c, const kir::EntryKernels &e
     if (err)
       return;
     if (std::holds_alternative<kir::LoopKernel>(step))
-      out.kernels.push_back(emitKernel(m, math, entry, step, symIndex));
+      out.push_back(emitKernel(m, math, entry, step, symIndex));
     else if (std::holds_alternative<kir::GemmCall>(step))
-      err = emitGemmKernels(m, math, entry, step, symIndex, out.kernels);
+      err = emitGemmKernels(m, math, entry, step, symIndex, out);
     else if (const auto *a = std::get_if<kir::AttentionCall>(&step))
       for (const AttentionVariant &v : attentionVariants(*a, CudaCoreAttentionTiles))
         if (!err)
@@ -637,10 +632,23 @@ Expected<CudaModule> emitEntryKernels(LLVMContext &c, const kir::EntryKernels &e
               [&] {
                 return emitAttentionKernel(m, math, entry, step, symIndex, v.tiles, v.suffix);
               },
-              out.kernels);
+              out);
   });
   if (err)
     return err;
+  return out;
+}
+
+Expected<CudaModule> emitEntryKernels(LLVMContext &c, const kir::EntryKernels &entry,
+                                      StringRef moduleName) {
+  CudaModule out;
+  out.module = std::make_unique<Module>(moduleName, c);
+  out.module->setTargetTriple(NvptxTriple);
+  out.module->setDataLayout(NvptxDataLayout);
+  Expected<std::vector<CudaKernel>> kernels = emitEntryKernels(*out.module, entry);
+  if (!kernels)
+    return kernels.takeError();
+  out.kernels = std::move(*kernels);
   return out;
 }
 

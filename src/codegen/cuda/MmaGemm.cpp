@@ -523,16 +523,15 @@ Expected<CudaKernel> emitMmaGemmKernel(Module &m, codegen::MathLibrary &math,
            tiles.blockN * tiles.blockK / 8 % tiles.threads() == 0)) &&
          tiles.blockM * tiles.blockK % tiles.threads() == 0 &&
          tiles.blockK * tiles.blockN % tiles.threads() == 0 && "tiles the warps can load");
-  return emitTiledGemm(
-      m, math, entry, step, symIndex, tiles.blockM, tiles.blockN, tiles.threads(), g.name,
-      [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
-        Type *elem = tiles.elementBytes == 2 ? b.getInt16Ty() : b.getFloatTy();
-        GlobalVariable *aTile = sharedArray(
-            m, elem, uint64_t(tiles.stages) * tiles.aStageElements(), kernel + "_a_tiles");
-        GlobalVariable *bTile = sharedArray(
-            m, elem, uint64_t(tiles.stages) * tiles.bStageElements(), kernel + "_b_tiles");
-        MmaGemmKernel(m, b, ex, g, tiles, kf, aTile, bTile).emit();
-      });
+  return emitTiledGemm(m, math, entry, step, symIndex, tiles.blockM, tiles.blockN, tiles.threads(),
+                       g.name, [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf) {
+                         Type *elem = tiles.elementBytes == 2 ? b.getInt16Ty() : b.getFloatTy();
+                         GlobalVariable *aTile = sharedArray(
+                             m, elem, uint64_t(tiles.stages) * tiles.aStageElements(), "a_tiles");
+                         GlobalVariable *bTile = sharedArray(
+                             m, elem, uint64_t(tiles.stages) * tiles.bStageElements(), "b_tiles");
+                         MmaGemmKernel(m, b, ex, g, tiles, kf, aTile, bTile).emit();
+                       });
 }
 
 } // namespace aotc::cuda

@@ -209,9 +209,9 @@ Expected<CudaKernel> emitSmallGemmKernel(Module &m, codegen::MathLibrary &math,
   return emitTiledGemm(
       m, math, entry, step, symIndex, tier.maxM, layout.columns, SmallGemmThreads,
       (g.name + "_m" + Twine(tier.maxM)).str(),
-      [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf, StringRef kernel) {
-        GlobalVariable *partials = sharedArray(
-            m, b.getFloatTy(), uint64_t(SmallGemmThreads) * tier.maxM, kernel + "_partials");
+      [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf) {
+        GlobalVariable *partials =
+            sharedArray(m, b.getFloatTy(), uint64_t(SmallGemmThreads) * tier.maxM, "partials");
         GlobalVariable *aRows = nullptr;
         unsigned chunkK = 0;
         if (tier.sharedRows) {
@@ -221,7 +221,7 @@ Expected<CudaKernel> emitSmallGemmKernel(Module &m, codegen::MathLibrary &math,
           if (std::optional<int64_t> k = g.k.constant(); k && *k < int64_t(chunkK))
             chunkK = unsigned(std::max<int64_t>(1, (*k + stride - 1) / stride)) * stride;
           assert(chunkK % stride == 0 && tier.maxM % 4 == 0 && "whole steps, 16-byte rows");
-          aRows = sharedArray(m, b.getFloatTy(), uint64_t(chunkK) * tier.maxM, kernel + "_a_rows");
+          aRows = sharedArray(m, b.getFloatTy(), uint64_t(chunkK) * tier.maxM, "a_rows");
         }
         SmallGemmKernel(b, ex, g, tier, layout, kf, partials, aRows, chunkK).emit();
       });

@@ -7,6 +7,7 @@
 
 #include "kernel/Evaluate.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/IR/Instructions.h"
 
 namespace aotc::cuda {
@@ -204,10 +205,18 @@ int decodeKernels(const std::string &text) {
   auto k = test::emitKernels(ctx, text, true);
   if (!k)
     return -1;
-  int decode = 0;
+  // The kernels share the module's shared arrays: count the functions that use one.
+  llvm::SmallPtrSet<const llvm::Function *, 4> decode;
   for (const llvm::GlobalVariable &g : k->module.module->globals())
-    decode += g.getName().ends_with("_warp_max_sum");
-  return decode;
+    if (g.getName().starts_with("shared_warp_max_sum"))
+      for (const llvm::User *u : g.users()) {
+        if (const auto *i = llvm::dyn_cast<llvm::Instruction>(u))
+          decode.insert(i->getFunction());
+        else // a constant GEP
+          for (const llvm::User *uu : u->users())
+            decode.insert(llvm::cast<llvm::Instruction>(uu)->getFunction());
+      }
+  return int(decode.size());
 }
 
 // Every call of the decode step graph; in DecodeGraph the one whose L is 1 (the others' is
