@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -131,7 +133,27 @@ int64_t elementSize(int32_t dtype) {
   }
 }
 
-/// Random values for an input: floats standard normal, integers in [0, 10).
+/// `v` (|v| < 65504) as an IEEE half, rounded to nearest even (to a subnormal below 2^-14).
+uint16_t toHalf(float v) {
+  uint32_t f;
+  std::memcpy(&f, &v, 4);
+  uint16_t sign = static_cast<uint16_t>((f >> 16) & 0x8000);
+  float a = std::fabs(v);
+  // Below 2^-14 a half is a multiple of 2^-24 (subnormal): the nearest one.
+  if (a < 6.103515625e-05f) {
+    uint16_t m = static_cast<uint16_t>(std::nearbyint(a * 16777216.0f)); // a / 2^-24
+    return sign | m;
+  }
+  uint32_t bits;
+  std::memcpy(&bits, &a, 4);
+  uint32_t lsb = (bits >> 13) & 1;
+  bits += 0xfff + lsb; // round to nearest even on the 13 dropped bits
+  uint32_t exp = (bits >> 23) - 127 + 15;
+  return sign | static_cast<uint16_t>((exp << 10) | ((bits >> 13) & 0x3ff));
+}
+
+/// Random values for an input: floats standard normal (bf16 and f16 rounded to nearest even),
+/// integers in [0, 10).
 std::vector<unsigned char> randomData(int32_t dtype, int64_t numel, std::mt19937_64 &rng) {
   std::vector<unsigned char> bytes(static_cast<size_t>(numel * elementSize(dtype)));
   std::normal_distribution<float> normal;
@@ -143,6 +165,15 @@ std::vector<unsigned char> randomData(int32_t dtype, int64_t numel, std::mt19937
     } else if (dtype == AOTC_DTYPE_F64) {
       double v = normal(rng);
       std::memcpy(p, &v, 8);
+    } else if (dtype == AOTC_DTYPE_BF16) {
+      float v = normal(rng);
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      uint16_t h = static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+      std::memcpy(p, &h, 2);
+    } else if (dtype == AOTC_DTYPE_F16) {
+      uint16_t h = toHalf(normal(rng));
+      std::memcpy(p, &h, 2);
     } else if (dtype == AOTC_DTYPE_I64) {
       int64_t v = static_cast<int64_t>(rng() % 10);
       std::memcpy(p, &v, 8);

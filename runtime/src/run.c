@@ -95,11 +95,21 @@ static void device_label(int32_t type, int32_t index, char *out, size_t size) {
 }
 
 /* The tensor must be on the model's device: a host buffer given to a CUDA model (or a device
- * pointer to a CPU model) would be read as the wrong kind of memory. */
+ * pointer to a CPU model) would be read as the wrong kind of memory. A CUDA tensor of a 16-bit
+ * type starts on a 16-byte boundary (as cudaMalloc's and PyTorch's do): the GEMM kernels copy
+ * its rows 16 bytes at a time. */
 static aotc_status check_device(const char *entry, const char *kind, const char *name,
                                 const aotc_tensor *t, const run_scratch *s) {
-  if (t->device_type == s->device_type && t->device_index == s->device_index)
+  if (t->device_type == s->device_type && t->device_index == s->device_index) {
+    int half = t->dtype == AOTC_DTYPE_BF16 || t->dtype == AOTC_DTYPE_F16;
+    if (s->device_type == AOTC_DEVICE_CUDA && half && (uintptr_t)t->data % 16 != 0)
+      return aotc_fail(AOTC_ERROR_INVALID_ARGUMENT,
+                       "entry \"%s\": %s \"%s\" (%s on cuda:%d) does not start on a 16-byte "
+                       "boundary: a CUDA tensor of a 16-bit type must (cudaMalloc's and "
+                       "PyTorch's do); copy a view that starts elsewhere",
+                       entry, kind, name, aotc_dtype_name(t->dtype), (int)s->device_index);
     return AOTC_OK;
+  }
   char got[48], want[48];
   device_label(t->device_type, t->device_index, got, sizeof got);
   device_label(s->device_type, s->device_index, want, sizeof want);

@@ -663,7 +663,9 @@ LValue *Lowerer::findGemm(LValue *root) {
       if (!region.contains(d))
         continue;
       if (d->kind == LKind::Gemm) {
-        if (d->dtype == root->dtype)
+        // The epilogue rounds a 16-bit result where the target's GEMMs store one.
+        bool half = root->dtype == DType::BF16 || root->dtype == DType::F16;
+        if (d->dtype == root->dtype || (half && Target.gemmHalfOperands))
           return d;
         continue;
       }
@@ -776,6 +778,11 @@ llvm::Error Lowerer::emitGemm(LValue *root, LValue *g, uint32_t buffer) {
   GemmCall call;
   call.dtype = DType::F32;
   call.precision = Options.precision;
+  // Operands that are bf16 or fp16 values (halfGemm) reach the tensor cores of their type as
+  // they are, whatever --precision permits for f32 ones.
+  DType at = E->buffers[spec.a.buffer].dtype, bt = E->buffers[spec.b.buffer].dtype;
+  if (at == bt && (at == DType::BF16 || at == DType::F16))
+    call.precision = at == DType::BF16 ? Precision::BF16 : Precision::FP16;
   call.batch = spec.batch;
   call.m = spec.m;
   call.n = spec.n;

@@ -258,9 +258,19 @@ public:
   // Shared op builders over lowered values.
   LValue *reduce(LValue *in, ReduceOp op, llvm::ArrayRef<int64_t> dims, bool keepdim, DType outType,
                  bool mean, std::string opName);
+  /// a @ b (broadcast batch dims), `epilogue` applied to each sum: a GEMM of f32 operands, one
+  /// of bf16 or fp16 ones (halfGemm), or a loop kernel for other dtypes.
   llvm::Expected<LValue *> gemm(LValue *a, LValue *b, std::string opName,
                                 Epilogue epilogue = nullptr,
                                 std::vector<LValue *> epilogueDeps = {});
+  /// The GEMM value of a @ b over the operands' buffers (f32, or 16-bit for halfGemm).
+  llvm::Expected<LValue *> tiledGemm(LValue *a, LValue *b, std::string opName, Epilogue epilogue,
+                                     std::vector<LValue *> epilogueDeps);
+  /// a @ b of two bf16 or two fp16 values: an f32 GEMM over them (TargetInfo::gemmHalfOperands),
+  /// or over f32 copies of them (of A only for a bf16 B with TargetInfo::gemmBf16B), its result
+  /// rounded to their dtype.
+  llvm::Expected<LValue *> halfGemm(LValue *a, LValue *b, std::string opName, Epilogue epilogue,
+                                    std::vector<LValue *> epilogueDeps);
 
   /// Point functions return expressions, not errors: one that fails keeps its error here and
   /// returns `placeholder`; the walk over the nodes returns the error before any kernel that

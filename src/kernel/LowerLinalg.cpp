@@ -210,52 +210,73 @@ llvm::Expected<LValue *> convAsGemm(Lowerer &L, LValue *x, LValue *w, LValue *bi
   return gemmValue(L, shape, std::move(spec), std::move(deps), "conv", epi);
 }
 
-} // namespace
+/// The dims of a @ b (a [..., M, K], b [..., K, N]): its batch dims, broadcast from the right,
+/// and its shape, batch dims then M and N.
+struct MatmulDims {
+  SymExpr m, k, n;
+  llvm::SmallVector<SymExpr, 4> batchDims;
+  Shape shape;
+};
 
-llvm::Expected<LValue *> Lowerer::gemm(LValue *a, LValue *b, std::string opName, Epilogue epilogue,
-                                       std::vector<LValue *> epilogueDeps) {
+MatmulDims matmulDims(const LValue *a, const LValue *b) {
   size_t ra = a->shape.size(), rb = b->shape.size();
-  SymExpr M = a->shape[ra - 2], K = a->shape[ra - 1], N = b->shape[rb - 1];
   size_t nb = std::max(ra, rb) - 2;
-  llvm::SmallVector<SymExpr, 4> batchDims(nb, SymExpr(1));
+  MatmulDims d{a->shape[ra - 2], a->shape[ra - 1], b->shape[rb - 1], {}, {}};
+  d.batchDims.assign(nb, SymExpr(1));
   for (size_t k = 0; k < nb; ++k) {
     size_t ia = k + (ra - 2) - nb, ib = k + (rb - 2) - nb;
     SymExpr da = k + ra - 2 >= nb ? a->shape[ia] : SymExpr(1);
     SymExpr db = k + rb - 2 >= nb ? b->shape[ib] : SymExpr(1);
-    batchDims[k] = da == SymExpr(1) ? db : da;
+    d.batchDims[k] = da == SymExpr(1) ? db : da;
   }
-  Shape shape(batchDims.begin(), batchDims.end());
-  shape.push_back(M);
-  shape.push_back(N);
+  d.shape.assign(d.batchDims.begin(), d.batchDims.end());
+  d.shape.push_back(d.m);
+  d.shape.push_back(d.n);
+  return d;
+}
+
+} // namespace
+
+llvm::Expected<LValue *> Lowerer::gemm(LValue *a, LValue *b, std::string opName, Epilogue epilogue,
+                                       std::vector<LValue *> epilogueDeps) {
   DType dtype = promoteTypes(a->dtype, b->dtype);
+  if ((dtype == DType::BF16 || dtype == DType::F16) && a->dtype == b->dtype)
+    return halfGemm(a, b, std::move(opName), std::move(epilogue), std::move(epilogueDeps));
+  if (dtype == DType::F32 && a->dtype == b->dtype)
+    return tiledGemm(a, b, std::move(opName), std::move(epilogue), std::move(epilogueDeps));
+  auto [M, K, N, batchDims, shape] = matmulDims(a, b);
   std::vector<LValue *> deps = {a, b};
   deps.insert(deps.end(), epilogueDeps.begin(), epilogueDeps.end());
+  // A loop kernel: out[..., m, n] = sum_k a[..., m, k] * b[..., k, n].
+  StagedSpec spec;
+  spec.inner = {K};
+  spec.op = ReduceOp::Sum;
+  DType ct = computeType(dtype);
+  spec.accType = isFloating(ct) ? ct : DType::I64;
+  spec.kept.assign(shape.size(), true);
+  DType acc = spec.accType;
+  spec.body = [this, a, b, acc](Scope &s, llvm::ArrayRef<ExprId> out,
+                                llvm::ArrayRef<ExprId> inner) {
+    size_t r = out.size();
+    IndexList ia(out.begin(), out.end() - 1), ib(out.begin(), out.end());
+    ia.back() = out[r - 2];
+    ia.push_back(inner[0]);
+    ib[r - 2] = inner[0];
+    return binary(BinaryOp::Mul, readBroadcast(a, s, ia, acc), readBroadcast(b, s, ib, acc));
+  };
+  spec.finish = [this, epilogue, ct](Scope &s, llvm::ArrayRef<ExprId> out, ExprId r) {
+    ExprId v = cast(ct, r);
+    return epilogue ? epilogue(s, out, v) : v;
+  };
+  return staged(dtype, shape, deps, std::move(opName), std::move(spec));
+}
 
-  if (dtype != DType::F32 || a->dtype != b->dtype) {
-    // A loop kernel: out[..., m, n] = sum_k a[..., m, k] * b[..., k, n].
-    StagedSpec spec;
-    spec.inner = {K};
-    spec.op = ReduceOp::Sum;
-    DType ct = computeType(dtype);
-    spec.accType = isFloating(ct) ? ct : DType::I64;
-    spec.kept.assign(shape.size(), true);
-    DType acc = spec.accType;
-    spec.body = [this, a, b, acc](Scope &s, llvm::ArrayRef<ExprId> out,
-                                  llvm::ArrayRef<ExprId> inner) {
-      size_t r = out.size();
-      IndexList ia(out.begin(), out.end() - 1), ib(out.begin(), out.end());
-      ia.back() = out[r - 2];
-      ia.push_back(inner[0]);
-      ib[r - 2] = inner[0];
-      return binary(BinaryOp::Mul, readBroadcast(a, s, ia, acc), readBroadcast(b, s, ib, acc));
-    };
-    spec.finish = [this, epilogue, ct](Scope &s, llvm::ArrayRef<ExprId> out, ExprId r) {
-      ExprId v = cast(ct, r);
-      return epilogue ? epilogue(s, out, v) : v;
-    };
-    return staged(dtype, shape, deps, std::move(opName), std::move(spec));
-  }
-
+llvm::Expected<LValue *> Lowerer::tiledGemm(LValue *a, LValue *b, std::string opName,
+                                            Epilogue epilogue, std::vector<LValue *> epilogueDeps) {
+  size_t ra = a->shape.size(), rb = b->shape.size();
+  auto [M, K, N, batchDims, shape] = matmulDims(a, b);
+  std::vector<LValue *> deps = {a, b};
+  deps.insert(deps.end(), epilogueDeps.begin(), epilogueDeps.end());
   GemmSpec spec;
   spec.k = K;
   spec.n = N;
@@ -292,6 +313,37 @@ llvm::Expected<LValue *> Lowerer::gemm(LValue *a, LValue *b, std::string opName,
     spec.b = *ob;
   }
   return gemmValue(*this, shape, std::move(spec), std::move(deps), std::move(opName), epilogue);
+}
+
+llvm::Expected<LValue *> Lowerer::halfGemm(LValue *a, LValue *b, std::string opName,
+                                           Epilogue epilogue, std::vector<LValue *> epilogueDeps) {
+  DType dtype = a->dtype;
+  // The target's GEMMs read 16-bit operands, or they read f32 copies (exact: every bf16 and fp16
+  // value is an f32 one).
+  LValue *fa = a, *fb = b;
+  auto widen = [this](LValue *v) {
+    return pointwise(DType::F32, v->shape, {v}, "to_f32",
+                     [this, v](Scope &s, llvm::ArrayRef<ExprId> idx) {
+                       return cast(DType::F32, read(v, s, idx));
+                     });
+  };
+  if (!Target.gemmHalfOperands) {
+    fa = widen(a);
+    if (!(Target.gemmBf16B && dtype == DType::BF16))
+      fb = widen(b);
+  }
+  auto product = tiledGemm(fa, fb, opName, std::move(epilogue), std::move(epilogueDeps));
+  if (!product)
+    return product.takeError();
+  // Sums and epilogue in f32, rounded once (torch's bf16 matmul: cuBLAS accumulates in f32). The
+  // rounding is the product's one reader: it runs in the GEMM's epilogue where the target's
+  // GEMMs store 16 bits (findGemm).
+  LValue *p = *product;
+  p->uses = 1;
+  return pointwise(dtype, p->shape, {p}, std::move(opName),
+                   [this, p, dtype](Scope &s, llvm::ArrayRef<ExprId> idx) {
+                     return cast(dtype, read(p, s, idx));
+                   });
 }
 
 llvm::Error Lowerer::lowerLinalg(const Node &n) {

@@ -36,6 +36,16 @@ struct TargetInfo {
   /// this becomes one AttentionCall, a library kernel that never writes the scores to memory;
   /// 0 (or larger heads, other dtypes): a GEMM, a softmax kernel and a GEMM.
   int64_t fusedAttentionMaxHeadDim = 0;
+
+  /// Products of bf16 or fp16 tensors (matmul, linear, bmm, addmm of a model that computes in
+  /// that dtype) are GEMMs accumulating in f32 and rounded once to the dtype, as torch does. With
+  /// this, the GEMMs read the 16-bit operands as they are (multiplying them unrounded on tensor
+  /// cores of that type) and their epilogue stores the 16-bit result; without, the operands are
+  /// widened to f32 copies first and the rounding is a kernel of its own.
+  bool gemmHalfOperands = false;
+  /// Without gemmHalfOperands: a bf16 B of such a product is read as it is (an A and fp16
+  /// operands are widened).
+  bool gemmBf16B = false;
 };
 
 } // namespace aotc::kir

@@ -55,6 +55,23 @@ double defaultTolerance(kir::Precision precision) {
   return 1e-4;
 }
 
+/// The tolerance a program that computes in bf16 or fp16 values needs whatever the export's
+/// precision: every op rounds its result to the dtype (0 when every value is wider).
+double dtypeTolerance(const Graph &g) {
+  double tolerance = 0;
+  for (const std::unique_ptr<Entry> &e : g.entries())
+    e->body().walk([&](const Node &n) {
+      for (const Value *v : n.results()) {
+        DType t = v->type().dtype();
+        if (t == DType::BF16)
+          tolerance = std::max(tolerance, defaultTolerance(kir::Precision::BF16));
+        else if (t == DType::F16)
+          tolerance = std::max(tolerance, defaultTolerance(kir::Precision::FP16));
+      }
+    });
+  return tolerance;
+}
+
 /// `count` values spread evenly over [lo, hi], rounded down to multiples of `divisor` (but not
 /// below lo): the first is lo, the last hi.
 std::vector<int64_t> samplePoints(const SymbolDecl &s, int count) {
@@ -191,12 +208,13 @@ llvm::Error verify(const VerifyArgs &a, bool &allPassed, bool &nonFiniteReferenc
   if (!precision)
     precision = cantFail(kir::parsePrecision(device->cuda ? (*artifact)->info().cudaPrecision
                                                           : (*artifact)->info().cpuPrecision));
-  double tolerance = a.tolerance > 0 ? a.tolerance : defaultTolerance(*precision);
+  const Graph &g = (*artifact)->graph();
+  double tolerance =
+      a.tolerance > 0 ? a.tolerance : std::max(defaultTolerance(*precision), dtypeTolerance(g));
   // Creating the model checked a weights file; embedded weights are checked here only, since
   // create leaves them unread until used.
   if (llvm::Error e = (*artifact)->checkWeights())
     return e;
-  const Graph &g = (*artifact)->graph();
   const ShapeEnv &env = g.shapeEnv();
   // --input NAME=FILE.npy: that input of every entry that has one is the file's.
   std::map<std::string, HostTensor, std::less<>> files;

@@ -4,7 +4,8 @@
     tools/bench/gpu_bench.py prepare [--build build] [--cuda-arch sm_90] [--only gemm,models]
         on the build machine (no GPU needed): builds examples/run_model (libstdc++ static, so it
         runs on a machine without this toolchain) and exports, under .gpu-bench/, the GEMM
-        (tools/bench/models/gemm.cpp) at fp32, tf32, bf16 and fp16, causal attention alone
+        (tools/bench/models/gemm.cpp: f32 tensors at fp32 and tf32, bf16 and fp16 tensors at
+        bf16 and fp16, as torch.mm's), causal attention alone
         (tools/bench/models/attention.cpp, heads of 64 and 128) at fp32 and bf16, ResNet-50 at fp32, tf32 and
         bf16 and GPT-2 small at fp32 and bf16, with --weights-file external: the artifacts hold
         the kernels only (a few MiB), small enough for a device call; manifest.json records each
@@ -254,6 +255,8 @@ def run(args):
         set_precision(torch, precision)
         module = torch_module(torch, model).cuda().eval()
         for label, entry, shapes in MODELS[model][3]:
+            if model == "gemm" and precision in ("bf16", "fp16"):
+                entry = f"mm_{precision}"  # bf16 / fp16 tensors, as torch.mm's
             inputs = torch_inputs(torch, model, precision, shapes, "cuda")
             cast = autocast(torch, model, precision)
             sides = {"aotc": lambda: aotc_sample(run_model, so, weights, entry, shapes,

@@ -105,7 +105,7 @@ llvm::Expected<std::vector<CodeObject>> generateCode(const kir::Program &program
   for (llvm::Error &e : errors)
     result = llvm::joinErrors(std::move(result), std::move(e));
   if (result)
-    return std::move(result);
+    return result;
   return objects;
 }
 

@@ -49,6 +49,9 @@ const kir::TargetInfo &loweringTarget() {
     // ResNet's first 64-channel layer at its largest (batch 64 of 448 x 448 images) holds 51 M,
     // as many as the layer's activations.
     t.winogradMaxElements = int64_t(64) << 20;
+    // The GEMM packs a bf16 B (a bf16 model's weight) into its f32 panels as it reads it, so the
+    // weight is not copied to f32 at every call; a bf16 A and fp16 operands are widened first.
+    t.gemmBf16B = true;
     return t;
   }();
   return target;

@@ -75,6 +75,9 @@ const kir::TargetInfo &loweringTarget() {
     // Attention as one kernel (Attention.cpp): the scores stay in registers and shared memory
     // instead of making a round trip through device memory between three kernels.
     t.fusedAttentionMaxHeadDim = AttentionMaxHeadDim;
+    // The tensor cores multiply bf16 and fp16 operands exactly and every GEMM kernel loads and
+    // stores 16-bit buffers (half-weights, half-activations).
+    t.gemmHalfOperands = true;
     return t;
   }();
   return target;

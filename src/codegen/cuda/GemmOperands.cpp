@@ -10,6 +10,12 @@ bool rowsContiguous(const kir::MatrixOperand &op) {
   return !op.conv && stride && *stride == 1;
 }
 
+bool multipleOf(const kir::EntryKernels &entry, const SymExpr &s, int64_t k) {
+  if (std::optional<int64_t> v = s.constant())
+    return *v % k == 0;
+  return rangeOf(SymExpr::mod(s, SymExpr(k)), entry.facts) == ValueRange{0, 0};
+}
+
 bool sixteenBitOperand(const kir::EntryKernels &entry, const kir::GemmCall &g) {
   return entry.buffers[g.a.buffer].dtype != DType::F32 ||
          entry.buffers[g.b.buffer].dtype != DType::F32;

@@ -31,6 +31,10 @@ llvm::Expected<CudaKernel> emitTiledGemm(
 /// B read along k such as nn.Linear's weight.
 bool rowsContiguous(const kir::MatrixOperand &op);
 
+/// Whether `s` is a multiple of `k` for every size the entry's dims may take (their declared
+/// divisors count: `dim("k", 8, 4096).multiple_of(8)`).
+bool multipleOf(const kir::EntryKernels &entry, const SymExpr &s, int64_t k);
+
 /// Whether A or B of `g` is stored in 16 bits (half-weights): the tensor cores' 16-bit buffers
 /// are then the only kernel that reads it.
 bool sixteenBitOperand(const kir::EntryKernels &entry, const kir::GemmCall &g);
@@ -96,6 +100,7 @@ public:
 
   llvm::Value *m() const { return M; }
   llvm::Value *n() const { return N; }
+  const kir::EntryKernels &entry() const { return Ex.entry(); }
   llvm::Value *k() const { return K; }
   llvm::Value *aData() const { return A.data; }
   llvm::Value *bData() const { return Bop.data; }

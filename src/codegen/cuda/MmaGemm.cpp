@@ -239,10 +239,7 @@ private:
   // 16), and that dim's `length` is even, so that no pair straddles its end.
   bool wordPairs(const kir::MatrixOperand &op, DType type, bool alongRows, const SymExpr &length) {
     std::optional<DType> half = kir::sixteenBitType(P);
-    auto even = [](const SymExpr &s) {
-      std::optional<int64_t> v = s.constant();
-      return v && *v % 2 == 0;
-    };
+    auto even = [&](const SymExpr &s) { return multipleOf(Ops.entry(), s, 2); };
     std::optional<int64_t> unit = (alongRows ? op.rowStride : op.colStride).constant();
     return type == half && !op.conv && unit && *unit == 1 &&
            even(alongRows ? op.colStride : op.rowStride) && even(op.offset) &&
@@ -481,10 +478,7 @@ bool asyncChunks(const kir::EntryKernels &entry, const kir::GemmCall &g) {
   std::optional<DType> half = kir::sixteenBitType(g.precision);
   if (!half)
     return false;
-  auto multipleOf8 = [](const SymExpr &s) {
-    std::optional<int64_t> v = s.constant();
-    return v && *v % 8 == 0;
-  };
+  auto multipleOf8 = [&](const SymExpr &s) { return multipleOf(entry, s, 8); };
   // Along its rows (B read along k: row stride 1) or its columns.
   auto chunks = [&](const kir::MatrixOperand &op, bool alongRows) {
     std::optional<int64_t> unit = (alongRows ? op.rowStride : op.colStride).constant();

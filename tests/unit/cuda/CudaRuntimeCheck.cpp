@@ -66,13 +66,22 @@ Inputs makeInputs(const Setup &s, aotc_model *m, int64_t batch, int deviceIndex)
       t.shape[d] = info.dims[d].value >= 0 ? info.dims[d].value : batch;
       numel *= t.shape[d];
     }
-    size_t elem = info.dtype == AOTC_DTYPE_I64 ? 8 : 4;
+    bool half = info.dtype == AOTC_DTYPE_BF16 || info.dtype == AOTC_DTYPE_F16;
+    size_t elem = info.dtype == AOTC_DTYPE_I64 ? 8 : half ? 2 : 4;
     std::vector<uint8_t> bytes(static_cast<size_t>(numel) * elem, 0);
-    if (info.dtype == AOTC_DTYPE_F32)
-      for (int64_t k = 0; k < numel; ++k) {
-        float v = dist(rng);
+    for (int64_t k = 0; k < numel; ++k) {
+      float v = dist(rng);
+      uint32_t f;
+      std::memcpy(&f, &v, 4);
+      if (info.dtype == AOTC_DTYPE_F32)
         std::memcpy(bytes.data() + k * 4, &v, 4);
-      }
+      // bf16: v truncated; f16: a random sign, exponent 2^-2..2^1 and mantissa.
+      uint16_t h = info.dtype == AOTC_DTYPE_BF16
+                       ? uint16_t(f >> 16)
+                       : uint16_t((f >> 31) << 15 | (13u + (f >> 10) % 4u) << 10 | f % 1024u);
+      if (half)
+        std::memcpy(bytes.data() + k * 2, &h, 2);
+    }
     void *d = nullptr;
     s.api.check(s.api.model_device_alloc(m, bytes.size(), &d));
     s.api.check(s.api.model_copy(m, d, bytes.data(), bytes.size(), AOTC_COPY_HOST_TO_DEVICE));
@@ -185,6 +194,21 @@ int main(int argc, char **argv) {
     report(st == AOTC_ERROR_INVALID_ARGUMENT && std::strstr(s.api.last_error(), "is on cpu") &&
                outs[0].data == nullptr,
            std::string("host input: ") + s.api.last_error());
+
+    // A 16-bit CUDA tensor starts on a 16-byte boundary (the GEMMs copy 16 bytes at a time).
+    for (size_t i = 0; i < in.tensors.size(); ++i) {
+      if (in.tensors[i].dtype != AOTC_DTYPE_BF16 && in.tensors[i].dtype != AOTC_DTYPE_F16)
+        continue;
+      Inputs shifted = in;
+      shifted.tensors[i].data = static_cast<char *>(shifted.tensors[i].data) + 2;
+      shifted.tensors[i].size_bytes -= 2;
+      std::vector<aotc_tensor> none(8, out);
+      st = s.api.model_run_v2(m, 0, shifted.tensors.data(), shifted.tensors.size(), none.data(),
+                              static_cast<size_t>(numOutputs), nullptr);
+      report(st == AOTC_ERROR_INVALID_ARGUMENT &&
+                 std::strstr(s.api.last_error(), "does not start on a 16-byte boundary"),
+             std::string("16-bit input off a 16-byte boundary: ") + s.api.last_error());
+    }
 
     // Runs on a caller stream give the same bytes.
     if (driver) {
