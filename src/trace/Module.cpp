@@ -36,6 +36,32 @@ Tensor &Module::addSlot(std::string name, Tensor tensor, bool buffer, Loc loc) {
   return State.back().tensor;
 }
 
+void Module::to(DType dtype, Loc loc) {
+  if (!isFloating(dtype))
+    throw DslError(fmt::format("{}:{}: Module::to({}): the dtype of parameters must be a floating "
+                               "type (f16, bf16, f32, f64)",
+                               loc.file_name(), loc.line(), toString(dtype).str()));
+  for (Slot &s : State) {
+    detail::TensorImpl &impl = *s.tensor.impl();
+    if (impl.generation != 0)
+      throw DslError(fmt::format("{}:{}: Module::to({}) while an entry traces: call it before, in "
+                                 "the model's constructor",
+                                 loc.file_name(), loc.line(), toString(dtype).str()));
+    if (!isFloating(impl.type.dtype()) || impl.type.dtype() == dtype)
+      continue;
+    impl.type = Type::tensor(dtype, impl.type.shape());
+    if (impl.init.kind == InitSpec::Kind::Data && impl.init.data) {
+      const HostTensor &from = *impl.init.data;
+      auto to = std::make_shared<HostTensor>(dtype, from.shape());
+      for (int64_t i = 0; i < from.numel(); ++i)
+        to->setDouble(i, from.getDouble(i));
+      impl.init.data = std::move(to);
+    }
+  }
+  for (auto &[name, child] : Children)
+    child->to(dtype, loc);
+}
+
 Tensor &Module::register_parameter(std::string name, Tensor tensor, Loc loc) {
   return addSlot(std::move(name), std::move(tensor), false, loc);
 }

@@ -72,6 +72,13 @@ public:
     return holder;
   }
 
+  /// Converts every floating-point parameter and buffer, this module's and its descendants', to
+  /// `dtype` (a floating type), as libtorch's `module->to(torch::kBFloat16)`: weights loaded
+  /// later must have that dtype, given values are rounded to it, and the model then computes in
+  /// it (its products are GEMMs summing in f32, rounded once, as torch's). Call it before the
+  /// entries trace, e.g. at the end of the model's constructor.
+  void to(DType dtype, Loc loc = Loc::current());
+
   /// Full names, in registration order, children after their parent's own tensors.
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
   std::vector<std::pair<std::string, Tensor>> named_buffers() const;
