@@ -22,11 +22,10 @@
         and the start-up of a fresh process (load + first inference). Peers whose compile would
         run past --deadline seconds from the start are skipped with a message.
 
-A device call carries at most 64 MiB: the GEMM group fits one call with the GPU suite's smaller
-models; the models group (123 MiB with sm_90 cubins on 2026-11-29: each GPT-2 artifact 36 MiB,
-ResNet-50's 16-22 MiB) takes three, e.g. GPT-2 fp32 with ResNet-50 tf32, GPT-2 bf16 with
-ResNet-50 bf16, and ResNet-50 fp32 with the GEMM group (carry .gpu-bench/bin,
-.gpu-bench/manifest.json and the .so files; run skips artifacts that are not there).
+A device call carries at most 64 MiB: everything `prepare` makes fits one (40 MiB with sm_90
+cubins on 2026-11-29, equal kernels merged: each GPT-2 artifact 4.2 MiB, ResNet-50's 8.5-11.6
+MiB, the GEMM group 3.4 MiB; carry .gpu-bench, or part of it: run skips artifacts that are not
+there). prepare took 2.5 minutes on a 2-core build machine.
 
 The PyTorch side runs at the artifact's precision: fp32 with TF32 off, tf32 with TF32 on for
 matmul and cuDNN, bf16/fp16 under torch.autocast (the GEMM: torch.mm on bf16/fp16 tensors). aotc
