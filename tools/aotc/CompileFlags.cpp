@@ -75,9 +75,6 @@ llvm::Expected<CompileOptions> CompileFlags::options() const {
   if (!precisionKind)
     return error(fmt::format("--precision: {}", llvm::toString(precisionKind.takeError())));
   o.precision = *precisionKind;
-  if (o.targetCpu && o.precision == kir::Precision::FP16)
-    return error("--precision fp16: the cpu target computes fp32, tf32 (as fp32) and bf16 GEMMs; "
-                 "export fp16 with --target cuda");
   auto cpuTarget = cpu::parseCpuTarget(cpu);
   if (!cpuTarget)
     return error(fmt::format("--cpu: {}", llvm::toString(cpuTarget.takeError())));
