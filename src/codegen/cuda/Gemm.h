@@ -29,9 +29,16 @@ llvm::Expected<CudaKernel> emitMmaGemmKernel(llvm::Module &m, codegen::MathLibra
                                              const llvm::StringMap<unsigned> &symIndex,
                                              const MmaGemmTiles &tiles);
 
+/// Whether operand `op` of a GEMM lies in `type` (f32, or a 16-bit type) in rows of whole 16-byte
+/// chunks along its contiguous dim (its rows where `alongRows`, else its columns): unit stride
+/// there; offset and other strides multiples of a chunk's elements (the dims' declared divisors
+/// count); a buffer that starts on a 16-byte boundary (not a caller's f32 tensor).
+bool chunkedRows(const kir::EntryKernels &entry, const kir::MatrixOperand &op, bool alongRows,
+                 DType type);
+
 /// Whether both operands of `g` lie in its precision's 16-bit type in rows of whole 16-byte
-/// chunks (8 elements along the contiguous dim; offsets and the other strides multiples of 8):
-/// the tiles with asyncCopies can copy its k-tiles with cp.async.
+/// chunks (chunkedRows; B's along k where it is read along k): the tiles with asyncCopies can
+/// copy its k-tiles with cp.async.
 bool asyncChunks(const kir::EntryKernels &entry, const kir::GemmCall &g);
 
 /// The same GemmCall for at most tier.maxM rows (SmallGemm.cpp) on CUDA cores, in f32 whatever

@@ -41,7 +41,9 @@ public:
                 const MmaGemmTiles &t, const KernelFunction &kf, GlobalVariable *aTile,
                 GlobalVariable *bTile)
       : Mod(m), B(b), G(g), P(g.precision), T(t), Ops(b, ex, g, kf), ATile(aTile), BTile(bTile),
-        BAlongK(t.elementBytes == 2 && rowsContiguous(g.b)) {}
+        BAlongK(t.elementBytes == 2 && rowsContiguous(g.b)),
+        AF32Chunks(t.elementBytes == 4 && chunkedRows(ex.entry(), g.a, false, DType::F32)),
+        BF32Chunks(t.elementBytes == 4 && chunkedRows(ex.entry(), g.b, false, DType::F32)) {}
 
   void emit() {
     Tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
@@ -107,16 +109,36 @@ private:
   // The f32 buffers' copies of the k-tile from k0: consecutive threads copy consecutive k (A)
   // and n (B), coalesced for row-major operands.
   void copyElements(Value *k0, Value *aBase, Value *bBase) {
-    forTileElements(B, Tid, T.threads(), T.blockM, T.blockK, [&](Value *, Value *r, Value *c) {
-      Value *row = B.CreateAdd(M0, r);
-      Value *col = B.CreateAdd(k0, c);
-      copyElement(Ops.aData(), Ops.a(row, col), sharedElement(B, ATile, aSlot(aBase, r, c)));
-    });
-    forTileElements(B, Tid, T.threads(), T.blockK, T.blockN, [&](Value *, Value *r, Value *c) {
-      Value *row = B.CreateAdd(k0, r);
-      Value *col = B.CreateAdd(N0, c);
-      copyElement(Ops.bData(), Ops.b(row, col), sharedElement(B, BTile, bSlot(bBase, r, c)));
-    });
+    copyF32Operand(
+        AF32Chunks, T.blockM, T.blockK, Ops.aData(), ATile,
+        [&](Value *r, Value *c) { return Ops.a(B.CreateAdd(M0, r), B.CreateAdd(k0, c)); },
+        [&](Value *r, Value *c) { return aSlot(aBase, r, c); },
+        [&](Value *c) { return B.CreateSub(Ops.k(), B.CreateAdd(k0, c)); });
+    copyF32Operand(
+        BF32Chunks, T.blockK, T.blockN, Ops.bData(), BTile,
+        [&](Value *r, Value *c) { return Ops.b(B.CreateAdd(k0, r), B.CreateAdd(N0, c)); },
+        [&](Value *r, Value *c) { return bSlot(bBase, r, c); },
+        [&](Value *c) { return B.CreateSub(Ops.n(), B.CreateAdd(N0, c)); });
+  }
+
+  // One operand's share of a k-tile of `rows` x `cols` elements of its shared tile: element
+  // (r, c) is `element(r, c)` in memory and `slot(r, c)` in the tile. An element a copy, or 16
+  // bytes (4 elements) where the rows are whole 16-byte chunks along c (`chunks`: AF32Chunks,
+  // BF32Chunks), with `left(c)` elements of the row from c on: a quarter of the copies and of
+  // their address and bounds arithmetic.
+  void copyF32Operand(bool chunks, unsigned rows, unsigned cols, Value *data, GlobalVariable *tile,
+                      function_ref<GemmOperands::Element(Value *, Value *)> element,
+                      function_ref<Value *(Value *, Value *)> slot,
+                      function_ref<Value *(Value *)> left) {
+    forTileElements(B, Tid, T.threads(), rows, chunks ? cols / 4 : cols,
+                    [&](Value *, Value *r, Value *i) {
+                      Value *c = chunks ? B.CreateMul(i, B.getInt64(4)) : i;
+                      Value *dst = sharedElement(B, tile, slot(r, c));
+                      if (chunks)
+                        copyChunk(data, B.getFloatTy(), element(r, c), left(c), dst);
+                      else
+                        copyElement(data, element(r, c), dst);
+                    });
   }
 
   // A's tile element (row of the block tile, k of the k-tile), B's (k, column).
@@ -342,13 +364,15 @@ private:
     Acc.assign(acc.begin(), acc.end());
   }
 
-  // cp.async of the 16-byte chunk of 8 elements from `e` (the chunk's first element) into
-  // `slot`: `count` of them (at most 8, 0 where `e` does not exist), the rest zeros.
-  void copyChunk(Value *data, GemmOperands::Element e, Value *count, Value *slot) {
-    Value *src = B.CreateInBoundsGEP(B.getInt16Ty(), data, e.offset);
+  // cp.async of the 16-byte chunk of `elem` elements (8 of 16 bits or 4 of f32) from `e` (the
+  // chunk's first element) into `slot`: `count` of them (at most a chunk's, 0 where `e` does not
+  // exist), the rest zeros.
+  void copyChunk(Value *data, Type *elem, GemmOperands::Element e, Value *count, Value *slot) {
+    uint64_t bytesEach = elem->getPrimitiveSizeInBits() / 8;
+    Value *src = B.CreateInBoundsGEP(elem, data, e.offset);
     Value *global = B.CreateAddrSpaceCast(src, B.getPtrTy(1));
-    Value *elements = B.CreateBinaryIntrinsic(Intrinsic::umin, count, B.getInt64(8));
-    Value *bytes = B.CreateTrunc(B.CreateMul(elements, B.getInt64(2)), B.getInt32Ty());
+    Value *elements = B.CreateBinaryIntrinsic(Intrinsic::umin, count, B.getInt64(16 / bytesEach));
+    Value *bytes = B.CreateTrunc(B.CreateMul(elements, B.getInt64(bytesEach)), B.getInt32Ty());
     bytes = B.CreateSelect(e.ok, bytes, B.getInt32(0));
     B.CreateIntrinsic(Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {}, {slot, global, bytes});
   }
@@ -365,22 +389,22 @@ private:
     };
     forTileElements(B, Tid, T.threads(), T.blockM, T.blockK / 8, [&](Value *, Value *r, Value *c) {
       Value *k = B.CreateAdd(k0, B.CreateMul(c, B.getInt64(8)));
-      copyChunk(Ops.aData(), Ops.a(B.CreateAdd(M0, r), k), B.CreateSub(Ops.k(), k),
+      copyChunk(Ops.aData(), B.getInt16Ty(), Ops.a(B.CreateAdd(M0, r), k), B.CreateSub(Ops.k(), k),
                 slot(ATile, aBase, r, c, T.blockK + T.padA));
     });
     if (BAlongK)
       forTileElements(
           B, Tid, T.threads(), T.blockN, T.blockK / 8, [&](Value *, Value *r, Value *c) {
             Value *k = B.CreateAdd(k0, B.CreateMul(c, B.getInt64(8)));
-            copyChunk(Ops.bData(), Ops.b(k, B.CreateAdd(N0, r)), B.CreateSub(Ops.k(), k),
-                      slot(BTile, bBase, r, c, T.blockK + T.padB));
+            copyChunk(Ops.bData(), B.getInt16Ty(), Ops.b(k, B.CreateAdd(N0, r)),
+                      B.CreateSub(Ops.k(), k), slot(BTile, bBase, r, c, T.blockK + T.padB));
           });
     else
       forTileElements(
           B, Tid, T.threads(), T.blockK, T.blockN / 8, [&](Value *, Value *r, Value *c) {
             Value *n = B.CreateAdd(N0, B.CreateMul(c, B.getInt64(8)));
-            copyChunk(Ops.bData(), Ops.b(B.CreateAdd(k0, r), n), B.CreateSub(Ops.n(), n),
-                      slot(BTile, bBase, r, c, T.blockN + T.padB));
+            copyChunk(Ops.bData(), B.getInt16Ty(), Ops.b(B.CreateAdd(k0, r), n),
+                      B.CreateSub(Ops.n(), n), slot(BTile, bBase, r, c, T.blockN + T.padB));
           });
   }
 
@@ -467,6 +491,7 @@ private:
   GemmOperands Ops;
   GlobalVariable *ATile, *BTile;
   const bool BAlongK; // 16-bit buffers: B's shared tile n-major (rowsContiguous)
+  const bool AF32Chunks, BF32Chunks; // f32 buffers: copied 16 bytes at a time (chunkedRows)
   Value *Tid = nullptr, *M0 = nullptr, *N0 = nullptr, *Group = nullptr, *InGroup = nullptr;
   Value *WarpRow = nullptr, *WarpCol = nullptr;
   SmallVector<Value *, 64> Acc;
@@ -474,20 +499,26 @@ private:
 
 } // namespace
 
+bool chunkedRows(const kir::EntryKernels &entry, const kir::MatrixOperand &op, bool alongRows,
+                 DType type) {
+  const kir::Buffer &buf = entry.buffers[op.buffer];
+  int64_t chunk = 16 / int64_t(byteSize(type));
+  // The runtime's and the arena's allocations start on 16-byte boundaries, and a 16-bit tensor
+  // of the caller's must (the runtime checks); an f32 one need not.
+  bool aligned = buf.kind == kir::Buffer::Kind::Arena || buf.kind == kir::Buffer::Kind::Weight ||
+                 buf.kind == kir::Buffer::Kind::State || byteSize(type) == 2;
+  std::optional<int64_t> unit = (alongRows ? op.rowStride : op.colStride).constant();
+  return buf.dtype == type && aligned && !op.conv && !op.panelRows && !op.pairPanelCols &&
+         !op.panelCols && !op.winogradTile && unit && *unit == 1 &&
+         multipleOf(entry, alongRows ? op.colStride : op.rowStride, chunk) &&
+         multipleOf(entry, op.offset, chunk) && multipleOf(entry, op.batchStride, chunk);
+}
+
 bool asyncChunks(const kir::EntryKernels &entry, const kir::GemmCall &g) {
   std::optional<DType> half = kir::sixteenBitType(g.precision);
-  if (!half)
-    return false;
-  auto multipleOf8 = [&](const SymExpr &s) { return multipleOf(entry, s, 8); };
   // Along its rows (B read along k: row stride 1) or its columns.
-  auto chunks = [&](const kir::MatrixOperand &op, bool alongRows) {
-    std::optional<int64_t> unit = (alongRows ? op.rowStride : op.colStride).constant();
-    return entry.buffers[op.buffer].dtype == half && !op.conv && !op.panelRows &&
-           !op.pairPanelCols && !op.panelCols && !op.winogradTile && unit && *unit == 1 &&
-           multipleOf8(alongRows ? op.colStride : op.rowStride) && multipleOf8(op.offset) &&
-           multipleOf8(op.batchStride);
-  };
-  return chunks(g.a, false) && chunks(g.b, rowsContiguous(g.b));
+  return half && chunkedRows(entry, g.a, false, *half) &&
+         chunkedRows(entry, g.b, rowsContiguous(g.b), *half);
 }
 
 Expected<CudaKernel> emitMmaGemmKernel(Module &m, codegen::MathLibrary &math,

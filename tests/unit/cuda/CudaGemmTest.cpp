@@ -636,6 +636,50 @@ TEST(CudaMmaGemm, AsyncChunks) {
   }
 }
 
+// The f32 buffers' 16-byte copies (4 elements) at tf32: A from an arena temporary (a relu's
+// output) or a weight, k = 38 ending in a partial chunk (a slice of a [20, 40] weight); B along
+// n with n = 42 (a slice of a [40, 48] weight, half a chunk at the end); nn.Linear's weight is B
+// along k, which the f32 tiles (k-major) take an element a copy; an input's rows (a caller's
+// f32 tensor need not start on a 16-byte boundary) too.
+const char *F32ChunkGraph = R"(graph @t opset 1.0
+dim rows in 1..40
+parameter "w" : f32[40, 48]
+parameter "lin" : f32[30, 40]
+parameter "w3" : f32[20, 40]
+entry @f(%0 : f32[rows, 40] = input "a", %3 : f32[40, 48] = parameter "w", %4 : f32[30, 40] = parameter "lin", %5 : f32[20, 40] = parameter "w3", %6 : f32[38, 40] = input "r") {
+  %7 = aten.relu(%0) : f32[rows, 40]
+  %8 = aten.slice.Tensor(%3) {dim = 1, start = 0, end = 42} : f32[40, 42]
+  %9 = aten.mm(%7, %8) : f32[rows, 42]
+  %10 = aten.permute(%4) {dims = [1, 0]} : f32[40, 30]
+  %11 = aten.mm(%7, %10) : f32[rows, 30]
+  %15 = aten.slice.Tensor(%5) {dim = 1, start = 0, end = 38} : f32[20, 38]
+  %17 = aten.mm(%15, %6) : f32[20, 40]
+  return %9 as output "y", %11 as output "z", %17 as output "u"
+}
+)";
+
+TEST(CudaMmaGemm, F32Chunks) {
+  std::unique_ptr<Graph> g = aotc::test::prepare(F32ChunkGraph, true);
+  ASSERT_TRUE(g);
+  auto program = test::lowerForCuda(*g, true, kir::Precision::TF32);
+  ASSERT_TRUE(program);
+  const kir::EntryKernels &e = program->entries[0];
+  std::string chunked;
+  kir::forEachStep(e.steps, [&](const kir::Step &step) {
+    if (const auto *gemm = std::get_if<kir::GemmCall>(&step))
+      chunked += fmt::format("{}{} ", int(chunkedRows(e, gemm->a, false, DType::F32)),
+                             int(chunkedRows(e, gemm->b, false, DType::F32)));
+  });
+  // y: both; z: A only (B along k); u: A only (B is an input).
+  EXPECT_EQ(chunked, "11 10 10 ") << aotc::test::printed(*program);
+  std::mt19937_64 rng(11);
+  ASSERT_NO_FATAL_FAILURE(
+      expectRowsMatch(*g, *program, kir::Precision::TF32, rng,
+                      [&](const aotc::test::EntryArgs &args, llvm::ArrayRef<HostTensor> weights) {
+                        return kir::evaluate(*program, 0, args.inputs, weights);
+                      }));
+}
+
 // ptxas on the cp.async 16-bit buffers at a transformer layer's sizes (m symbolic, so that no
 // accumulator is dead): no spills, and at most 128 registers a thread, where the register-staged
 // 16-bit buffers take 247-255.
