@@ -86,8 +86,7 @@ private:
 
   // Starts the copies of k-tile `kt` into buffer `stage` (when kt < kTiles) and commits them as
   // one group; a group with no copies keeps the count of groups the same in every iteration.
-  // The f32 buffers copy an element at a time (copyElements), the cp.async 16-bit buffers a
-  // 16-byte chunk (copyChunks).
+  // The copies are copyTile's.
   void issueStage(Value *stage, Value *kt, Value *kTiles) {
     Function *f = B.GetInsertBlock()->getParent();
     BasicBlock *copy = BasicBlock::Create(f->getContext(), "copy", f);
@@ -97,48 +96,62 @@ private:
     Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
     Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
     Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
-    if (T.asyncCopies)
-      copyChunks(k0, aBase, bBase);
-    else
-      copyElements(k0, aBase, bBase);
+    copyTile(k0, aBase, bBase);
     B.CreateBr(done);
     B.SetInsertPoint(done);
     B.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {}, {});
   }
 
-  // The f32 buffers' copies of the k-tile from k0: consecutive threads copy consecutive k (A)
-  // and n (B), coalesced for row-major operands.
-  void copyElements(Value *k0, Value *aBase, Value *bBase) {
-    copyF32Operand(
-        AF32Chunks, T.blockM, T.blockK, Ops.aData(), ATile,
+  // The copies of the k-tile from k0 into the stage at aBase and bBase: A's tile as blockM rows
+  // of blockK, B's as blockK rows of blockN or, for the 16-bit buffers' B along k (BAlongK),
+  // blockN rows of blockK, the layouts the fragment loads read. Consecutive threads copy
+  // consecutive elements or chunks of a row: coalesced. The cp.async 16-bit buffers copy 16-byte
+  // chunks; the f32 buffers an element at a time, or chunks of 4 where an operand's rows allow
+  // (AF32Chunks, BF32Chunks).
+  void copyTile(Value *k0, Value *aBase, Value *bBase) {
+    Type *elem = T.asyncCopies ? B.getInt16Ty() : B.getFloatTy();
+    copyOperand(
+        elem, T.asyncCopies || AF32Chunks, T.blockM, T.blockK, Ops.aData(), ATile,
         [&](Value *r, Value *c) { return Ops.a(B.CreateAdd(M0, r), B.CreateAdd(k0, c)); },
         [&](Value *r, Value *c) { return aSlot(aBase, r, c); },
         [&](Value *c) { return B.CreateSub(Ops.k(), B.CreateAdd(k0, c)); });
-    copyF32Operand(
-        BF32Chunks, T.blockK, T.blockN, Ops.bData(), BTile,
-        [&](Value *r, Value *c) { return Ops.b(B.CreateAdd(k0, r), B.CreateAdd(N0, c)); },
-        [&](Value *r, Value *c) { return bSlot(bBase, r, c); },
-        [&](Value *c) { return B.CreateSub(Ops.n(), B.CreateAdd(N0, c)); });
+    if (BAlongK)
+      copyOperand(
+          elem, true, T.blockN, T.blockK, Ops.bData(), BTile,
+          [&](Value *r, Value *c) { return Ops.b(B.CreateAdd(k0, c), B.CreateAdd(N0, r)); },
+          [&](Value *r, Value *c) {
+            Value *row = B.CreateMul(r, B.getInt64(T.blockK + T.padB));
+            return B.CreateAdd(bBase, B.CreateAdd(row, c));
+          },
+          [&](Value *c) { return B.CreateSub(Ops.k(), B.CreateAdd(k0, c)); });
+    else
+      copyOperand(
+          elem, T.asyncCopies || BF32Chunks, T.blockK, T.blockN, Ops.bData(), BTile,
+          [&](Value *r, Value *c) { return Ops.b(B.CreateAdd(k0, r), B.CreateAdd(N0, c)); },
+          [&](Value *r, Value *c) { return bSlot(bBase, r, c); },
+          [&](Value *c) { return B.CreateSub(Ops.n(), B.CreateAdd(N0, c)); });
   }
 
-  // One operand's share of a k-tile of `rows` x `cols` elements of its shared tile: element
-  // (r, c) is `element(r, c)` in memory and `slot(r, c)` in the tile. An element a copy, or 16
-  // bytes (4 elements) where the rows are whole 16-byte chunks along c (`chunks`: AF32Chunks,
-  // BF32Chunks), with `left(c)` elements of the row from c on: a quarter of the copies and of
-  // their address and bounds arithmetic.
-  void copyF32Operand(bool chunks, unsigned rows, unsigned cols, Value *data, GlobalVariable *tile,
-                      function_ref<GemmOperands::Element(Value *, Value *)> element,
-                      function_ref<Value *(Value *, Value *)> slot,
-                      function_ref<Value *(Value *)> left) {
-    forTileElements(B, Tid, T.threads(), rows, chunks ? cols / 4 : cols,
-                    [&](Value *, Value *r, Value *i) {
-                      Value *c = chunks ? B.CreateMul(i, B.getInt64(4)) : i;
-                      Value *dst = sharedElement(B, tile, slot(r, c));
-                      if (chunks)
-                        copyChunk(data, B.getFloatTy(), element(r, c), left(c), dst);
-                      else
-                        copyElement(data, element(r, c), dst);
-                    });
+  // One operand's share of a k-tile of `rows` x `cols` elements of type `elem` in its shared
+  // tile: element (r, c) is `element(r, c)` in memory and `slot(r, c)` in the tile. With
+  // `chunks`, 16 bytes a copy (the row's `left(c)` elements from c on, at most a chunk's, the
+  // rest zeros): for f32 a quarter of the copies and of their address and bounds arithmetic;
+  // else an f32 element a copy.
+  void copyOperand(Type *elem, bool chunks, unsigned rows, unsigned cols, Value *data,
+                   GlobalVariable *tile,
+                   function_ref<GemmOperands::Element(Value *, Value *)> element,
+                   function_ref<Value *(Value *, Value *)> slot,
+                   function_ref<Value *(Value *)> left) {
+    assert((chunks || elem->isFloatTy()) && "16-bit elements are copied in chunks");
+    unsigned per = chunks ? 16 / (elem->getPrimitiveSizeInBits() / 8) : 1;
+    forTileElements(B, Tid, T.threads(), rows, cols / per, [&](Value *, Value *r, Value *i) {
+      Value *c = chunks ? B.CreateMul(i, B.getInt64(per)) : i;
+      Value *dst = sharedElement(B, tile, slot(r, c));
+      if (chunks)
+        copyChunk(data, elem, element(r, c), left(c), dst);
+      else
+        copyElement(data, element(r, c), dst);
+    });
   }
 
   // A's tile element (row of the block tile, k of the k-tile), B's (k, column).
@@ -375,37 +388,6 @@ private:
     Value *bytes = B.CreateTrunc(B.CreateMul(elements, B.getInt64(bytesEach)), B.getInt32Ty());
     bytes = B.CreateSelect(e.ok, bytes, B.getInt32(0));
     B.CreateIntrinsic(Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {}, {slot, global, bytes});
-  }
-
-  // The cp.async 16-bit buffers' copies of the k-tile from k0, in the layouts the 16-bit
-  // buffers' ldmatrix loads read: A's tile as blockM rows of blockK, B's as blockK rows of blockN
-  // or, along k, blockN rows of blockK. Consecutive threads copy consecutive chunks of a row:
-  // coalesced.
-  void copyChunks(Value *k0, Value *aBase, Value *bBase) {
-    // Chunk c of row r of a tile whose rows are `stride` elements apart.
-    auto slot = [&](GlobalVariable *tile, Value *base, Value *r, Value *c, unsigned stride) {
-      Value *at = B.CreateAdd(B.CreateMul(r, B.getInt64(stride)), B.CreateMul(c, B.getInt64(8)));
-      return sharedElement(B, tile, B.CreateAdd(base, at));
-    };
-    forTileElements(B, Tid, T.threads(), T.blockM, T.blockK / 8, [&](Value *, Value *r, Value *c) {
-      Value *k = B.CreateAdd(k0, B.CreateMul(c, B.getInt64(8)));
-      copyChunk(Ops.aData(), B.getInt16Ty(), Ops.a(B.CreateAdd(M0, r), k), B.CreateSub(Ops.k(), k),
-                slot(ATile, aBase, r, c, T.blockK + T.padA));
-    });
-    if (BAlongK)
-      forTileElements(
-          B, Tid, T.threads(), T.blockN, T.blockK / 8, [&](Value *, Value *r, Value *c) {
-            Value *k = B.CreateAdd(k0, B.CreateMul(c, B.getInt64(8)));
-            copyChunk(Ops.bData(), B.getInt16Ty(), Ops.b(k, B.CreateAdd(N0, r)),
-                      B.CreateSub(Ops.k(), k), slot(BTile, bBase, r, c, T.blockK + T.padB));
-          });
-    else
-      forTileElements(
-          B, Tid, T.threads(), T.blockK, T.blockN / 8, [&](Value *, Value *r, Value *c) {
-            Value *n = B.CreateAdd(N0, B.CreateMul(c, B.getInt64(8)));
-            copyChunk(Ops.bData(), B.getInt16Ty(), Ops.b(B.CreateAdd(k0, r), n),
-                      B.CreateSub(Ops.n(), n), slot(BTile, bBase, r, c, T.blockN + T.padB));
-          });
   }
 
   // sums += the k-tile in the 16-bit buffers at aBase and bBase, k16 step by step.

@@ -431,6 +431,16 @@ void expectRowsMatch(const Graph &g, const kir::Program &program, kir::Precision
   }
 }
 
+/// expectRowsMatch against kir::evaluate of the same program: the kernels multiply what it
+/// multiplies (inputs rounded to the precision), so only the order of the sums differs.
+void expectMatchesEvaluate(const Graph &g, const kir::Program &program, kir::Precision precision,
+                           std::mt19937_64 &rng) {
+  expectRowsMatch(g, program, precision, rng,
+                  [&](const aotc::test::EntryArgs &args, llvm::ArrayRef<HostTensor> weights) {
+                    return kir::evaluate(program, 0, args.inputs, weights);
+                  });
+}
+
 TEST(CudaMmaGemm, HalfWeights) {
   for (const std::string &text : {std::string(HalfWeightGraph), evenHalfWeightGraph()}) {
     std::unique_ptr<Graph> g = aotc::test::prepare(text, true);
@@ -628,11 +638,7 @@ TEST(CudaMmaGemm, AsyncChunks) {
         async += asyncChunks(e, *gemm);
     });
     EXPECT_EQ(async, 4u) << aotc::test::printed(*program);
-    ASSERT_NO_FATAL_FAILURE(
-        expectRowsMatch(*g, *program, precision, rng,
-                        [&](const aotc::test::EntryArgs &args, llvm::ArrayRef<HostTensor> weights) {
-                          return kir::evaluate(*program, 0, args.inputs, weights);
-                        }));
+    ASSERT_NO_FATAL_FAILURE(expectMatchesEvaluate(*g, *program, precision, rng));
   }
 }
 
@@ -673,11 +679,7 @@ TEST(CudaMmaGemm, F32Chunks) {
   // y: both; z: A only (B along k); u: A only (B is an input).
   EXPECT_EQ(chunked, "11 10 10 ") << aotc::test::printed(*program);
   std::mt19937_64 rng(11);
-  ASSERT_NO_FATAL_FAILURE(
-      expectRowsMatch(*g, *program, kir::Precision::TF32, rng,
-                      [&](const aotc::test::EntryArgs &args, llvm::ArrayRef<HostTensor> weights) {
-                        return kir::evaluate(*program, 0, args.inputs, weights);
-                      }));
+  ASSERT_NO_FATAL_FAILURE(expectMatchesEvaluate(*g, *program, kir::Precision::TF32, rng));
 }
 
 // ptxas on the cp.async 16-bit buffers at a transformer layer's sizes (m symbolic, so that no
