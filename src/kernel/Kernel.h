@@ -272,9 +272,12 @@ struct AttentionOperand {
 /// ev are constants; l and s may be symbolic.
 struct AttentionCall {
   std::string name;
-  DType dtype = DType::F32; // of q, k, v and out; scores, softmax and sums in f32
-  /// The export's: what the two products may round their operands to (q, k, then the
-  /// probabilities and v), sums in f32 either way (GemmCall::precision).
+  /// The graph's dtype of q, k, v and out (f32, bf16 or fp16); scores, softmax and sums in f32.
+  /// Each operand's buffer says how it is stored (half-activations may narrow f32 ones).
+  DType dtype = DType::F32;
+  /// What the two products may round their operands to (q, k, then the probabilities and v),
+  /// sums in f32 either way (GemmCall::precision): the export's for f32 data, the data's own
+  /// type for bf16 and fp16.
   Precision precision = Precision::FP32;
   SymExpr batch = 1, heads = 1, group = 1;
   SymExpr l, s, e, ev;

@@ -76,9 +76,13 @@ llvm::Expected<LValue *> attentionCall(Lowerer &L, const Node &n, LValue *q, LVa
   int64_t maxHead = L.target().fusedAttentionMaxHeadDim;
   std::optional<int64_t> e = q->shape.back().constant(), ev = v->shape.back().constant();
   auto headFits = [maxHead](std::optional<int64_t> d) { return d && *d >= 1 && *d <= maxHead; };
-  bool f32 = q->dtype == DType::F32 && k->dtype == DType::F32 && v->dtype == DType::F32;
-  if (!f32 || !headFits(e) || !headFits(ev) ||
-      (mask && mask->dtype != DType::Bool && mask->dtype != DType::F32))
+  // q, k and v of one floating dtype: f32, or bf16/fp16 (a model converted with Module::to),
+  // whose products run on the tensor cores of that type whatever --precision, as for a GEMM.
+  DType dtype = q->dtype;
+  bool sixteen = dtype == DType::BF16 || dtype == DType::F16;
+  bool typed = (dtype == DType::F32 || sixteen) && k->dtype == dtype && v->dtype == dtype;
+  if (!typed || !headFits(e) || !headFits(ev) ||
+      (mask && mask->dtype != DType::Bool && mask->dtype != DType::F32 && mask->dtype != dtype))
     return nullptr;
   size_t rank = q->shape.size();
   llvm::ArrayRef<SymExpr> qShape = q->shape;
@@ -93,7 +97,10 @@ llvm::Expected<LValue *> attentionCall(Lowerer &L, const Node &n, LValue *q, LVa
   call.ev = *ev;
   call.causal = causal;
   call.scale = scale;
-  call.precision = L.options().precision;
+  call.dtype = dtype;
+  call.precision = !sixteen               ? L.options().precision
+                   : dtype == DType::BF16 ? Precision::BF16
+                                          : Precision::FP16;
   call.loc = n.loc();
   // Key and value have the query's batch dims (their heads divided by the group); the mask
   // broadcasts to the scores' [..., heads, l, s].
@@ -114,7 +121,7 @@ llvm::Expected<LValue *> attentionCall(Lowerer &L, const Node &n, LValue *q, LVa
   Shape shape(qShape.begin(), qShape.end() - 1);
   shape.push_back(call.ev);
   std::string name = L.valueName(n.result());
-  uint32_t out = L.newBuffer(Buffer::Kind::Arena, DType::F32, 0, numelOf(shape), name);
+  uint32_t out = L.newBuffer(Buffer::Kind::Arena, dtype, 0, numelOf(shape), name);
   llvm::SmallVector<SymExpr, 4> strides = denseStrides(shape);
   call.headsInRows = mergesHeads(L, n, rank);
   if (call.headsInRows) {
@@ -124,7 +131,7 @@ llvm::Expected<LValue *> attentionCall(Lowerer &L, const Node &n, LValue *q, LVa
     strides = denseStrides(stored);
     std::swap(strides[rank - 3], strides[rank - 2]);
   }
-  LValue *r = L.realizedValue(DType::F32, shape, Layout{out, 0, strides}, name);
+  LValue *r = L.realizedValue(dtype, shape, Layout{out, 0, strides}, name);
   call.out = out;
   call.name = L.uniqueKernelName(fmt::format("attention_{}", r->number));
   L.entry().steps.push_back(std::move(call));

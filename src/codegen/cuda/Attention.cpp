@@ -16,9 +16,10 @@
 // the probabilities, rounded, by the values: the accumulators of two score tiles are the A
 // fragment of one k-step, so the probabilities never leave registers. Its keys and values reach
 // shared memory as words of two 16-bit values, through a pipeline: while the warps multiply on
-// one tile, the next tile's f32 elements are on their way (cp.async, 16 bytes at a time where
-// the rows allow) into each thread's own staging slots, which it rounds into the other of two
-// buffers after the mmas; one barrier a tile.
+// one tile, the next tile's elements are on their way (cp.async, 16 bytes at a time where the
+// rows allow) into each thread's own staging slots, which it rounds (f32) or places (bf16 and
+// fp16 data, already of the mma's type) into the other of two buffers after the mmas; one
+// barrier a tile.
 //
 // Deterministic: every sum runs in a fixed order and the warp's butterflies give each lane the
 // same bits; nothing is atomic, so runs and thread counts give identical results.
@@ -64,30 +65,38 @@ constexpr unsigned mmaKeyBufferWords(const AttentionTiles &t, unsigned e) {
 constexpr unsigned mmaValueBufferWords(const AttentionTiles &t, unsigned ev) {
   return alignTo(ev, mma::TileN) * mmaValueWords(t.blockN);
 }
-/// A block stages a tile's keys and values as chunks of 4 f32 along a row: keys' (a key, 4 of
-/// e's columns rounded up to the mma's k) and values' (a pair of keys, 4 of ev's columns rounded
-/// up to whole mma tiles: two chunks). A thread takes chunks idx = tid + round x threads, and
-/// keeps them in its own 16-byte slots of the staging buffer, the next after each other.
-constexpr unsigned mmaKeyChunks(const AttentionTiles &t, unsigned e) {
-  return t.blockN * alignTo(e, 16) / 4;
+/// A block stages a tile's keys and values as 16-byte chunks along a row (4 f32 or 8 16-bit
+/// elements, `per`): keys' (a key, `per` of e's columns rounded up to the mma's k) and values' (a
+/// pair of keys, `per` of ev's columns rounded up to whole mma tiles: two chunks). A thread takes
+/// chunks idx = tid + round x threads, and keeps them in its own 16-byte slots of the staging
+/// buffer, the next after each other.
+constexpr unsigned mmaKeyChunks(const AttentionTiles &t, unsigned e, unsigned per) {
+  return t.blockN * alignTo(e, 16) / per;
 }
-constexpr unsigned mmaValueChunks(const AttentionTiles &t, unsigned ev) {
-  return t.blockN / 2 * alignTo(ev, mma::TileN) / 4;
+constexpr unsigned mmaValueChunks(const AttentionTiles &t, unsigned ev, unsigned per) {
+  return t.blockN / 2 * alignTo(ev, mma::TileN) / per;
 }
-/// A thread's 16-byte slots: one a key chunk, two a value chunk (its pair of keys).
-constexpr unsigned mmaStagedSlots(const AttentionTiles &t, unsigned e, unsigned ev) {
-  return alignTo(mmaKeyChunks(t, e), t.threads) / t.threads +
-         2 * (alignTo(mmaValueChunks(t, ev), t.threads) / t.threads);
+/// A thread's 16-byte slots: one a key chunk, two a value chunk (its pair of keys); keys of
+/// kPer and values of vPer elements a chunk.
+constexpr unsigned mmaStagedSlots(const AttentionTiles &t, unsigned e, unsigned ev, unsigned kPer,
+                                  unsigned vPer) {
+  return alignTo(mmaKeyChunks(t, e, kPer), t.threads) / t.threads +
+         2 * (alignTo(mmaValueChunks(t, ev, vPer), t.threads) / t.threads);
 }
 constexpr unsigned mmaSharedBytes(const AttentionTiles &t, unsigned e, unsigned ev) {
   return 4 * 2 * (mmaKeyBufferWords(t, e) + mmaValueBufferWords(t, ev)) +
-         16 * t.threads * mmaStagedSlots(t, e, ev);
+         16 * t.threads * mmaStagedSlots(t, e, ev, 4, 4);
 }
 static_assert(mmaSharedBytes(MmaAttentionTiles, MmaAttentionWideHeads, MmaAttentionWideHeads) <=
                       48 * 1024 &&
                   mmaSharedBytes(MmaAttentionWideTiles, AttentionMaxHeadDim, AttentionMaxHeadDim) <=
                       48 * 1024,
-              "static shared memory");
+              "static shared memory (f32 keys and values: the most staging)");
+
+/// How many elements of buffer `b` make a 16-byte staging chunk: 4 f32, 8 bf16 or fp16.
+unsigned chunkElements(const kir::EntryKernels &entry, uint32_t b) {
+  return 16 / unsigned(byteSize(entry.buffers[b].dtype));
+}
 
 /// The tiled kernel's: the block's queries, a tile of keys, of values, of probabilities. The
 /// decode kernel's: the query row (q), each warp's running maximum then sum (p), and each warp's
@@ -106,6 +115,7 @@ public:
       : B(b), Ex(ex), Math(math), Entry(entry), A(a), T(t), Kf(kf), Sh(shared),
         E(unsigned(*a.e.constant())), Ev(unsigned(*a.ev.constant())), KStride(E | 1),
         Rows(t.warpRows()), Keys(t.blockN / WarpSize), Slots((Ev + WarpSize - 1) / WarpSize),
+        KPer(chunkElements(entry, a.k.buffer)), VPer(chunkElements(entry, a.v.buffer)),
         F32(b.getFloatTy()), NegInf(ConstantFP::getInfinity(F32, true)) {}
 
   void emit() {
@@ -320,16 +330,18 @@ private:
     }
   }
 
-  // The chunks that the thread stages: key chunks, then value chunks. `chunk` is called with
-  // whether it is a key chunk, its first 16-byte slot, its row (the key; for values the pair of
-  // keys) and its first column; a round that not every thread has runs under a guard. Unrolled,
+  // The chunks that the thread stages: key chunks, then value chunks (KPer and VPer elements).
+  // `chunk` is called with whether it is a key chunk, its first 16-byte slot, its row (the key;
+  // for values the pair of keys) and its first column; a round that not every thread has runs
+  // under a guard. Unrolled,
   // or `looped`: a loop over the rounds of each, which keeps the per-chunk addresses from being
   // hoisted out of the tile loop into registers (the scalar copies: 4 addresses a chunk).
   void forStagedChunks(bool looped, function_ref<void(bool, Value *, Value *, Value *)> chunk) {
     unsigned firstSlot = 0;
     for (bool keys : {true, false}) {
-      unsigned chunks = keys ? mmaKeyChunks(T, E) : mmaValueChunks(T, Ev);
-      unsigned cols = (keys ? alignTo(E, 16) : alignTo(Ev, mma::TileN)) / 4;
+      unsigned per = keys ? KPer : VPer;
+      unsigned chunks = keys ? mmaKeyChunks(T, E, per) : mmaValueChunks(T, Ev, per);
+      unsigned cols = (keys ? alignTo(E, 16) : alignTo(Ev, mma::TileN)) / per;
       unsigned rounds = (chunks + T.threads - 1) / T.threads, slotsPerChunk = keys ? 1 : 2;
       auto one = [&](Value *round) {
         Value *idx = B.CreateAdd(Tid, B.CreateMul(round, B.getInt64(T.threads)));
@@ -337,7 +349,7 @@ private:
             B.CreateAdd(B.getInt64(firstSlot), B.CreateMul(round, B.getInt64(slotsPerChunk)));
         auto body = [&] {
           Value *row = B.CreateUDiv(idx, B.getInt64(cols));
-          Value *col = B.CreateMul(B.CreateURem(idx, B.getInt64(cols)), B.getInt64(4));
+          Value *col = B.CreateMul(B.CreateURem(idx, B.getInt64(cols)), B.getInt64(per));
           chunk(keys, slot, row, col);
         };
         if (chunks % T.threads == 0)
@@ -375,39 +387,48 @@ private:
   }
 
   // Whether the block's keys and values can be copied 16 bytes at a time: rows contiguous and
-  // every chunk 16-byte aligned (a head size that is not a multiple of 4 never is).
+  // every chunk 16-byte aligned (a head size that is not a multiple of a chunk never is).
   Value *vectorStaging() {
-    if (E % 4 || Ev % 4)
+    if (E % KPer || Ev % VPer)
       return B.getFalse();
     Value *ok = B.getTrue();
     for (const Operand *op : {&K, &V}) {
       Value *address = B.CreatePtrToInt(op->data, B.getInt64Ty());
+      Value *bytes = B.getInt64(byteSize(op->dtype));
       Value *misaligned = B.CreateOr(B.CreateAnd(address, B.getInt64(15)),
-                                     B.CreateShl(B.CreateOr(op->base, op->rowStride), 2));
+                                     B.CreateMul(B.CreateOr(op->base, op->rowStride), bytes));
       ok = B.CreateAnd(ok, B.CreateICmpEQ(op->colStride, B.getInt64(1)));
       ok = B.CreateAnd(ok, B.CreateICmpEQ(B.CreateAnd(misaligned, B.getInt64(15)), B.getInt64(0)));
     }
     return ok;
   }
 
-  // Starts the copies of the keys and values of the tile from n0 that the thread stages
-  // (cp.async, zeros at keys from kvEnd and past e and ev) into its slots, 16 bytes at a time
-  // where Vec16 (a value chunk: its pair of keys' rows, one after the other), else an element
-  // at a time, and commits them as one group.
+  // Starts the copies of the keys and values of the tile from n0 that the thread stages (zeros
+  // at keys from kvEnd and past e and ev) into its slots, and commits its cp.async copies as one
+  // group: 16 bytes a cp.async where Vec16 (a value chunk: its pair of keys' rows, one after the
+  // other), else an element at a time, f32 ones by cp.async and 16-bit ones (too small for
+  // cp.async) by a load and a shared store.
   void issueStaged(Value *n0, Value *kvEnd) {
     auto copies = [&](bool vector) {
       forStagedChunks(!vector, [&](bool keys, Value *slot, Value *row, Value *col) {
         const Operand &op = keys ? K : V;
+        Type *elem = op.dtype == DType::F32 ? F32 : B.getInt16Ty();
         Value *cols = B.getInt64(keys ? E : Ev);
         for (unsigned k = 0; k < (keys ? 1u : 2u); ++k) {
           Value *key = B.CreateAdd(
               n0, keys ? row : B.CreateAdd(B.CreateMul(row, B.getInt64(2)), B.getInt64(k)));
           Value *keyOk = B.CreateICmpULT(key, kvEnd);
           Value *dst = stagedSlot(B.CreateAdd(slot, B.getInt64(k)));
-          for (unsigned i = 0; i < (vector ? 1u : 4u); ++i) {
+          for (unsigned i = 0; i < (vector ? 1u : keys ? KPer : VPer); ++i) {
             Value *c = B.CreateAdd(col, B.getInt64(i));
             Value *ok = B.CreateAnd(keyOk, B.CreateICmpULT(c, cols));
-            Value *src = B.CreateInBoundsGEP(F32, op.data, elementOffset(op, ok, key, c));
+            Value *src = B.CreateInBoundsGEP(elem, op.data, elementOffset(op, ok, key, c));
+            if (!vector && elem != F32) {
+              Value *v = B.CreateSelect(ok, B.CreateLoad(elem, src), B.getInt16(0));
+              B.CreateStore(
+                  v, B.CreateInBoundsGEP(elem, sharedElement(B, Sh.staged, dst), B.getInt64(i)));
+              continue;
+            }
             unsigned bytes = vector ? 16 : 4;
             Value *srcBytes = B.CreateSelect(ok, B.getInt32(bytes), B.getInt32(0));
             B.CreateIntrinsic(vector ? Intrinsic::nvvm_cp_async_cg_shared_global_16_s
@@ -435,21 +456,47 @@ private:
   }
 
   // Waits for the thread's copies, then rounds its chunks into buffer `buffer` (0 or 1) of the
-  // shared tiles: a key chunk is two consecutive words of its key's row, a value chunk one word
-  // (its pair of keys) in each of its 4 columns' rows.
+  // shared tiles: a key chunk is KPer / 2 consecutive words of its key's row, a value chunk one
+  // word (its pair of keys) in each of its VPer columns' rows.
   void storeStaged(Value *buffer) {
     B.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {}, {B.getInt32(0)});
     Value *keyOffset = B.CreateMul(buffer, B.getInt64(mmaKeyBufferWords(T, E)));
     Value *valueOffset = B.CreateMul(buffer, B.getInt64(mmaValueBufferWords(T, Ev)));
     Type *f32x4 = FixedVectorType::get(F32, 4);
-    auto staged = [&](Value *slot) {
-      return B.CreateAlignedLoad(f32x4, sharedElement(B, Sh.staged, stagedSlot(slot)), Align(16));
+    auto staged = [&](Value *slot, Type *type = nullptr) {
+      return B.CreateAlignedLoad(type ? type : f32x4, sharedElement(B, Sh.staged, stagedSlot(slot)),
+                                 Align(16));
     };
     auto word = [&](Value *lo, Value *hi) {
       return B.CreateBitCast(mma::fragment(B, A.precision, lo, hi), B.getInt32Ty());
     };
     auto element = [&](Value *chunk, unsigned i) { return B.CreateExtractElement(chunk, i); };
     forStagedChunks(false, [&](bool keys, Value *slot, Value *row, Value *col) {
+      if (keys && KPer == 8) {
+        // 8 16-bit values: 4 words of the key's row as they are.
+        Value *at = B.CreateAdd(B.CreateAdd(B.CreateMul(row, B.getInt64(mmaKeyWords(E))),
+                                            B.CreateUDiv(col, B.getInt64(2))),
+                                keyOffset);
+        B.CreateAlignedStore(staged(slot, FixedVectorType::get(B.getInt32Ty(), 4)),
+                             sharedElement(B, Sh.k, at), Align(16));
+        return;
+      }
+      if (!keys && VPer == 8) {
+        // The pair of keys' 8 columns: column i's word is (key 2 row, key 2 row + 1).
+        Type *i16x8 = FixedVectorType::get(B.getInt16Ty(), 8);
+        Value *lo = staged(slot, i16x8), *hi = staged(B.CreateAdd(slot, B.getInt64(1)), i16x8);
+        Value *words = B.CreateBitCast(
+            B.CreateShuffleVector(lo, hi, {0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15}),
+            FixedVectorType::get(B.getInt32Ty(), 8));
+        for (unsigned i = 0; i < 8; ++i) {
+          Value *c = B.CreateAdd(col, B.getInt64(i));
+          Value *at = B.CreateAdd(
+              B.CreateAdd(B.CreateMul(c, B.getInt64(mmaValueWords(T.blockN))), row), valueOffset);
+          B.CreateAlignedStore(B.CreateExtractElement(words, i), sharedElement(B, Sh.v, at),
+                               Align(4));
+        }
+        return;
+      }
       if (keys) {
         Value *chunk = staged(slot);
         Value *words = PoisonValue::get(FixedVectorType::get(B.getInt32Ty(), 2));
@@ -975,6 +1022,7 @@ private:
   const KernelFunction &Kf;
   SharedTiles Sh;
   const unsigned E, Ev, KStride, Rows, Keys, Slots;
+  const unsigned KPer, VPer; // the tensor-core kernel's staging: elements a chunk of keys, values
   Type *F32;
   Constant *NegInf;
   Value *Tid = nullptr, *Lane = nullptr, *WarpRow0 = nullptr, *L = nullptr, *S = nullptr;
@@ -989,12 +1037,20 @@ Error checkAttention(const kir::EntryKernels &entry, const kir::AttentionCall &a
     return createStringError(fmt::format(
         "{}: attention '{}': {} is not supported by the CUDA backend", entry.name, a.name, what));
   };
-  for (const kir::AttentionOperand *o : {&a.q, &a.k, &a.v})
-    if (entry.buffers[o->buffer].dtype != DType::F32 || a.dtype != DType::F32)
-      return unsupported((toString(entry.buffers[o->buffer].dtype) + " data").str());
+  // The tensor-core kernel stages 16-bit keys and values as they are: of the mma's type.
+  std::optional<DType> sixteen =
+      onTensorCores(a) ? kir::sixteenBitType(a.precision) : std::optional<DType>();
+  for (const kir::AttentionOperand *o : {&a.q, &a.k, &a.v}) {
+    DType t = entry.buffers[o->buffer].dtype;
+    if (t != DType::F32 && !(t == DType::BF16 || t == DType::F16))
+      return unsupported((toString(t) + " data").str());
+    if (t != DType::F32 && sixteen && t != *sixteen)
+      return unsupported(fmt::format("{} data at {} precision", toString(t).str(),
+                                     kir::toString(a.precision).str()));
+  }
   if (a.mask) {
     DType t = entry.buffers[a.mask->buffer].dtype;
-    if (t != DType::F32 && t != DType::Bool)
+    if (t != DType::F32 && t != DType::Bool && t != DType::BF16 && t != DType::F16)
       return unsupported(("a " + toString(t) + " mask").str());
   }
   for (const SymExpr *d : {&a.e, &a.ev}) {
@@ -1049,7 +1105,11 @@ Expected<CudaKernel> emitAttentionKernel(Module &m, codegen::MathLibrary &math,
         } else if (onTensorCores(a)) {
           shared = {nullptr, sharedArray(m, i32, 2 * mmaKeyBufferWords(t, e), "k_tile"),
                     sharedArray(m, i32, 2 * mmaValueBufferWords(t, ev), "v_tile"), nullptr,
-                    sharedArray(m, f32, 4 * t.threads * mmaStagedSlots(t, e, ev), "staged")};
+                    sharedArray(m, f32,
+                                4 * t.threads *
+                                    mmaStagedSlots(t, e, ev, chunkElements(entry, a.k.buffer),
+                                                   chunkElements(entry, a.v.buffer)),
+                                "staged")};
         } else {
           shared = {sharedArray(m, f32, t.blockM * e, "q_tile"),
                     sharedArray(m, f32, t.blockN * (e | 1), "k_tile"),

@@ -30,8 +30,9 @@ llvm::SmallVector<AttentionVariant, 2> attentionVariants(const kir::AttentionCal
 
 /// Emits the AttentionCall `step` of `entry` into `m` as one kernel of CudaCodegen.h's
 /// convention, named the call's name and `suffix`, launched on one block of tiles.threads threads
-/// per tiles.blockM query rows of each query batch element. An f32 call whose head sizes fit the
-/// tiles' shared memory (AttentionMaxHeadDim) only; anything else is an error naming the call.
+/// per tiles.blockM query rows of each query batch element. Operands of f32, or of bf16 or fp16
+/// (on the tensor cores: of the precision's type), head sizes that fit the tiles' shared memory
+/// (AttentionMaxHeadDim); anything else is an error naming the call.
 llvm::Expected<CudaKernel>
 emitAttentionKernel(llvm::Module &m, codegen::MathLibrary &math, const kir::EntryKernels &entry,
                     const kir::Step &step, const llvm::StringMap<unsigned> &symIndex,

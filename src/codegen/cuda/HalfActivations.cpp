@@ -1,6 +1,7 @@
 // half-activations: temporaries that only 16-bit GEMMs read stored in bf16 or fp16 (see
 // HalfActivations.h).
 #include "codegen/cuda/HalfActivations.h"
+#include "codegen/cuda/Attention.h"
 #include "kernel/MemoryPlan.h"
 
 #include "llvm/ADT/BitVector.h"
@@ -43,8 +44,17 @@ private:
         Half = *half;
       }
     } else if (const auto *a = std::get_if<kir::AttentionCall>(&step)) {
-      for (const kir::AttentionOperand *op : {&a->q, &a->k, &a->v})
-        Wide.set(op->buffer);
+      // The tensor-core kernel rounds q, k and v to its precision's type as it loads them.
+      std::optional<DType> half =
+          onTensorCores(*a) ? kir::sixteenBitType(a->precision) : std::nullopt;
+      for (const kir::AttentionOperand *op : {&a->q, &a->k, &a->v}) {
+        if (!half) {
+          Wide.set(op->buffer);
+          continue;
+        }
+        Narrow.set(op->buffer);
+        Half = *half;
+      }
       if (a->mask)
         Wide.set(a->mask->buffer);
     } else if (const auto *c = std::get_if<kir::CondStep>(&step)) {

@@ -383,6 +383,69 @@ TEST(CudaEmu, AttentionTensorCoresWideHeads) {
 TEST(CudaPtxas, AttentionGqa) { test::expectPtxasAccepts(GqaGraph); }
 TEST(CudaPtxas, AttentionDecode) { test::expectPtxasAccepts(DecodeGraph); }
 
+// q, k and v in bf16 or fp16 (a model converted with Module::to): one call in the data's type,
+// on the tensor cores of that type whatever the export's precision (a decode step on the CUDA
+// cores, reading 16-bit elements), its output in the data's type. Grouped-query heads, causal
+// and with an additive mask of the data's type; keys and values staged 16 bytes (8 elements) at
+// a time, and an element at a time where a sliced value tensor's rows are 2 bytes past 16-byte
+// alignment and e = ev = 18 are not whole chunks (partial pairs, zeros past the heads).
+const char *HalfGraph = R"(graph @t opset 1.0
+dim seq in 1..70
+dim kv in 1..140
+entry @f(%0 : bf16[2, 4, seq, 64] = input "q", %1 : bf16[2, 2, kv, 64] = input "k", %2 : bf16[2, 2, kv, 40] = input "v", %3 : bf16[2, 1, seq, kv] = input "mask", %4 : bf16[2, seq, 18] = input "q3", %5 : bf16[2, kv, 18] = input "k3", %6 : bf16[2, kv, 19] = input "v3", %7 : bf16[2, 4, 1, 64] = input "qd") {
+  %8 = aten.scaled_dot_product_attention(%0, %1, %2, none) {is_causal = true, enable_gqa = true} : bf16[2, 4, seq, 40]
+  %9 = aten.scaled_dot_product_attention(%0, %1, %2, %3) {enable_gqa = true} : bf16[2, 4, seq, 40]
+  %10 = aten.slice.Tensor(%6) {dim = 2, start = 1, end = 19} : bf16[2, kv, 18]
+  %11 = aten.scaled_dot_product_attention(%4, %5, %10, none) : bf16[2, seq, 18]
+  %12 = aten.scaled_dot_product_attention(%7, %1, %2, none) {enable_gqa = true} : bf16[2, 4, 1, 40]
+  return %8 as output "causal", %9 as output "masked", %11 as output "sliced", %12 as output "decode"
+}
+)";
+
+std::string halfGraph(DType t) {
+  std::string text = HalfGraph;
+  for (size_t at = 0; (at = text.find("bf16", at)) != std::string::npos; at += 3)
+    text.replace(at, 4, toString(t).str());
+  return text;
+}
+
+const std::vector<Dims> HalfRuns = {{{"seq", 1}, {"kv", 1}},
+                                    {{"seq", 33}, {"kv", 70}},
+                                    {{"seq", 70}, {"kv", 140}},
+                                    {{"seq", 9}, {"kv", 3}}};
+
+TEST(CudaAttention, HalfDataKeepsItsType) {
+  for (DType t : {DType::BF16, DType::F16}) {
+    std::unique_ptr<Graph> g = aotc::test::prepare(halfGraph(t));
+    ASSERT_TRUE(g);
+    auto p = test::lowerForCuda(*g, true, kir::Precision::FP32);
+    ASSERT_TRUE(p);
+    std::string text = aotc::test::printed(*p);
+    EXPECT_EQ(callCounts(halfGraph(t)).first, 4) << text;
+    std::string want =
+        fmt::format("{} precision {}", toString(t).str(), t == DType::BF16 ? "bf16" : "fp16");
+    size_t calls = 0;
+    for (size_t at = 0; (at = text.find("attention attention_", at)) != std::string::npos; ++at)
+      calls += text.compare(text.find(' ', at + 10) + 1, want.size(), want) == 0;
+    EXPECT_EQ(calls, 4u) << text;
+    // Three calls on the tensor cores, the decode step not; at any export precision.
+    for (kir::Precision precision :
+         {kir::Precision::FP32, kir::Precision::TF32, kir::Precision::BF16, kir::Precision::FP16})
+      EXPECT_EQ(tensorCoreKernels(halfGraph(t), precision), 3) << toString(t).str();
+  }
+}
+
+// Against the interpreter's f64 on the same 16-bit inputs: only the probabilities' rounding and
+// the output's are left, within the type's tolerance.
+TEST(CudaEmu, AttentionHalfData) {
+  test::expectEmulatedMatches(halfGraph(DType::BF16), HalfRuns, 1.5e-2);
+  test::expectEmulatedMatches(halfGraph(DType::F16), HalfRuns, 3e-3);
+}
+TEST(CudaPtxas, AttentionHalfData) {
+  test::expectPtxasAccepts(halfGraph(DType::BF16));
+  test::expectNoSpills(halfGraph(DType::F16), kir::Precision::FP32, 168);
+}
+
 // Two runs of the kernel give the same bits.
 TEST(CudaEmu, AttentionDeterministic) {
   std::unique_ptr<Graph> g = aotc::test::prepare(GqaGraph);
