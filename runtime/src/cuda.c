@@ -63,6 +63,7 @@ static const struct {
     DRIVER_FN(cuGraphDestroy),
     DRIVER_FN(cuGetErrorName),
     DRIVER_FN(cuGetErrorString),
+    DRIVER_FN(cuFuncSetAttribute),
 };
 /* Every function of the table is resolved from libcuda.so.1: one missing here stays null and
  * is called as null on a real GPU only (the emulated device fills the table itself). */
@@ -247,6 +248,7 @@ struct aotc_cuda_model {
   const aotc_cuda_image *image;
   CUmodule module;
   CUfunction *functions;
+  uint32_t *shared_opted_in; /* per kernel: the dynamic shared memory it may launch with (atomic) */
   CUdeviceptr weights, state;
   pthread_mutex_t lock;
   run_context *idle;
@@ -323,7 +325,8 @@ static aotc_status load_module(aotc_cuda_model *m, const aotc_cuda_desc *cuda) {
   if (r != AOTC_CUDA_SUCCESS)
     return cuda_fail(drv, AOTC_ERROR_UNSUPPORTED, fn, "cuModuleLoadData", r);
   m->functions = calloc((size_t)cuda->num_kernels + 1, sizeof *m->functions);
-  if (!m->functions)
+  m->shared_opted_in = calloc((size_t)cuda->num_kernels + 1, sizeof *m->shared_opted_in);
+  if (!m->functions || !m->shared_opted_in)
     return aotc_fail(AOTC_ERROR_RESOURCE, "%s: out of memory", fn);
   for (int32_t k = 0; k < cuda->num_kernels; ++k) {
     r = drv->cuModuleGetFunction(&m->functions[k], m->module, cuda->kernels[k]);
@@ -440,6 +443,7 @@ void aotc_cuda_destroy(aotc_cuda_model *m) {
     leave(m->device);
   }
   free(m->functions);
+  free(m->shared_opted_in);
   free(m->ungraphable);
   pthread_mutex_destroy(&m->lock);
   free(m);
@@ -513,12 +517,37 @@ typedef struct run_state {
   int uncapturable; /* the entry read a cond's predicate while capturing */
 } run_state;
 
+/* Every block may use 48 KiB of shared memory; a kernel whose tiles take more (dynamic shared
+ * memory, within what every arch the artifact targets gives) opts in before its first launch
+ * with that many bytes. Threads racing there set the same value. */
+#define AOTC_CUDA_DEFAULT_SHARED (48u * 1024u)
+
+static CUresult allow_shared(const aotc_cuda_model *m, int32_t kernel, uint32_t shared) {
+  if (shared <= AOTC_CUDA_DEFAULT_SHARED ||
+      __atomic_load_n(&m->shared_opted_in[kernel], __ATOMIC_ACQUIRE) >= shared)
+    return AOTC_CUDA_SUCCESS;
+  const aotc_cuda_driver *drv = m->device->drv;
+  CUresult r = drv->cuFuncSetAttribute(
+      m->functions[kernel], AOTC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared);
+  if (r == AOTC_CUDA_SUCCESS)
+    __atomic_store_n(&m->shared_opted_in[kernel], shared, __ATOMIC_RELEASE);
+  return r;
+}
+
 static int32_t launch(aotc_cuda_exec *exec, int32_t kernel, const uint32_t *grid,
                       const uint32_t *block, uint32_t shared, void **params) {
   run_state *s = (run_state *)exec;
   const aotc_cuda_driver *drv = s->model->device->drv;
-  CUresult r = drv->cuLaunchKernel(s->model->functions[kernel], grid[0], grid[1], grid[2], block[0],
-                                   block[1], block[2], shared, s->stream, params, NULL);
+  CUresult r = allow_shared(s->model, kernel, shared);
+  if (r != AOTC_CUDA_SUCCESS) {
+    char what[256];
+    snprintf(what, sizeof what, "entry \"%s\": kernel %s (%u bytes of shared memory)", s->entry,
+             aotc_artifact.cuda->kernels[kernel], shared);
+    s->status = cuda_fail(drv, AOTC_ERROR_UNSUPPORTED, what, "cuFuncSetAttribute", r);
+    return 1;
+  }
+  r = drv->cuLaunchKernel(s->model->functions[kernel], grid[0], grid[1], grid[2], block[0],
+                          block[1], block[2], shared, s->stream, params, NULL);
   if (r == AOTC_CUDA_SUCCESS)
     return 0;
   char what[256];

@@ -41,6 +41,8 @@ typedef struct CUgraphExec_st *CUgraphExec;
 /* cuDeviceGetAttribute */
 #define AOTC_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define AOTC_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+/* cuFuncSetAttribute */
+#define AOTC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 /* cuStreamCreate, cuEventCreate */
 #define AOTC_CU_STREAM_NON_BLOCKING 1u
 #define AOTC_CU_EVENT_DISABLE_TIMING 2u
@@ -90,6 +92,7 @@ typedef struct aotc_cuda_driver {
   CUresult (*cuGraphDestroy)(CUgraph graph);
   CUresult (*cuGetErrorName)(CUresult error, const char **name);
   CUresult (*cuGetErrorString)(CUresult error, const char **text);
+  CUresult (*cuFuncSetAttribute)(CUfunction f, int attribute, int value);
 } aotc_cuda_driver;
 
 #ifdef __cplusplus

@@ -88,9 +88,9 @@ constexpr unsigned mmaSharedBytes(const AttentionTiles &t, unsigned e, unsigned 
          16 * t.threads * mmaStagedSlots(t, e, ev, 4, 4);
 }
 static_assert(mmaSharedBytes(MmaAttentionTiles, MmaAttentionWideHeads, MmaAttentionWideHeads) <=
-                      48 * 1024 &&
+                      StaticSharedLimit &&
                   mmaSharedBytes(MmaAttentionWideTiles, AttentionMaxHeadDim, AttentionMaxHeadDim) <=
-                      48 * 1024,
+                      StaticSharedLimit,
               "static shared memory (f32 keys and values: the most staging)");
 
 /// How many elements of buffer `b` make a 16-byte staging chunk: 4 f32, 8 bf16 or fp16.

@@ -120,6 +120,13 @@ inline constexpr int64_t GemmFewBlocks = 132;
 /// the operands already rounded to bf16 or fp16 (loaded into registers one k-tile ahead,
 /// converted, stored), and ldmatrix loads the fragments: half the shared memory and a quarter of
 /// the shared loads a mma.
+/// The shared memory every arch aotc emits for gives a block without opting in, and the most
+/// that each gives one that opts in (sm_86's and sm_89's 99 KiB; ArchInfo has each arch's): a
+/// library kernel whose tiles need more than the first takes them as dynamic shared memory, which
+/// the runtime opts its function in to before the first launch that asks for it.
+inline constexpr unsigned StaticSharedLimit = 48 * 1024;
+inline constexpr unsigned OptInSharedLimit = 99 * 1024;
+
 struct MmaGemmTiles {
   unsigned blockM, blockN, blockK;
   unsigned warpsM, warpsN;
@@ -144,6 +151,8 @@ struct MmaGemmTiles {
   constexpr unsigned sharedBytes() const {
     return stages * (aStageElements() + bStageElements()) * elementBytes;
   }
+  /// Whether the stages take dynamic shared memory (past StaticSharedLimit).
+  constexpr bool dynamicShared() const { return sharedBytes() > StaticSharedLimit; }
 };
 
 /// 128 x 64 x 16 on 4 warps (64 x 32 each: 4 x 4 mma tiles, 64 f32 accumulators a thread),
@@ -153,7 +162,7 @@ struct MmaGemmTiles {
 /// in memory (LoopKernel.cpp's halfGemmTiles), where it was up to 20 % faster than the 16-bit
 /// buffers on an H200.
 inline constexpr MmaGemmTiles TensorCoreGemmTiles = {128, 64, 16, 2, 2, 3, 4, 8, 4};
-static_assert(TensorCoreGemmTiles.sharedBytes() <= 48 * 1024, "static shared memory");
+static_assert(TensorCoreGemmTiles.sharedBytes() <= StaticSharedLimit, "static shared memory");
 
 /// bf16 and fp16 GEMMs of many tiles: 128 x 128 x 32 on 8 warps (64 x 32 each), two 16-bit
 /// stages (40 KiB): every operand element read from memory once per 128 rows or columns, twice
@@ -161,23 +170,25 @@ static_assert(TensorCoreGemmTiles.sharedBytes() <= 48 * 1024, "static shared mem
 /// take 48 shared loads and 24 conversions. 4096^3 in bf16 on an H200: 1.64 ms against 1.90 on
 /// TensorCoreGemmTiles (and 1.75 with ptxas held to 128 registers for two blocks an SM).
 inline constexpr MmaGemmTiles HalfTensorCoreGemmTiles = {128, 128, 32, 2, 4, 2, 8, 8, 2};
-static_assert(HalfTensorCoreGemmTiles.sharedBytes() <= 48 * 1024, "static shared memory");
+static_assert(HalfTensorCoreGemmTiles.sharedBytes() <= StaticSharedLimit, "static shared memory");
 
 /// bf16 and fp16 GEMMs whose operands are both stored in 16 bits (half-weights and
 /// half-activations: a transformer's projections) in rows of whole 16-byte chunks, their k-tiles
-/// copied by cp.async: 128 x 128 x 32 on 8 warps in two stages (40 KiB) where the GEMM has
-/// GemmFewBlocks of those, else 128 x 64 x 32 on 4 warps in three (45 KiB). Not yet timed on a
-/// GPU.
-inline constexpr MmaGemmTiles AsyncHalfGemmTiles = {128, 128, 32, 2, 4, 2, 8, 8, 2, true};
-static_assert(AsyncHalfGemmTiles.sharedBytes() <= 48 * 1024, "static shared memory");
+/// copied by cp.async: 128 x 128 x 32 on 8 warps in three stages (60 KiB of dynamic shared
+/// memory: two k-tiles in flight while the warps multiply on a third, as CUTLASS's sm_80 kernels
+/// keep at least; two blocks an SM on sm_80 and sm_90, as their registers allow anyway) where
+/// the GEMM has GemmFewBlocks of those, else 128 x 64 x 32 on 4 warps in three (45 KiB, static).
+/// Not yet timed on a GPU: the stages are the one number to try first.
+inline constexpr MmaGemmTiles AsyncHalfGemmTiles = {128, 128, 32, 2, 4, 3, 8, 8, 2, true};
+static_assert(AsyncHalfGemmTiles.sharedBytes() <= OptInSharedLimit, "dynamic shared memory");
 inline constexpr MmaGemmTiles AsyncHalfFewGemmTiles = {128, 64, 32, 2, 2, 3, 8, 8, 2, true};
-static_assert(AsyncHalfFewGemmTiles.sharedBytes() <= 48 * 1024, "static shared memory");
+static_assert(AsyncHalfFewGemmTiles.sharedBytes() <= StaticSharedLimit, "static shared memory");
 
 /// bf16 and fp16 convolutions (implicit GEMM): 128 x 64 x 32 on 4 warps, two 16-bit stages. On
 /// an H200, ResNet-50 in bf16 ran 3.51 / 8.03 ms at batch 1 / 32 on these, against 3.87 / 8.93
 /// on TensorCoreGemmTiles.
 inline constexpr MmaGemmTiles ConvTensorCoreGemmTiles = {128, 64, 32, 2, 2, 2, 8, 8, 2};
-static_assert(ConvTensorCoreGemmTiles.sharedBytes() <= 48 * 1024, "static shared memory");
+static_assert(ConvTensorCoreGemmTiles.sharedBytes() <= StaticSharedLimit, "static shared memory");
 
 /// The small-m GEMM kernels (SmallGemm.cpp): a GEMM whose m lies in a tier's [minM, maxM] runs
 /// on one block of SmallGemmThreads threads per SmallGemmColumns output columns, each weight
@@ -201,7 +212,7 @@ inline constexpr unsigned SmallGemmChunkK = 1024;
 inline constexpr unsigned SmallGemmThreads = 256;
 inline constexpr unsigned SmallGemmColumns = 8;
 static_assert(SmallGemmThreads / 32 == SmallGemmColumns, "along k, one column a warp");
-static_assert(4 * 8 * (SmallGemmThreads + SmallGemmChunkK) <= 48 * 1024,
+static_assert(4 * 8 * (SmallGemmThreads + SmallGemmChunkK) <= StaticSharedLimit,
               "static shared memory at m = 8: the shares and a chunk of A's rows");
 
 /// The tiles of the attention library kernel (Attention.cpp), flash-attention style on CUDA
@@ -249,7 +260,7 @@ static_assert(MmaAttentionTiles.warpRows() % 16 == 0 && MmaAttentionTiles.blockN
 /// GEMM -> softmax -> GEMM lowering.
 inline constexpr unsigned AttentionMaxHeadDim = 128;
 static_assert(CudaCoreAttentionTiles.sharedBytes(AttentionMaxHeadDim, AttentionMaxHeadDim) <=
-                  48 * 1024,
+                  StaticSharedLimit,
               "static shared memory");
 static_assert(CudaCoreAttentionTiles.blockN % 32 == 0 &&
                   CudaCoreAttentionTiles.blockM % CudaCoreAttentionTiles.warps() == 0,

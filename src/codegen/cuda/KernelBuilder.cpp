@@ -143,4 +143,17 @@ GlobalVariable *sharedArray(Module &m, Type *elem, uint64_t count, StringRef rol
   return g;
 }
 
+GlobalVariable *dynamicSharedArray(Module &m, Type *elem) {
+  std::string name;
+  raw_string_ostream os(name);
+  os << "dynamic_shared_" << *elem;
+  if (GlobalVariable *g = m.getGlobalVariable(name))
+    return g;
+  auto *g = new GlobalVariable(m, ArrayType::get(elem, 0), false, GlobalValue::ExternalLinkage,
+                               nullptr, name, nullptr, GlobalValue::NotThreadLocal,
+                               /*AddressSpace=*/3);
+  g->setAlignment(Align(16));
+  return g;
+}
+
 } // namespace aotc::cuda

@@ -65,6 +65,11 @@ CudaKernel emitLibraryKernel(
 llvm::GlobalVariable *sharedArray(llvm::Module &m, llvm::Type *elem, uint64_t count,
                                   llvm::StringRef role);
 
+/// The block's dynamic shared memory (CUDA's `extern __shared__ T name[]`) as an array of `elem`:
+/// one declaration per type in the module, each starting where the launch's dynamic shared
+/// memory starts (CudaKernel::Launch::dynamicShared says how many bytes a kernel launches with).
+llvm::GlobalVariable *dynamicSharedArray(llvm::Module &m, llvm::Type *elem);
+
 } // namespace aotc::cuda
 
 #endif

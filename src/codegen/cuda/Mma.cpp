@@ -31,9 +31,10 @@ SmallVector<Value *, 4> loadMatrices(codegen::Builder &b, kir::Precision p, Valu
   if (Intrinsic::isOverloaded(id))
     overload.push_back(row->getType());
   Value *d = b.CreateIntrinsic(id, overload, {row});
+  Type *t = p == kir::Precision::TF32 ? b.getFloatTy() : pairType(b, p);
   SmallVector<Value *, 4> regs;
   for (unsigned i = 0; i < 4; ++i)
-    regs.push_back(b.CreateBitCast(b.CreateExtractValue(d, i), pairType(b, p)));
+    regs.push_back(b.CreateBitCast(b.CreateExtractValue(d, i), t));
   return regs;
 }
 

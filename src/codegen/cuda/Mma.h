@@ -25,7 +25,8 @@ llvm::Value *fragment(codegen::Builder &b, kir::Precision p, llvm::Value *lo, ll
 
 /// ldmatrix.x4 (.trans where `trans`) at `row`, this lane's row address in shared memory (lanes
 /// 8i..8i+7 give the 16-byte rows of 8x8 matrix i of 16-bit values): the four registers, as the
-/// mma takes them.
+/// mma takes them. For tf32, matrices of 8 rows of 4 f32 (not .trans): each register is the f32
+/// element (row lane / 4, column lane % 4) of its matrix, not yet rounded (fragment).
 llvm::SmallVector<llvm::Value *, 4> loadMatrices(codegen::Builder &b, kir::Precision p,
                                                  llvm::Value *row, bool trans);
 

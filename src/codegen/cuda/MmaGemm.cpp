@@ -4,9 +4,9 @@
 // (MmaGemmTiles::elementBytes):
 //   - f32 buffers: each block streams A and B tiles into shared memory with cp.async, `stages`
 //     k-tiles in flight (zero-filled past the matrices' edges and in a convolution's padding, so
-//     no thread branches around a copy); each warp loads its fragments element by element by
-//     PTX's layouts, rounding them to the precision as it does (cvt.rna.tf32.f32,
-//     cvt.rn.{bf16,f16}x2.f32).
+//     no thread branches around a copy); each warp loads its fragments by PTX's layouts (tf32's
+//     A fragments by one ldmatrix.x4 of 8 x 4 f32 matrices, the rest element by element),
+//     rounding them to the precision as it does (cvt.rna.tf32.f32, cvt.rn.{bf16,f16}x2.f32).
 //   - 16-bit buffers (bf16, fp16): each thread loads its share of k-tile kt + 1 into registers
 //     while the warps compute on k-tile kt, then rounds it in pairs and stores it into the other
 //     buffer; ldmatrix.x4 loads the fragments (.trans for B kept k-major in shared memory). The
@@ -16,7 +16,8 @@
 //   - 16-bit buffers filled by cp.async (MmaGemmTiles::asyncCopies), where both operands are
 //     stored in 16 bits in rows of 16-byte chunks (asyncChunks): each thread copies chunks of 8
 //     elements along each operand's contiguous dim straight into the buffers' rows, `stages`
-//     k-tiles in flight (a chunk past the matrix's end copies its elements inside and zeros the
+//     k-tiles in flight (in dynamic shared memory where they take more than the 48 KiB of static
+//     shared memory; a chunk past the matrix's end copies its elements inside and zeros the
 //     rest), and the fragments are loaded by ldmatrix as above. No registers stage the tiles, and
 //     nothing is converted.
 #include "codegen/cuda/Gemm.h"
@@ -37,11 +38,13 @@ namespace {
 
 class MmaGemmKernel {
 public:
+  // The stages of A in `aTile`, of B in `bTile` from element `bShift` on (one array of dynamic
+  // shared memory holds both: B's stages after A's).
   MmaGemmKernel(Module &m, Builder &b, codegen::ExprEmitter &ex, const kir::GemmCall &g,
                 const MmaGemmTiles &t, const KernelFunction &kf, GlobalVariable *aTile,
-                GlobalVariable *bTile)
+                GlobalVariable *bTile, uint64_t bShift)
       : Mod(m), B(b), G(g), P(g.precision), T(t), Ops(b, ex, g, kf), ATile(aTile), BTile(bTile),
-        BAlongK(t.elementBytes == 2 && rowsContiguous(g.b)),
+        BShift(bShift), BAlongK(t.elementBytes == 2 && rowsContiguous(g.b)),
         AF32Chunks(t.elementBytes == 4 && chunkedRows(ex.entry(), g.a, false, DType::F32)),
         BF32Chunks(t.elementBytes == 4 && chunkedRows(ex.entry(), g.b, false, DType::F32)) {}
 
@@ -95,7 +98,7 @@ private:
     B.SetInsertPoint(copy);
     Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
     Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
-    Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
+    Value *bBase = bStageBase(stage);
     copyTile(k0, aBase, bBase);
     B.CreateBr(done);
     B.SetInsertPoint(done);
@@ -154,6 +157,11 @@ private:
     });
   }
 
+  // Where B's stage `stage` starts in BTile.
+  Value *bStageBase(Value *stage) {
+    return B.CreateAdd(B.CreateMul(stage, B.getInt64(T.bStageElements())), B.getInt64(BShift));
+  }
+
   // A's tile element (row of the block tile, k of the k-tile), B's (k, column).
   Value *aSlot(Value *base, Value *row, Value *k) {
     Value *r = B.CreateMul(row, B.getInt64(T.blockK + T.padA));
@@ -177,6 +185,8 @@ private:
   // and "mma.m16n8k16"): register i holds row group + 8 (i & 1) and, for tf32, column
   // inGroup + 4 (i >> 1); for 16-bit types columns 2 inGroup + 8 (i >> 1) and the next.
   SmallVector<Value *, 4> aFragment(Value *aBase, unsigned mi, unsigned ks) {
+    if (P == kir::Precision::TF32)
+      return aFragmentTf32(aBase, mi, ks);
     SmallVector<Value *, 4> regs;
     Value *tileRow = B.CreateAdd(WarpRow, B.getInt64(mi * MmaM));
     Value *row0 = B.CreateAdd(tileRow, Group);
@@ -194,6 +204,22 @@ private:
       Value *hi = loadShared(ATile, B.CreateAdd(slot, B.getInt64(1)));
       regs.push_back(fragment(lo, hi));
     }
+    return regs;
+  }
+
+  // tf32: one ldmatrix.x4 of 8 x 4 f32 matrices (rows +0, k +0), (+8, +0), (+0, +4), (+8, +4),
+  // whose lane l gets row l / 4, column l % 4: registers a0..a3 as they lie, rounded after.
+  // A's rows are whole 16-byte groups (blockK + padA a multiple of 4) and, 20 words apart at
+  // TensorCoreGemmTiles, a matrix's 8 rows fall in distinct banks.
+  SmallVector<Value *, 4> aFragmentTf32(Value *aBase, unsigned mi, unsigned ks) {
+    auto [r, i] = ldmatrixLane();
+    Value *rowPart = B.CreateMul(B.CreateAnd(i, B.getInt64(1)), B.getInt64(8));
+    Value *kPart = B.CreateMul(B.CreateLShr(i, B.getInt64(1)), B.getInt64(4));
+    Value *row = B.CreateAdd(B.CreateAdd(WarpRow, B.getInt64(mi * MmaM)), B.CreateAdd(r, rowPart));
+    Value *k = B.CreateAdd(kPart, B.getInt64(ks * 8));
+    SmallVector<Value *, 4> regs = ldmatrix(ATile, aSlot(aBase, row, k), false);
+    for (Value *&reg : regs)
+      reg = fragment(reg, nullptr);
     return regs;
   }
 
@@ -308,7 +334,7 @@ private:
     Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
     for (const Pair &pair : t.a)
       store(ATile, aBase, pair);
-    Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
+    Value *bBase = bStageBase(stage);
     for (const Pair &pair : t.b)
       store(BTile, bBase, pair);
   }
@@ -365,7 +391,7 @@ private:
       StagedTile staged = loadStage(next);
       Value *stage = B.CreateAnd(kt, B.getInt64(1));
       Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
-      Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
+      Value *bBase = bStageBase(stage);
       SmallVector<Value *, 64> sums(accs.begin(), accs.end());
       multiplyHalfTile(aBase, bBase, sums);
       // Past the last k-tile the staged values are zeros, stored where nothing reads them.
@@ -426,7 +452,7 @@ private:
       issueStage(aheadStage, ahead, kTiles);
       Value *stage = B.CreateURem(kt, B.getInt64(T.stages));
       Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
-      Value *bBase = B.CreateMul(stage, B.getInt64(T.bStageElements()));
+      Value *bBase = bStageBase(stage);
       SmallVector<Value *, 64> sums(accs.begin(), accs.end());
       if (T.asyncCopies) {
         multiplyHalfTile(aBase, bBase, sums);
@@ -472,6 +498,7 @@ private:
   const MmaGemmTiles &T;
   GemmOperands Ops;
   GlobalVariable *ATile, *BTile;
+  const uint64_t BShift;
   const bool BAlongK; // 16-bit buffers: B's shared tile n-major (rowsContiguous)
   const bool AF32Chunks, BF32Chunks; // f32 buffers: copied 16 bytes at a time (chunkedRows)
   Value *Tid = nullptr, *M0 = nullptr, *N0 = nullptr, *Group = nullptr, *InGroup = nullptr;
@@ -528,17 +555,27 @@ Expected<CudaKernel> emitMmaGemmKernel(Module &m, codegen::MathLibrary &math,
            (tiles.blockK + tiles.padB) % 8 == 0 && (tiles.blockN + tiles.padB) % 8 == 0 &&
            tiles.blockM * tiles.blockK / 8 % tiles.threads() == 0 &&
            tiles.blockN * tiles.blockK / 8 % tiles.threads() == 0)) &&
+         (tiles.elementBytes == 2 || (tiles.blockK + tiles.padA) % 4 == 0) &&
          tiles.blockM * tiles.blockK % tiles.threads() == 0 &&
          tiles.blockK * tiles.blockN % tiles.threads() == 0 && "tiles the warps can load");
-  return emitTiledGemm(m, math, entry, step, symIndex, tiles.blockM, tiles.blockN, tiles.threads(),
-                       g.name, [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf) {
-                         Type *elem = tiles.elementBytes == 2 ? b.getInt16Ty() : b.getFloatTy();
-                         GlobalVariable *aTile = sharedArray(
-                             m, elem, uint64_t(tiles.stages) * tiles.aStageElements(), "a_tiles");
-                         GlobalVariable *bTile = sharedArray(
-                             m, elem, uint64_t(tiles.stages) * tiles.bStageElements(), "b_tiles");
-                         MmaGemmKernel(m, b, ex, g, tiles, kf, aTile, bTile).emit();
-                       });
+  const uint64_t aElements = uint64_t(tiles.stages) * tiles.aStageElements();
+  const uint64_t bElements = uint64_t(tiles.stages) * tiles.bStageElements();
+  Expected<CudaKernel> kernel =
+      emitTiledGemm(m, math, entry, step, symIndex, tiles.blockM, tiles.blockN, tiles.threads(),
+                    g.name, [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf) {
+                      Type *elem = tiles.elementBytes == 2 ? b.getInt16Ty() : b.getFloatTy();
+                      if (tiles.dynamicShared()) {
+                        GlobalVariable *tile = dynamicSharedArray(m, elem);
+                        MmaGemmKernel(m, b, ex, g, tiles, kf, tile, tile, aElements).emit();
+                        return;
+                      }
+                      GlobalVariable *aTile = sharedArray(m, elem, aElements, "a_tiles");
+                      GlobalVariable *bTile = sharedArray(m, elem, bElements, "b_tiles");
+                      MmaGemmKernel(m, b, ex, g, tiles, kf, aTile, bTile, 0).emit();
+                    });
+  if (kernel && tiles.dynamicShared())
+    kernel->launch.dynamicShared = tiles.sharedBytes();
+  return kernel;
 }
 
 } // namespace aotc::cuda

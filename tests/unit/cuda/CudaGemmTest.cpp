@@ -642,6 +642,41 @@ TEST(CudaMmaGemm, AsyncChunks) {
   }
 }
 
+// The batched GEMM of AsyncChunkGraph (132 tiles of 128 x 128) keeps AsyncHalfGemmTiles'
+// three stages in dynamic shared memory: A's stages then B's in the module's one dynamic array
+// of 16-bit elements, its launch asking for all 60 KiB; the GEMMs of few tiles keep their static
+// arrays. AsyncChunks runs it on the emulated device.
+TEST(CudaMmaGemm, DynamicSharedStages) {
+  std::unique_ptr<Graph> g = aotc::test::prepare(AsyncChunkGraph, true);
+  ASSERT_TRUE(g);
+  auto program = halfProgram(*g, kir::Precision::BF16);
+  ASSERT_TRUE(program);
+  llvm::LLVMContext ctx;
+  auto cm = emitEntryKernels(ctx, program->entries[0], "test");
+  ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
+  std::vector<std::string> dynamic;
+  for (const CudaKernel &k : cm->kernels)
+    if (k.launch.dynamicShared) {
+      dynamic.push_back(k.name);
+      EXPECT_EQ(k.launch.dynamicShared, AsyncHalfGemmTiles.sharedBytes());
+    }
+  ASSERT_EQ(dynamic.size(), 1u);
+  EXPECT_NE(dynamic[0].find("bmm"), std::string::npos) << dynamic[0];
+  EXPECT_EQ(AsyncHalfGemmTiles.sharedBytes(), 60u * 1024);
+  llvm::GlobalVariable *array = cm->module->getGlobalVariable("dynamic_shared_i16");
+  ASSERT_TRUE(array);
+  EXPECT_TRUE(array->isDeclaration());
+  EXPECT_EQ(array->getAddressSpace(), 3u);
+  EXPECT_EQ(array->getAlign().valueOrOne().value(), 16u);
+  const llvm::Function *bmm = cm->module->getFunction(dynamic[0]);
+  ASSERT_TRUE(bmm);
+  bool reads = false;
+  for (const llvm::User *u : array->users())
+    if (const auto *i = llvm::dyn_cast<llvm::Instruction>(u))
+      reads |= i->getFunction() == bmm;
+  EXPECT_TRUE(reads);
+}
+
 // The f32 buffers' 16-byte copies (4 elements) at tf32: A from an arena temporary (a relu's
 // output) or a weight, k = 38 ending in a partial chunk (a slice of a [20, 40] weight); B along
 // n with n = 42 (a slice of a [40, 48] weight, half a chunk at the end); nn.Linear's weight is B

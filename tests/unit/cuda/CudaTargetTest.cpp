@@ -34,6 +34,25 @@ TEST(CudaTarget, ParseArchs) {
   }
 }
 
+// StaticSharedLimit and OptInSharedLimit are the least of every arch's (the tiles' checks hold
+// on each), and every tensor-core GEMM's stages fit the second, the static ones the first.
+TEST(CudaTarget, SharedLimitsHoldOnEveryArch) {
+  unsigned fixed = ~0u, optIn = ~0u;
+  for (const ArchInfo &a : cudaArchs()) {
+    fixed = std::min(fixed, a.sharedPerBlock);
+    optIn = std::min(optIn, a.sharedPerBlockOptIn);
+  }
+  EXPECT_EQ(fixed, StaticSharedLimit);
+  EXPECT_EQ(optIn, OptInSharedLimit);
+  for (const MmaGemmTiles &t : {TensorCoreGemmTiles, HalfTensorCoreGemmTiles, AsyncHalfGemmTiles,
+                                AsyncHalfFewGemmTiles, ConvTensorCoreGemmTiles}) {
+    EXPECT_LE(t.sharedBytes(), t.dynamicShared() ? OptInSharedLimit : StaticSharedLimit);
+    EXPECT_LE(t.threads(), 1024u);
+  }
+  EXPECT_TRUE(AsyncHalfGemmTiles.dynamicShared());
+  EXPECT_FALSE(TensorCoreGemmTiles.dynamicShared());
+}
+
 // The GEMM tiles fit every arch's block (threads, static shared memory) and the block's threads
 // load whole tiles: the kernel assumes both.
 TEST(CudaTarget, GemmTilesFitEveryArch) {

@@ -161,7 +161,7 @@ runEmulated(const kir::Program &program, const CudaModule &cm, emu::EmulatedModu
       block.x = 64;
       grid.x = static_cast<uint32_t>(std::clamp<int64_t>((points + 63) / 64, 1, 5));
     }
-    return dev.launch(ck->name, grid, block, params);
+    return dev.launch(ck->name, grid, block, params, ck->launch.dynamicShared);
   };
   if (llvm::Error err = run(e.steps))
     return err;

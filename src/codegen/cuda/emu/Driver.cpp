@@ -2,6 +2,7 @@
 // emulator's JIT-compiled kernels. Errors are CUDA's codes; the detail of the last one on a
 // thread is what cuGetErrorString gives.
 #include "codegen/cuda/emu/Driver.h"
+#include "codegen/cuda/CudaTarget.h"
 #include "codegen/cuda/emu/Emulator.h"
 #include "runtime/src/artifact.h"
 #include "runtime/src/cuda_driver.h"
@@ -23,6 +24,9 @@ namespace {
 
 thread_local std::string LastError;
 
+/// The emulated device is an sm_80: its blocks' shared memory without and with opting in.
+const ArchInfo &device() { return archInfo(CudaArch::SM80); }
+
 CUresult fail(CUresult code, std::string detail) {
   LastError = std::move(detail);
   return code;
@@ -30,8 +34,11 @@ CUresult fail(CUresult code, std::string detail) {
 
 struct Module;
 struct Function {
-  Module *module;
+  Module *module = nullptr;
   std::string name;
+  /// The dynamic shared memory its launches may ask for: 48 KiB, or what cuFuncSetAttribute
+  /// opted it in to (set and read by racing threads).
+  std::atomic<unsigned> maxDynamicShared{device().sharedPerBlock};
 };
 struct Module {
   std::unique_ptr<EmulatedModule> kernels;
@@ -126,7 +133,10 @@ CUresult moduleFunction(CUfunction *out, CUmodule m, const char *name) {
   auto *module = reinterpret_cast<Module *>(m);
   if (!module->kernels->hasKernel(name))
     return fail(AOTC_CUDA_ERROR_NOT_FOUND, fmt::format("no kernel {} in the module", name));
-  module->functions.push_back(std::make_unique<Function>(Function{module, name}));
+  auto f = std::make_unique<Function>();
+  f->module = module;
+  f->name = name;
+  module->functions.push_back(std::move(f));
   *out = reinterpret_cast<CUfunction>(module->functions.back().get());
   return AOTC_CUDA_SUCCESS;
 }
@@ -278,9 +288,29 @@ CUresult graphDestroy(CUgraph graph) {
   return AOTC_CUDA_SUCCESS;
 }
 
+// As the driver: a function launches with more than 48 KiB of dynamic shared memory only once
+// it has opted in to that many, at most what a block of the device may have (sm_80's 163 KiB).
+CUresult funcSetAttribute(CUfunction f, int attribute, int value) {
+  if (attribute != AOTC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+    return fail(AOTC_CUDA_ERROR_INVALID_VALUE,
+                fmt::format("function attribute {} is not emulated", attribute));
+  if (value < 0 || unsigned(value) > device().sharedPerBlockOptIn)
+    return fail(AOTC_CUDA_ERROR_INVALID_VALUE,
+                fmt::format("{} bytes of dynamic shared memory: a block of the emulated {} may "
+                            "have at most {}",
+                            value, device().name.str(), device().sharedPerBlockOptIn));
+  reinterpret_cast<Function *>(f)->maxDynamicShared.store(unsigned(value));
+  return AOTC_CUDA_SUCCESS;
+}
+
 CUresult launchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                       unsigned bz, unsigned shared, CUstream s, void **params, void **) {
   auto *fn = reinterpret_cast<Function *>(f);
+  if (unsigned most = fn->maxDynamicShared.load(); shared > most)
+    return fail(AOTC_CUDA_ERROR_INVALID_VALUE,
+                fmt::format("{} launched with {} bytes of dynamic shared memory, above the {} it "
+                            "may use (cuFuncSetAttribute opts a function in to more)",
+                            fn->name, shared, most));
   unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
   if (Stream *c = capturing(s)) {
     Op op;
@@ -372,6 +402,7 @@ const aotc_cuda_driver Table = {
     graphDestroy,
     errorName,
     errorString,
+    funcSetAttribute,
 };
 
 } // namespace
