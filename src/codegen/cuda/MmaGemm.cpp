@@ -207,17 +207,9 @@ private:
     return regs;
   }
 
-  // tf32: one ldmatrix.x4 of 8 x 4 f32 matrices (rows +0, k +0), (+8, +0), (+0, +4), (+8, +4),
-  // whose lane l gets row l / 4, column l % 4: registers a0..a3 as they lie, rounded after.
-  // A's rows are whole 16-byte groups (blockK + padA a multiple of 4) and, 20 words apart at
-  // TensorCoreGemmTiles, a matrix's 8 rows fall in distinct banks.
+  // tf32: aMatrices' f32 elements, rounded.
   SmallVector<Value *, 4> aFragmentTf32(Value *aBase, unsigned mi, unsigned ks) {
-    auto [r, i] = ldmatrixLane();
-    Value *rowPart = B.CreateMul(B.CreateAnd(i, B.getInt64(1)), B.getInt64(8));
-    Value *kPart = B.CreateMul(B.CreateLShr(i, B.getInt64(1)), B.getInt64(4));
-    Value *row = B.CreateAdd(B.CreateAdd(WarpRow, B.getInt64(mi * MmaM)), B.CreateAdd(r, rowPart));
-    Value *k = B.CreateAdd(kPart, B.getInt64(ks * 8));
-    SmallVector<Value *, 4> regs = ldmatrix(ATile, aSlot(aBase, row, k), false);
+    SmallVector<Value *, 4> regs = aMatrices(aBase, mi, ks);
     for (Value *&reg : regs)
       reg = fragment(reg, nullptr);
     return regs;
@@ -350,16 +342,19 @@ private:
     return mma::matrixLane(B, B.CreateURem(Tid, B.getInt64(32)));
   }
 
-  // A's fragment of mma tile mi at k-step ks: matrices (rows +0, k +0), (+8, +0), (+0, +8),
-  // (+8, +8) are its registers a0..a3.
-  SmallVector<Value *, 4> aFragmentHalf(Value *aBase, unsigned mi, unsigned ks) {
+  // A's fragment of mma tile mi at k-step ks by one ldmatrix.x4 of matrices of 8 rows of 16
+  // bytes (8 16-bit values, or 4 f32 for tf32, whose lane l gets row l / 4, element l % 4):
+  // (rows +0, k +0), (+8, +0), (+0, +h), (+8, +h), h half the mma's k, are registers a0..a3 as
+  // they lie. A's rows are whole 16-byte groups (blockK + padA a multiple of 8, of 4 for f32);
+  // 20 words apart at TensorCoreGemmTiles, an f32 matrix's 8 rows fall in distinct banks.
+  SmallVector<Value *, 4> aMatrices(Value *aBase, unsigned mi, unsigned ks) {
+    unsigned tileK = mma::tileK(P);
     auto [r, i] = ldmatrixLane();
     Value *rowPart = B.CreateMul(B.CreateAnd(i, B.getInt64(1)), B.getInt64(8));
-    Value *kPart = B.CreateMul(B.CreateLShr(i, B.getInt64(1)), B.getInt64(8));
+    Value *kPart = B.CreateMul(B.CreateLShr(i, B.getInt64(1)), B.getInt64(tileK / 2));
     Value *row = B.CreateAdd(B.CreateAdd(WarpRow, B.getInt64(mi * MmaM)), B.CreateAdd(r, rowPart));
-    Value *k = B.CreateAdd(kPart, B.getInt64(ks * 16));
-    Value *slot = B.CreateAdd(B.CreateMul(row, B.getInt64(T.blockK + T.padA)), k);
-    return ldmatrix(ATile, B.CreateAdd(aBase, slot), false);
+    Value *k = B.CreateAdd(kPart, B.getInt64(ks * tileK));
+    return ldmatrix(ATile, aSlot(aBase, row, k), false);
   }
 
   // B's fragments of mma tiles ni and ni + 1 at k-step ks: matrices (k +0, n +0), (+8, +0),
@@ -422,7 +417,7 @@ private:
       SmallVector<SmallVector<Value *, 4>, 4> a;
       SmallVector<SmallVector<Value *, 2>, 4> b;
       for (unsigned mi = 0; mi < tilesM(); ++mi)
-        a.push_back(aFragmentHalf(aBase, mi, ks));
+        a.push_back(aMatrices(aBase, mi, ks));
       for (unsigned ni = 0; ni < tilesN(); ni += 2) {
         auto [first, second] = bFragmentsHalf(bBase, ni, ks);
         b.push_back(first);
