@@ -4,70 +4,92 @@
 #include "kernel/MemoryPlan.h"
 
 #include <algorithm>
-#include <set>
 
 namespace aotc::kir {
 
 namespace {
 
-void collectLoads(const EntryKernels &entry, ExprId root, std::set<uint32_t> &out,
-                  std::vector<char> &seen) {
-  std::vector<ExprId> stack = {root};
-  while (!stack.empty()) {
-    ExprId id = stack.back();
-    stack.pop_back();
-    if (id == NoExpr || seen[id])
-      continue;
-    seen[id] = 1;
-    const Expr &e = entry.expr(id);
-    if (e.kind == ExprKind::Load)
-      out.insert(e.index);
-    for (ExprId op : e.operands)
-      stack.push_back(op);
+/// The buffers of a step in the order it first names them, each once.
+class UseOrder {
+public:
+  explicit UseOrder(const EntryKernels &entry)
+      : Entry(entry), Seen(entry.exprs.size(), 0), Listed(entry.buffers.size(), 0) {}
+
+  void step(const Step &step) {
+    if (const auto *k = std::get_if<LoopKernel>(&step)) {
+      for (const Stage &s : k->stages) {
+        loads(s.value);
+        if (s.kind == Stage::Kind::Store) {
+          loads(s.offset);
+          add(s.buffer);
+        }
+      }
+    } else if (const auto *g = std::get_if<GemmCall>(&step)) {
+      add(g->a.buffer);
+      add(g->b.buffer);
+      add(g->out);
+      loads(g->epilogue);
+    } else if (const auto *a = std::get_if<AttentionCall>(&step)) {
+      for (const AttentionOperand *o : {&a->q, &a->k, &a->v})
+        add(o->buffer);
+      if (a->mask)
+        add(a->mask->buffer);
+      add(a->out);
+    } else {
+      // Every buffer of either branch is live across the whole cond: no branch temporary shares
+      // a slot with another one, whichever branch runs.
+      const auto &c = std::get<CondStep>(step);
+      add(c.predicate);
+      for (const auto *branch : {&c.thenSteps, &c.elseSteps})
+        for (const Step &inner : *branch)
+          this->step(inner);
+    }
   }
-}
+
+  std::vector<uint32_t> Order;
+
+private:
+  void add(uint32_t b) {
+    if (!Listed[b]) {
+      Listed[b] = 1;
+      Order.push_back(b);
+    }
+  }
+
+  // The buffers that expression `root` loads, depth first, operands in order.
+  void loads(ExprId root) {
+    std::vector<ExprId> stack = {root};
+    while (!stack.empty()) {
+      ExprId id = stack.back();
+      stack.pop_back();
+      if (id == NoExpr || Seen[id])
+        continue;
+      Seen[id] = 1;
+      const Expr &e = Entry.expr(id);
+      if (e.kind == ExprKind::Load)
+        add(e.index);
+      stack.insert(stack.end(), e.operands.rbegin(), e.operands.rend());
+    }
+  }
+
+  const EntryKernels &Entry;
+  std::vector<char> Seen, Listed;
+};
 
 SymExpr roundUp64(const SymExpr &x) { return SymExpr::floorDiv(x + 63, 64) * 64; }
 
-void addBuffersOfStep(const EntryKernels &entry, const Step &step, std::set<uint32_t> &out,
-                      std::vector<char> &seen) {
-  if (const auto *k = std::get_if<LoopKernel>(&step)) {
-    for (const Stage &s : k->stages) {
-      collectLoads(entry, s.value, out, seen);
-      if (s.kind == Stage::Kind::Store) {
-        out.insert(s.buffer);
-        collectLoads(entry, s.offset, out, seen);
-      }
-    }
-  } else if (const auto *g = std::get_if<GemmCall>(&step)) {
-    out.insert(g->a.buffer);
-    out.insert(g->b.buffer);
-    out.insert(g->out);
-    collectLoads(entry, g->epilogue, out, seen);
-  } else if (const auto *a = std::get_if<AttentionCall>(&step)) {
-    for (const AttentionOperand *o : {&a->q, &a->k, &a->v})
-      out.insert(o->buffer);
-    if (a->mask)
-      out.insert(a->mask->buffer);
-    out.insert(a->out);
-  } else {
-    // Every buffer of either branch is live across the whole cond: no branch temporary shares
-    // a slot with another one, whichever branch runs.
-    const auto &c = std::get<CondStep>(step);
-    out.insert(c.predicate);
-    for (const auto *branch : {&c.thenSteps, &c.elseSteps})
-      for (const Step &inner : *branch)
-        addBuffersOfStep(entry, inner, out, seen);
-  }
-}
-
 } // namespace
 
+std::vector<uint32_t> buffersInOrderOfUse(const EntryKernels &entry, const Step &step) {
+  UseOrder order(entry);
+  order.step(step);
+  return std::move(order.Order);
+}
+
 std::vector<uint32_t> buffersOfStep(const EntryKernels &entry, const Step &step) {
-  std::set<uint32_t> out;
-  std::vector<char> seen(entry.exprs.size(), 0);
-  addBuffersOfStep(entry, step, out, seen);
-  return {out.begin(), out.end()};
+  std::vector<uint32_t> out = buffersInOrderOfUse(entry, step);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 void planMemory(EntryKernels &entry, const SymbolFactsMap &facts) {

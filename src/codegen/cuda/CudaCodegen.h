@@ -38,7 +38,10 @@ struct LaunchShape {
 /// first failing CheckIndex's number is written (0 stays 0).
 struct CudaKernel {
   std::string name;                       // the kernel's function in the module
-  llvm::SmallVector<uint32_t, 8> buffers; // entry buffers the kernel touches, ascending
+  /// The entry buffers the kernel touches, its parameters after the symbols: in the order its
+  /// step first uses them (kir::buffersInOrderOfUse), so that kernels emitted alike over other
+  /// buffers have equal functions.
+  llvm::SmallVector<uint32_t, 8> buffers;
   LaunchShape launch;
   const kir::Step *step = nullptr; // into the EntryKernels it was emitted from
 };

@@ -114,7 +114,7 @@ CudaKernel emitLibraryKernel(
     const StringMap<unsigned> &symIndex, const SymExpr &blocks, unsigned threads, StringRef name,
     function_ref<void(Builder &, codegen::ExprEmitter &, const KernelFunction &)> body) {
   CudaKernel out;
-  std::vector<uint32_t> used = kir::buffersOfStep(entry, step);
+  std::vector<uint32_t> used = kir::buffersInOrderOfUse(entry, step);
   out.buffers.assign(used.begin(), used.end());
   out.step = &step;
   out.launch.grid = {blocks};

@@ -478,7 +478,7 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
   LLVMContext &c = m.getContext();
   const kir::LoopKernel &k = std::get<kir::LoopKernel>(step);
   CudaKernel out;
-  std::vector<uint32_t> used = kir::buffersOfStep(entry, step);
+  std::vector<uint32_t> used = kir::buffersInOrderOfUse(entry, step);
   out.buffers.assign(used.begin(), used.end());
   SymExpr points = 1;
   for (unsigned d = 0; d < std::min<size_t>(k.parallelLoops, k.outer.size()); ++d)
