@@ -79,7 +79,7 @@ llvm::Expected<LValue *> attentionCall(Lowerer &L, const Node &n, LValue *q, LVa
   // q, k and v of one floating dtype: f32, or bf16/fp16 (a model converted with Module::to),
   // whose products run on the tensor cores of that type whatever --precision, as for a GEMM.
   DType dtype = q->dtype;
-  bool sixteen = dtype == DType::BF16 || dtype == DType::F16;
+  bool sixteen = isHalfFloat(dtype);
   bool typed = (dtype == DType::F32 || sixteen) && k->dtype == dtype && v->dtype == dtype;
   if (!typed || !headFits(e) || !headFits(ev) ||
       (mask && mask->dtype != DType::Bool && mask->dtype != DType::F32 && mask->dtype != dtype))

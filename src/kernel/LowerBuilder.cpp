@@ -13,7 +13,7 @@
 
 namespace aotc::kir::lower {
 
-DType computeType(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
+DType computeType(DType t) { return isHalfFloat(t) ? DType::F32 : t; }
 
 llvm::SmallVector<SymExpr, 4> denseStrides(llvm::ArrayRef<SymExpr> shape) {
   llvm::SmallVector<SymExpr, 4> strides(shape.size());
@@ -664,7 +664,7 @@ LValue *Lowerer::findGemm(LValue *root) {
         continue;
       if (d->kind == LKind::Gemm) {
         // The epilogue rounds a 16-bit result where the target's GEMMs store one.
-        bool half = root->dtype == DType::BF16 || root->dtype == DType::F16;
+        bool half = isHalfFloat(root->dtype);
         if (d->dtype == root->dtype || (half && Target.gemmHalfOperands))
           return d;
         continue;
@@ -781,7 +781,7 @@ llvm::Error Lowerer::emitGemm(LValue *root, LValue *g, uint32_t buffer) {
   // Operands that are bf16 or fp16 values (halfGemm) reach the tensor cores of their type as
   // they are, whatever --precision permits for f32 ones.
   DType at = E->buffers[spec.a.buffer].dtype, bt = E->buffers[spec.b.buffer].dtype;
-  if (at == bt && (at == DType::BF16 || at == DType::F16))
+  if (at == bt && isHalfFloat(at))
     call.precision = at == DType::BF16 ? Precision::BF16 : Precision::FP16;
   call.batch = spec.batch;
   call.m = spec.m;

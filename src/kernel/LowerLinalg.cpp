@@ -240,7 +240,7 @@ MatmulDims matmulDims(const LValue *a, const LValue *b) {
 llvm::Expected<LValue *> Lowerer::gemm(LValue *a, LValue *b, std::string opName, Epilogue epilogue,
                                        std::vector<LValue *> epilogueDeps) {
   DType dtype = promoteTypes(a->dtype, b->dtype);
-  if ((dtype == DType::BF16 || dtype == DType::F16) && a->dtype == b->dtype)
+  if (isHalfFloat(dtype) && a->dtype == b->dtype)
     return halfGemm(a, b, std::move(opName), std::move(epilogue), std::move(epilogueDeps));
   if (dtype == DType::F32 && a->dtype == b->dtype)
     return tiledGemm(a, b, std::move(opName), std::move(epilogue), std::move(epilogueDeps));

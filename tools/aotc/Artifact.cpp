@@ -213,7 +213,7 @@ llvm::Error Artifact::unpackHeld(llvm::ArrayRef<std::string> names, const std::v
                     layout.pair_transposed != 0};
   // A bf16 or fp16 holder is a copy, rounded (bf16-weights, half-weights), dense or (bf16) as
   // k-pair panels: recovered widened.
-  bool bf16 = holder.dtype() == DType::BF16 || holder.dtype() == DType::F16;
+  bool bf16 = isHalfFloat(holder.dtype());
   if (out.dtype() != DType::F32 || (holder.dtype() != DType::F32 && !bf16) || held[layout.held_by])
     return bad("not an f32 weight stored as itself");
   if (bf16 && (h.winogradTile || h.panelRows))

@@ -16,6 +16,8 @@ llvm::StringRef toString(DType t);
 std::optional<DType> parseDType(llvm::StringRef s);
 size_t byteSize(DType t);
 bool isFloating(DType t);
+/// The 16-bit floating types, bf16 and f16.
+inline bool isHalfFloat(DType t) { return t == DType::BF16 || t == DType::F16; }
 /// torch.finfo(t).eps of a floating dtype: the distance from 1 to the next value (f16 2^-10,
 /// bf16 2^-7, f32 2^-23, f64 2^-52); the default eps of rms_norm.
 double machineEpsilon(DType t);

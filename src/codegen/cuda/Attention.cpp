@@ -1042,7 +1042,7 @@ Error checkAttention(const kir::EntryKernels &entry, const kir::AttentionCall &a
       onTensorCores(a) ? kir::sixteenBitType(a.precision) : std::optional<DType>();
   for (const kir::AttentionOperand *o : {&a.q, &a.k, &a.v}) {
     DType t = entry.buffers[o->buffer].dtype;
-    if (t != DType::F32 && !(t == DType::BF16 || t == DType::F16))
+    if (t != DType::F32 && !isHalfFloat(t))
       return unsupported((toString(t) + " data").str());
     if (t != DType::F32 && sixteen && t != *sixteen)
       return unsupported(fmt::format("{} data at {} precision", toString(t).str(),
@@ -1050,7 +1050,7 @@ Error checkAttention(const kir::EntryKernels &entry, const kir::AttentionCall &a
   }
   if (a.mask) {
     DType t = entry.buffers[a.mask->buffer].dtype;
-    if (t != DType::F32 && t != DType::Bool && t != DType::BF16 && t != DType::F16)
+    if (t != DType::F32 && t != DType::Bool && !isHalfFloat(t))
       return unsupported(("a " + toString(t) + " mask").str());
   }
   for (const SymExpr *d : {&a.e, &a.ev}) {

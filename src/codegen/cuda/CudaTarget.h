@@ -159,7 +159,7 @@ struct MmaGemmTiles {
 /// three cp.async stages of f32: 43.5 KiB of static shared memory, under the 48 KiB every arch
 /// gives without opting in. One kernel serves tf32 (two k8 steps per tile), bf16 and fp16 (one
 /// k16 step): tf32 GEMMs, and bf16 and fp16 GEMMs of few 128 x 128 tiles whose operands are f32
-/// in memory (LoopKernel.cpp's halfGemmTiles), where it was up to 20 % faster than the 16-bit
+/// in memory (LoopKernel.cpp's halfGemmTiers), where it was up to 20 % faster than the 16-bit
 /// buffers on an H200.
 inline constexpr MmaGemmTiles TensorCoreGemmTiles = {128, 64, 16, 2, 2, 3, 4, 8, 4};
 static_assert(TensorCoreGemmTiles.sharedBytes() <= StaticSharedLimit, "static shared memory");

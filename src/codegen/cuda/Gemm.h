@@ -27,7 +27,8 @@ llvm::Expected<CudaKernel> emitGemmKernel(llvm::Module &m, codegen::MathLibrary 
 llvm::Expected<CudaKernel> emitMmaGemmKernel(llvm::Module &m, codegen::MathLibrary &math,
                                              const kir::EntryKernels &entry, const kir::Step &step,
                                              const llvm::StringMap<unsigned> &symIndex,
-                                             const MmaGemmTiles &tiles);
+                                             const MmaGemmTiles &tiles,
+                                             llvm::StringRef suffix = "");
 
 /// Whether operand `op` of a GEMM lies in `type` (f32, or a 16-bit type) in rows of whole 16-byte
 /// chunks along its contiguous dim (its rows where `alongRows`, else its columns): unit stride

@@ -512,32 +512,34 @@ CudaKernel emitKernel(Module &m, codegen::MathLibrary &math, const kir::EntryKer
   return out;
 }
 
-/// The tensor-core tiles of a bf16 or fp16 GEMM: one kernel a GEMM whatever its dims, since an
-/// artifact holds every arch's cubin of each. A convolution takes the 16-bit buffers on 128 x 64
-/// tiles. A plain GEMM takes them on 128 x 128 tiles where it has at least GemmFewBlocks of those
-/// with every dim at 1 (the LM head's 50257 columns; tile counts grow with the dims), else the
-/// f32 buffers on 128 x 64 tiles, which were faster at the sizes of transformer layers on an
-/// H200 (docs/cuda.md), unless an operand is stored in 16 bits (half-weights): then the 16-bit
-/// buffers on 128 x 64 tiles, as a convolution's. A GEMM whose operands are both stored in 16
-/// bits in 16-byte chunks (asyncChunks) takes the cp.async 16-bit buffers instead, on 128 x 128
-/// tiles where it has enough of them, else on 128 x 64 tiles in three stages.
-const MmaGemmTiles &halfGemmTiles(const kir::EntryKernels &entry, const kir::GemmCall &g) {
+/// A tensor-core kernel of a bf16 or fp16 GEMM: its tiles, the suffix of its name and the term
+/// of its gate (none: always).
+struct HalfGemmTier {
+  const MmaGemmTiles &tiles;
+  std::optional<SymExpr> gate;
+  std::string suffix;
+};
+
+/// The tensor-core kernels of a bf16 or fp16 GEMM. A convolution takes the 16-bit buffers on
+/// 128 x 64 tiles. A plain GEMM takes 128 x 128 tiles where it has at least GemmFewBlocks of
+/// those, and 128 x 64 tiles where it has fewer: the f32 buffers, which were faster at the sizes
+/// of transformer layers on an H200 (docs/cuda.md), unless an operand is stored in 16 bits
+/// (half-weights): then the 16-bit buffers, as a convolution's. A GEMM whose operands are both
+/// stored in 16 bits in 16-byte chunks (asyncChunks) takes the cp.async 16-bit buffers on either
+/// tiles. With symbolic dims both kernels are emitted where the dims' ranges reach both (a
+/// model's 4096^3 product with every dim dynamic launches the large tiles), each where its gate
+/// says.
+SmallVector<HalfGemmTier, 2> halfGemmTiers(const kir::EntryKernels &entry, const kir::GemmCall &g) {
   if (g.b.conv)
-    return ConvTensorCoreGemmTiles;
+    return {{ConvTensorCoreGemmTiles, std::nullopt, ""}};
   bool async = asyncChunks(entry, g);
   const MmaGemmTiles &big = async ? AsyncHalfGemmTiles : HalfTensorCoreGemmTiles;
+  const MmaGemmTiles &few = async                         ? AsyncHalfFewGemmTiles
+                            : sixteenBitOperand(entry, g) ? ConvTensorCoreGemmTiles
+                                                          : TensorCoreGemmTiles;
   SymExpr tiles = gemmTileCount(g, big.blockM, big.blockN);
-  std::set<std::string, std::less<>> symbols;
-  tiles.collectSymbols(symbols);
-  std::map<std::string, int64_t, std::less<>> ones;
-  for (const std::string &s : symbols)
-    ones[s] = 1;
-  std::optional<int64_t> least = tiles.evaluate(ones);
-  if (least && *least >= GemmFewBlocks)
-    return big;
-  if (async)
-    return AsyncHalfFewGemmTiles;
-  return sixteenBitOperand(entry, g) ? ConvTensorCoreGemmTiles : TensorCoreGemmTiles;
+  return {{big, tiles - SymExpr(GemmFewBlocks - 1), ""},
+          {few, SymExpr(GemmFewBlocks) - tiles, fmt::format("_t{}", few.blockN)}};
 }
 
 /// Appends the kernel `emit` makes to `out` where its gate, the minimum of `terms` (and 1), is
@@ -563,7 +565,7 @@ Error addGatedKernel(const kir::EntryKernels &entry, ArrayRef<SymExpr> terms,
 /// The kernels of a GEMM step: a small-m kernel for each tier its m may fall in; for more rows,
 /// fp32 GEMMs in f32 on the CUDA cores (on the largest of CudaCoreGemmTiles of which there are
 /// enough blocks to fill the GPU), tf32, bf16 and fp16 ones on the tensor cores (which every arch
-/// of CudaTarget.h has; bf16 and fp16 on the tiles of halfGemmTiles). Each kernel serves where its
+/// of CudaTarget.h has; bf16 and fp16 on the tiles of halfGemmTiers). Each kernel serves where its
 /// gate, the minimum of some terms, is positive: a kernel whose gate is not positive for any size
 /// in the dims' declared ranges (a constant one included) is not emitted; any other symbolic gate
 /// becomes the y extent of the kernel's grid, 1 where the kernel serves and at most 0 (no launch)
@@ -584,10 +586,18 @@ Error emitGemmKernels(Module &m, codegen::MathLibrary &math, const kir::EntryKer
     return add({more}, [&] {
       return emitMmaGemmKernel(m, math, entry, step, symIndex, TensorCoreGemmTiles);
     });
-  if (g.precision != kir::Precision::FP32)
-    return add({more}, [&] {
-      return emitMmaGemmKernel(m, math, entry, step, symIndex, halfGemmTiles(entry, g));
-    });
+  if (g.precision != kir::Precision::FP32) {
+    for (const HalfGemmTier &t : halfGemmTiers(entry, g)) {
+      SmallVector<SymExpr, 2> terms = {more};
+      if (t.gate)
+        terms.push_back(*t.gate);
+      if (Error e = add(terms, [&] {
+            return emitMmaGemmKernel(m, math, entry, step, symIndex, t.tiles, t.suffix);
+          }))
+        return e;
+    }
+    return Error::success();
+  }
   // The largest CUDA-core tiles of which the GEMM has at least GemmFewBlocks: tiles i serve
   // where tiles i - 1 are too few and tiles i are not.
   std::optional<SymExpr> fewer; // GemmFewBlocks - the previous tiles' count

@@ -528,7 +528,7 @@ bool asyncChunks(const kir::EntryKernels &entry, const kir::GemmCall &g) {
 Expected<CudaKernel> emitMmaGemmKernel(Module &m, codegen::MathLibrary &math,
                                        const kir::EntryKernels &entry, const kir::Step &step,
                                        const StringMap<unsigned> &symIndex,
-                                       const MmaGemmTiles &tiles) {
+                                       const MmaGemmTiles &tiles, StringRef suffix) {
   const kir::GemmCall &g = std::get<kir::GemmCall>(step);
   if (g.precision == kir::Precision::FP32)
     return createStringError(fmt::format(
@@ -555,19 +555,19 @@ Expected<CudaKernel> emitMmaGemmKernel(Module &m, codegen::MathLibrary &math,
          tiles.blockK * tiles.blockN % tiles.threads() == 0 && "tiles the warps can load");
   const uint64_t aElements = uint64_t(tiles.stages) * tiles.aStageElements();
   const uint64_t bElements = uint64_t(tiles.stages) * tiles.bStageElements();
-  Expected<CudaKernel> kernel =
-      emitTiledGemm(m, math, entry, step, symIndex, tiles.blockM, tiles.blockN, tiles.threads(),
-                    g.name, [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf) {
-                      Type *elem = tiles.elementBytes == 2 ? b.getInt16Ty() : b.getFloatTy();
-                      if (tiles.dynamicShared()) {
-                        GlobalVariable *tile = dynamicSharedArray(m, elem);
-                        MmaGemmKernel(m, b, ex, g, tiles, kf, tile, tile, aElements).emit();
-                        return;
-                      }
-                      GlobalVariable *aTile = sharedArray(m, elem, aElements, "a_tiles");
-                      GlobalVariable *bTile = sharedArray(m, elem, bElements, "b_tiles");
-                      MmaGemmKernel(m, b, ex, g, tiles, kf, aTile, bTile, 0).emit();
-                    });
+  Expected<CudaKernel> kernel = emitTiledGemm(
+      m, math, entry, step, symIndex, tiles.blockM, tiles.blockN, tiles.threads(),
+      (g.name + suffix).str(), [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf) {
+        Type *elem = tiles.elementBytes == 2 ? b.getInt16Ty() : b.getFloatTy();
+        if (tiles.dynamicShared()) {
+          GlobalVariable *tile = dynamicSharedArray(m, elem);
+          MmaGemmKernel(m, b, ex, g, tiles, kf, tile, tile, aElements).emit();
+          return;
+        }
+        GlobalVariable *aTile = sharedArray(m, elem, aElements, "a_tiles");
+        GlobalVariable *bTile = sharedArray(m, elem, bElements, "b_tiles");
+        MmaGemmKernel(m, b, ex, g, tiles, kf, aTile, bTile, 0).emit();
+      });
   if (kernel && tiles.dynamicShared())
     kernel->launch.dynamicShared = tiles.sharedBytes();
   return kernel;

@@ -646,14 +646,29 @@ TEST(CudaMmaGemm, AsyncChunks) {
 // three stages in dynamic shared memory: A's stages then B's in the module's one dynamic array
 // of 16-bit elements, its launch asking for all 60 KiB; the GEMMs of few tiles keep their static
 // arrays. AsyncChunks runs it on the emulated device.
-TEST(CudaMmaGemm, DynamicSharedStages) {
-  std::unique_ptr<Graph> g = aotc::test::prepare(AsyncChunkGraph, true);
-  ASSERT_TRUE(g);
-  auto program = halfProgram(*g, kir::Precision::BF16);
-  ASSERT_TRUE(program);
+/// The kernels of a graph's entry at bf16 after the CUDA layout passes (module empty on failure).
+struct HalfKernels {
+  std::unique_ptr<Graph> graph;
+  std::optional<kir::Program> program;
   llvm::LLVMContext ctx;
-  auto cm = emitEntryKernels(ctx, program->entries[0], "test");
-  ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
+  CudaModule cm;
+
+  explicit HalfKernels(const char *text) : graph(aotc::test::prepare(text, true)) {
+    if (!graph || !(program = halfProgram(*graph, kir::Precision::BF16)))
+      return;
+    auto emitted = emitEntryKernels(ctx, program->entries[0], "test");
+    if (!emitted) {
+      ADD_FAILURE() << llvm::toString(emitted.takeError());
+      return;
+    }
+    cm = std::move(*emitted);
+  }
+};
+
+TEST(CudaMmaGemm, DynamicSharedStages) {
+  HalfKernels h(AsyncChunkGraph);
+  ASSERT_TRUE(h.cm.module);
+  CudaModule *cm = &h.cm;
   std::vector<std::string> dynamic;
   for (const CudaKernel &k : cm->kernels)
     if (k.launch.dynamicShared) {
@@ -675,6 +690,32 @@ TEST(CudaMmaGemm, DynamicSharedStages) {
     if (const auto *i = llvm::dyn_cast<llvm::Instruction>(u))
       reads |= i->getFunction() == bmm;
   EXPECT_TRUE(reads);
+}
+
+// A bf16 GEMM whose m is symbolic reaches both sides of GemmFewBlocks tiles of 128 x 128 (1056
+// columns are 9 of them): the large tiles' kernel serves from 15 row tiles (135 tiles), the
+// 128 x 64 one (_t64) below, beside the small-m kernels, one launched a run. Both run on the
+// emulated device against the interpreter, on either side of the switch.
+const char *DynamicTilesGraph = R"(graph @t opset 1.0
+dim m in 1..2048
+entry @f(%0 : bf16[m, 8] = input "a", %1 : bf16[8, 1056] = input "b") {
+  %2 = aten.mm(%0, %1) : bf16[m, 1056]
+  return %2 as output "c"
+}
+)";
+
+TEST(CudaMmaGemm, DynamicTiles) {
+  HalfKernels h(DynamicTilesGraph);
+  ASSERT_TRUE(h.cm.module);
+  CudaModule *cm = &h.cm;
+  std::vector<std::string> names;
+  for (const CudaKernel &k : cm->kernels)
+    names.push_back(k.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"mm_2_m1", "mm_2_m8", "mm_2", "mm_2_t64"}));
+  EXPECT_EQ(cm->kernels[2].launch.dynamicShared, AsyncHalfGemmTiles.sharedBytes());
+  EXPECT_EQ(cm->kernels[3].launch.dynamicShared, 0u);
+  test::expectEmulatedMatches(DynamicTilesGraph, {{{"m", 1920}}, {{"m", 1793}}, {{"m", 200}}}, 1e-2,
+                              true, false, kir::Precision::BF16);
 }
 
 // The f32 buffers' 16-byte copies (4 elements) at tf32: A from an arena temporary (a relu's
