@@ -517,14 +517,11 @@ typedef struct run_state {
   int uncapturable; /* the entry read a cond's predicate while capturing */
 } run_state;
 
-/* Every block may use 48 KiB of shared memory; a kernel whose tiles take more (dynamic shared
- * memory, within what every arch the artifact targets gives) opts in before its first launch
- * with that many bytes. Threads racing there set the same value. */
-#define AOTC_CUDA_DEFAULT_SHARED (48u * 1024u)
-
+/* A kernel that launches with dynamic shared memory (the codegen gives it only to tiles past the
+ * 48 KiB every block may have, within what every arch the artifact targets allows) opts in to
+ * that many bytes before its first launch. Threads racing there set the same value. */
 static CUresult allow_shared(const aotc_cuda_model *m, int32_t kernel, uint32_t shared) {
-  if (shared <= AOTC_CUDA_DEFAULT_SHARED ||
-      __atomic_load_n(&m->shared_opted_in[kernel], __ATOMIC_ACQUIRE) >= shared)
+  if (__atomic_load_n(&m->shared_opted_in[kernel], __ATOMIC_ACQUIRE) >= shared)
     return AOTC_CUDA_SUCCESS;
   const aotc_cuda_driver *drv = m->device->drv;
   CUresult r = drv->cuFuncSetAttribute(

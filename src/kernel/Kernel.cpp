@@ -36,6 +36,10 @@ std::optional<DType> sixteenBitType(Precision p) {
   return std::nullopt;
 }
 
+Precision ownPrecision(DType t, Precision otherwise) {
+  return t == DType::BF16 ? Precision::BF16 : t == DType::F16 ? Precision::FP16 : otherwise;
+}
+
 namespace {
 
 uint64_t alignTo64(uint64_t n) { return (n + 63) / 64 * 64; }

@@ -238,6 +238,9 @@ llvm::StringRef toString(Precision p);
 llvm::Expected<Precision> parsePrecision(llvm::StringRef name);
 /// The 16-bit type bf16 and fp16 round operands to; none for fp32 and tf32.
 std::optional<DType> sixteenBitType(Precision p);
+/// The precision whose products take a 16-bit type's values as they are: bf16 for bf16, fp16 for
+/// f16; the export's `otherwise` for any other type.
+Precision ownPrecision(DType t, Precision otherwise);
 
 struct GemmCall {
   std::string name;

@@ -79,8 +79,8 @@ llvm::Expected<LValue *> attentionCall(Lowerer &L, const Node &n, LValue *q, LVa
   // q, k and v of one floating dtype: f32, or bf16/fp16 (a model converted with Module::to),
   // whose products run on the tensor cores of that type whatever --precision, as for a GEMM.
   DType dtype = q->dtype;
-  bool sixteen = isHalfFloat(dtype);
-  bool typed = (dtype == DType::F32 || sixteen) && k->dtype == dtype && v->dtype == dtype;
+  bool typed =
+      (dtype == DType::F32 || isHalfFloat(dtype)) && k->dtype == dtype && v->dtype == dtype;
   if (!typed || !headFits(e) || !headFits(ev) ||
       (mask && mask->dtype != DType::Bool && mask->dtype != DType::F32 && mask->dtype != dtype))
     return nullptr;
@@ -98,9 +98,7 @@ llvm::Expected<LValue *> attentionCall(Lowerer &L, const Node &n, LValue *q, LVa
   call.causal = causal;
   call.scale = scale;
   call.dtype = dtype;
-  call.precision = !sixteen               ? L.options().precision
-                   : dtype == DType::BF16 ? Precision::BF16
-                                          : Precision::FP16;
+  call.precision = ownPrecision(dtype, L.options().precision);
   call.loc = n.loc();
   // Key and value have the query's batch dims (their heads divided by the group); the mask
   // broadcasts to the scores' [..., heads, l, s].

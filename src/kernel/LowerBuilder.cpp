@@ -777,12 +777,10 @@ llvm::Error Lowerer::emitGemm(LValue *root, LValue *g, uint32_t buffer) {
   ExprId value = read(root, s, idx);
   GemmCall call;
   call.dtype = DType::F32;
-  call.precision = Options.precision;
   // Operands that are bf16 or fp16 values (halfGemm) reach the tensor cores of their type as
   // they are, whatever --precision permits for f32 ones.
   DType at = E->buffers[spec.a.buffer].dtype, bt = E->buffers[spec.b.buffer].dtype;
-  if (at == bt && isHalfFloat(at))
-    call.precision = at == DType::BF16 ? Precision::BF16 : Precision::FP16;
+  call.precision = at == bt ? ownPrecision(at, Options.precision) : Options.precision;
   call.batch = spec.batch;
   call.m = spec.m;
   call.n = spec.n;

@@ -472,50 +472,45 @@ private:
     };
     auto element = [&](Value *chunk, unsigned i) { return B.CreateExtractElement(chunk, i); };
     forStagedChunks(false, [&](bool keys, Value *slot, Value *row, Value *col) {
-      if (keys && KPer == 8) {
-        // 8 16-bit values: 4 words of the key's row as they are.
+      if (keys) {
+        // KPer / 2 words of the key's row: 16-bit values as they are, f32 rounded in pairs.
+        Value *words;
+        if (KPer == 8) {
+          words = staged(slot, FixedVectorType::get(B.getInt32Ty(), 4));
+        } else {
+          Value *chunk = staged(slot);
+          words = PoisonValue::get(FixedVectorType::get(B.getInt32Ty(), 2));
+          for (unsigned i = 0; i < 2; ++i)
+            words = B.CreateInsertElement(
+                words, word(element(chunk, 2 * i), element(chunk, 2 * i + 1)), i);
+        }
         Value *at = B.CreateAdd(B.CreateAdd(B.CreateMul(row, B.getInt64(mmaKeyWords(E))),
                                             B.CreateUDiv(col, B.getInt64(2))),
                                 keyOffset);
-        B.CreateAlignedStore(staged(slot, FixedVectorType::get(B.getInt32Ty(), 4)),
-                             sharedElement(B, Sh.k, at), Align(16));
+        B.CreateAlignedStore(words, sharedElement(B, Sh.k, at), Align(2 * KPer));
         return;
       }
-      if (!keys && VPer == 8) {
-        // The pair of keys' 8 columns: column i's word is (key 2 row, key 2 row + 1).
+      // The pair of keys' VPer columns: column i's word is (key 2 row, key 2 row + 1), 16-bit
+      // values interleaved as they are, f32 rounded.
+      SmallVector<Value *, 8> words;
+      if (VPer == 8) {
         Type *i16x8 = FixedVectorType::get(B.getInt16Ty(), 8);
         Value *lo = staged(slot, i16x8), *hi = staged(B.CreateAdd(slot, B.getInt64(1)), i16x8);
-        Value *words = B.CreateBitCast(
+        Value *pairs = B.CreateBitCast(
             B.CreateShuffleVector(lo, hi, {0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15}),
             FixedVectorType::get(B.getInt32Ty(), 8));
-        for (unsigned i = 0; i < 8; ++i) {
-          Value *c = B.CreateAdd(col, B.getInt64(i));
-          Value *at = B.CreateAdd(
-              B.CreateAdd(B.CreateMul(c, B.getInt64(mmaValueWords(T.blockN))), row), valueOffset);
-          B.CreateAlignedStore(B.CreateExtractElement(words, i), sharedElement(B, Sh.v, at),
-                               Align(4));
-        }
-        return;
+        for (unsigned i = 0; i < 8; ++i)
+          words.push_back(element(pairs, i));
+      } else {
+        Value *lo = staged(slot), *hi = staged(B.CreateAdd(slot, B.getInt64(1)));
+        for (unsigned i = 0; i < 4; ++i)
+          words.push_back(word(element(lo, i), element(hi, i)));
       }
-      if (keys) {
-        Value *chunk = staged(slot);
-        Value *words = PoisonValue::get(FixedVectorType::get(B.getInt32Ty(), 2));
-        for (unsigned i = 0; i < 2; ++i)
-          words = B.CreateInsertElement(words,
-                                        word(element(chunk, 2 * i), element(chunk, 2 * i + 1)), i);
-        Value *at = B.CreateAdd(B.CreateAdd(B.CreateMul(row, B.getInt64(mmaKeyWords(E))),
-                                            B.CreateUDiv(col, B.getInt64(2))),
-                                keyOffset);
-        B.CreateAlignedStore(words, sharedElement(B, Sh.k, at), Align(8));
-        return;
-      }
-      Value *lo = staged(slot), *hi = staged(B.CreateAdd(slot, B.getInt64(1)));
-      for (unsigned i = 0; i < 4; ++i) {
+      for (auto [i, w] : enumerate(words)) {
         Value *c = B.CreateAdd(col, B.getInt64(i));
         Value *at = B.CreateAdd(
             B.CreateAdd(B.CreateMul(c, B.getInt64(mmaValueWords(T.blockN))), row), valueOffset);
-        B.CreateAlignedStore(word(element(lo, i), element(hi, i)), sharedElement(B, Sh.v, at),
-                             Align(4));
+        B.CreateAlignedStore(w, sharedElement(B, Sh.v, at), Align(4));
       }
     });
   }

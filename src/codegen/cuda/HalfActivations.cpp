@@ -1,5 +1,5 @@
-// half-activations: temporaries that only 16-bit GEMMs read stored in bf16 or fp16 (see
-// HalfActivations.h).
+// half-activations: temporaries that only 16-bit GEMMs or the tensor-core attention read stored
+// in bf16 or fp16 (see HalfActivations.h).
 #include "codegen/cuda/HalfActivations.h"
 #include "codegen/cuda/Attention.h"
 #include "kernel/MemoryPlan.h"
@@ -10,8 +10,8 @@ namespace aotc::cuda {
 
 namespace {
 
-/// Which of an entry's buffers a step reads in f32 (`wide`) and which a 16-bit GEMM reads as an
-/// operand (`narrow`, in type `half`).
+/// Which of an entry's buffers a step reads in f32 (`wide`) and which a 16-bit GEMM or the
+/// tensor-core attention reads as an operand (`narrow`, in type `half`).
 class BufferReads {
 public:
   explicit BufferReads(const kir::EntryKernels &entry)
@@ -20,7 +20,7 @@ public:
     kir::forEachStep(entry.steps, [&](const kir::Step &step) { visit(step); });
   }
 
-  /// Whether buffer `b` is read, and only by 16-bit GEMMs as an operand.
+  /// Whether buffer `b` is read, and only as an operand of 16-bit products.
   bool onlyNarrow(uint32_t b) const { return Narrow.test(b) && !Wide.test(b); }
   DType half() const { return Half; }
 
@@ -35,31 +35,29 @@ private:
       // The 16-bit type an f32 GEMM rounds its operands to, if it does.
       std::optional<DType> half =
           g->dtype == DType::F32 ? kir::sixteenBitType(g->precision) : std::nullopt;
-      for (const kir::MatrixOperand *op : {&g->a, &g->b}) {
-        if (!half) {
-          Wide.set(op->buffer);
-          continue;
-        }
-        Narrow.set(op->buffer);
-        Half = *half;
-      }
+      for (const kir::MatrixOperand *op : {&g->a, &g->b})
+        operand(op->buffer, half);
     } else if (const auto *a = std::get_if<kir::AttentionCall>(&step)) {
       // The tensor-core kernel rounds q, k and v to its precision's type as it loads them.
       std::optional<DType> half =
           onTensorCores(*a) ? kir::sixteenBitType(a->precision) : std::nullopt;
-      for (const kir::AttentionOperand *op : {&a->q, &a->k, &a->v}) {
-        if (!half) {
-          Wide.set(op->buffer);
-          continue;
-        }
-        Narrow.set(op->buffer);
-        Half = *half;
-      }
+      for (const kir::AttentionOperand *op : {&a->q, &a->k, &a->v})
+        operand(op->buffer, half);
       if (a->mask)
         Wide.set(a->mask->buffer);
     } else if (const auto *c = std::get_if<kir::CondStep>(&step)) {
       Wide.set(c->predicate); // forEachStep visits the branches' steps
     }
+  }
+
+  // Buffer `b` read as a product's operand, rounded to `half` if there is one, else in f32.
+  void operand(uint32_t b, std::optional<DType> half) {
+    if (!half) {
+      Wide.set(b);
+      return;
+    }
+    Narrow.set(b);
+    Half = *half;
   }
 
   // Marks the buffers that expression `root` loads as read in f32.

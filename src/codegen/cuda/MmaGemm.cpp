@@ -97,7 +97,7 @@ private:
     B.CreateCondBr(B.CreateICmpULT(kt, kTiles), copy, done);
     B.SetInsertPoint(copy);
     Value *k0 = B.CreateMul(kt, B.getInt64(T.blockK), "k0");
-    Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
+    Value *aBase = aStageBase(stage);
     Value *bBase = bStageBase(stage);
     copyTile(k0, aBase, bBase);
     B.CreateBr(done);
@@ -157,7 +157,8 @@ private:
     });
   }
 
-  // Where B's stage `stage` starts in BTile.
+  // Where A's stage `stage` starts in ATile, B's in BTile.
+  Value *aStageBase(Value *stage) { return B.CreateMul(stage, B.getInt64(T.aStageElements())); }
   Value *bStageBase(Value *stage) {
     return B.CreateAdd(B.CreateMul(stage, B.getInt64(T.bStageElements())), B.getInt64(BShift));
   }
@@ -323,7 +324,7 @@ private:
           pair.word ? pair.word : B.CreateBitCast(fragment(pair.lo, pair.hi), B.getInt32Ty());
       B.CreateAlignedStore(word, sharedElement(B, tile, B.CreateAdd(base, pair.slot)), Align(4));
     };
-    Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
+    Value *aBase = aStageBase(stage);
     for (const Pair &pair : t.a)
       store(ATile, aBase, pair);
     Value *bBase = bStageBase(stage);
@@ -385,7 +386,7 @@ private:
       Value *next = B.CreateAdd(kt, B.getInt64(1));
       StagedTile staged = loadStage(next);
       Value *stage = B.CreateAnd(kt, B.getInt64(1));
-      Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
+      Value *aBase = aStageBase(stage);
       Value *bBase = bStageBase(stage);
       SmallVector<Value *, 64> sums(accs.begin(), accs.end());
       multiplyHalfTile(aBase, bBase, sums);
@@ -446,7 +447,7 @@ private:
       Value *aheadStage = B.CreateURem(ahead, B.getInt64(T.stages));
       issueStage(aheadStage, ahead, kTiles);
       Value *stage = B.CreateURem(kt, B.getInt64(T.stages));
-      Value *aBase = B.CreateMul(stage, B.getInt64(T.aStageElements()));
+      Value *aBase = aStageBase(stage);
       Value *bBase = bStageBase(stage);
       SmallVector<Value *, 64> sums(accs.begin(), accs.end());
       if (T.asyncCopies) {

@@ -609,17 +609,19 @@ entry @f(%0 : f32[rows, 40] = input "a", %1 : f32[132, 12, 40] = input "p", %2 :
 }
 )";
 
+// The CUDA layout passes on a program of graph `g`: half-weights, then half-activations.
+void halfLayout(const Graph &g, kir::Program &program) {
+  ExportedProgram exported;
+  if (llvm::Error e = storeHalfWeights(program, exported, nullptr, false))
+    ADD_FAILURE() << llvm::toString(std::move(e));
+  storeHalfActivations(program, g.shapeEnv().facts());
+}
+
 // The program of a graph at `precision` after the CUDA layout passes.
 std::optional<kir::Program> halfProgram(const Graph &g, kir::Precision precision) {
   auto program = test::lowerForCuda(g, true, precision);
-  if (!program)
-    return std::nullopt;
-  ExportedProgram exported;
-  if (llvm::Error e = storeHalfWeights(*program, exported, nullptr, false)) {
-    ADD_FAILURE() << llvm::toString(std::move(e));
-    return std::nullopt;
-  }
-  storeHalfActivations(*program, g.shapeEnv().facts());
+  if (program)
+    halfLayout(g, *program);
   return program;
 }
 
@@ -646,31 +648,13 @@ TEST(CudaMmaGemm, AsyncChunks) {
 // three stages in dynamic shared memory: A's stages then B's in the module's one dynamic array
 // of 16-bit elements, its launch asking for all 60 KiB; the GEMMs of few tiles keep their static
 // arrays. AsyncChunks runs it on the emulated device.
-/// The kernels of a graph's entry at bf16 after the CUDA layout passes (module empty on failure).
-struct HalfKernels {
-  std::unique_ptr<Graph> graph;
-  std::optional<kir::Program> program;
-  llvm::LLVMContext ctx;
-  CudaModule cm;
-
-  explicit HalfKernels(const char *text) : graph(aotc::test::prepare(text, true)) {
-    if (!graph || !(program = halfProgram(*graph, kir::Precision::BF16)))
-      return;
-    auto emitted = emitEntryKernels(ctx, program->entries[0], "test");
-    if (!emitted) {
-      ADD_FAILURE() << llvm::toString(emitted.takeError());
-      return;
-    }
-    cm = std::move(*emitted);
-  }
-};
-
 TEST(CudaMmaGemm, DynamicSharedStages) {
-  HalfKernels h(AsyncChunkGraph);
-  ASSERT_TRUE(h.cm.module);
-  CudaModule *cm = &h.cm;
+  llvm::LLVMContext ctx;
+  auto emitted = test::emitKernels(ctx, AsyncChunkGraph, true, kir::Precision::BF16, halfLayout);
+  ASSERT_TRUE(emitted);
+  const CudaModule &cm = emitted->module;
   std::vector<std::string> dynamic;
-  for (const CudaKernel &k : cm->kernels)
+  for (const CudaKernel &k : cm.kernels)
     if (k.launch.dynamicShared) {
       dynamic.push_back(k.name);
       EXPECT_EQ(k.launch.dynamicShared, AsyncHalfGemmTiles.sharedBytes());
@@ -678,12 +662,12 @@ TEST(CudaMmaGemm, DynamicSharedStages) {
   ASSERT_EQ(dynamic.size(), 1u);
   EXPECT_NE(dynamic[0].find("bmm"), std::string::npos) << dynamic[0];
   EXPECT_EQ(AsyncHalfGemmTiles.sharedBytes(), 60u * 1024);
-  llvm::GlobalVariable *array = cm->module->getGlobalVariable("dynamic_shared_i16");
+  llvm::GlobalVariable *array = cm.module->getGlobalVariable("dynamic_shared_i16");
   ASSERT_TRUE(array);
   EXPECT_TRUE(array->isDeclaration());
   EXPECT_EQ(array->getAddressSpace(), 3u);
   EXPECT_EQ(array->getAlign().valueOrOne().value(), 16u);
-  const llvm::Function *bmm = cm->module->getFunction(dynamic[0]);
+  const llvm::Function *bmm = cm.module->getFunction(dynamic[0]);
   ASSERT_TRUE(bmm);
   bool reads = false;
   for (const llvm::User *u : array->users())
@@ -705,15 +689,16 @@ entry @f(%0 : bf16[m, 8] = input "a", %1 : bf16[8, 1056] = input "b") {
 )";
 
 TEST(CudaMmaGemm, DynamicTiles) {
-  HalfKernels h(DynamicTilesGraph);
-  ASSERT_TRUE(h.cm.module);
-  CudaModule *cm = &h.cm;
+  llvm::LLVMContext ctx;
+  auto emitted = test::emitKernels(ctx, DynamicTilesGraph, true, kir::Precision::BF16, halfLayout);
+  ASSERT_TRUE(emitted);
+  const CudaModule &cm = emitted->module;
   std::vector<std::string> names;
-  for (const CudaKernel &k : cm->kernels)
+  for (const CudaKernel &k : cm.kernels)
     names.push_back(k.name);
   EXPECT_EQ(names, (std::vector<std::string>{"mm_2_m1", "mm_2_m8", "mm_2", "mm_2_t64"}));
-  EXPECT_EQ(cm->kernels[2].launch.dynamicShared, AsyncHalfGemmTiles.sharedBytes());
-  EXPECT_EQ(cm->kernels[3].launch.dynamicShared, 0u);
+  EXPECT_EQ(cm.kernels[2].launch.dynamicShared, AsyncHalfGemmTiles.sharedBytes());
+  EXPECT_EQ(cm.kernels[3].launch.dynamicShared, 0u);
   test::expectEmulatedMatches(DynamicTilesGraph, {{{"m", 1920}}, {{"m", 1793}}, {{"m", 200}}}, 1e-2,
                               true, false, kir::Precision::BF16);
 }

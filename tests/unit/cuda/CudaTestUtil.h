@@ -29,24 +29,29 @@ inline std::optional<kir::Program> lowerForCuda(const Graph &g, bool fuse,
   return std::move(*p);
 }
 
-/// Entry @f of a graph text prepared (decomposed), lowered for CUDA and its kernels emitted into
-/// `ctx`, for tests that look at the emitted code or launch it themselves.
+/// Entry @f of a graph text prepared (decomposed), lowered for CUDA at `precision`, given to
+/// `layout` where there is one (the CUDA layout passes a test wants), and its kernels emitted
+/// into `ctx`, for tests that look at the emitted code or launch it themselves.
 struct EmittedKernels {
   std::unique_ptr<Graph> graph;
   kir::Program program;
   CudaModule module;
 };
-inline std::optional<EmittedKernels> emitKernels(llvm::LLVMContext &ctx, const std::string &text,
-                                                 bool fuse) {
+inline std::optional<EmittedKernels>
+emitKernels(llvm::LLVMContext &ctx, const std::string &text, bool fuse,
+            kir::Precision precision = kir::Precision::FP32,
+            llvm::function_ref<void(const Graph &, kir::Program &)> layout = {}) {
   EmittedKernels out;
   out.graph = aotc::test::prepare(text, true);
   if (!out.graph) {
     ADD_FAILURE() << "the graph does not prepare";
     return std::nullopt;
   }
-  std::optional<kir::Program> p = lowerForCuda(*out.graph, fuse);
+  std::optional<kir::Program> p = lowerForCuda(*out.graph, fuse, precision);
   if (!p)
     return std::nullopt;
+  if (layout)
+    layout(*out.graph, *p);
   out.program = std::move(*p);
   auto cm = emitEntryKernels(ctx, out.program.entries[0], "test");
   if (!cm) {

@@ -111,7 +111,8 @@ TEST(MergeKernels, ADifferentBlockKeepsItsFunction) {
 // relu(y) * x are one function (x and y swapped in its launch), although their buffer numbers
 // come in opposite orders of use; relu(x) * x is another (two parameters, not three).
 TEST(MergeKernels, BuffersInOrderOfUse) {
-  std::unique_ptr<Graph> g = aotc::test::prepare(R"(graph @t opset 1.0
+  llvm::LLVMContext ctx;
+  auto emitted = test::emitKernels(ctx, R"(graph @t opset 1.0
 entry @f(%0 : f32[64] = input "x", %1 : f32[64] = input "y") {
   %2 = aten.relu(%0) : f32[64]
   %3 = aten.mul.Tensor(%2, %1) : f32[64]
@@ -121,25 +122,22 @@ entry @f(%0 : f32[64] = input "x", %1 : f32[64] = input "y") {
   %7 = aten.mul.Tensor(%6, %0) : f32[64]
   return %3 as output "a", %5 as output "b", %7 as output "c"
 }
-)");
-  ASSERT_TRUE(g);
-  auto program = test::lowerForCuda(*g, true);
-  ASSERT_TRUE(program);
-  llvm::LLVMContext ctx;
-  auto cm = emitEntryKernels(ctx, program->entries[0], "test");
-  ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
-  ASSERT_EQ(cm->kernels.size(), 3u) << aotc::test::printed(*program);
-  const kir::EntryKernels &e = program->entries[0];
+)",
+                                   true);
+  ASSERT_TRUE(emitted);
+  CudaModule &cm = emitted->module;
+  ASSERT_EQ(cm.kernels.size(), 3u) << aotc::test::printed(emitted->program);
+  const kir::EntryKernels &e = emitted->program.entries[0];
   // x is buffer 0, y buffer 1: the second kernel uses them in the other order.
-  EXPECT_EQ(cm->kernels[0].buffers[0], 0u);
-  EXPECT_EQ(cm->kernels[1].buffers[0], 1u);
-  EXPECT_EQ(kir::buffersOfStep(e, *cm->kernels[1].step)[0], 0u);
+  EXPECT_EQ(cm.kernels[0].buffers[0], 0u);
+  EXPECT_EQ(cm.kernels[1].buffers[0], 1u);
+  EXPECT_EQ(kir::buffersOfStep(e, *cm.kernels[1].step)[0], 0u);
   std::vector<CudaKernel *> order;
-  for (CudaKernel &k : cm->kernels)
+  for (CudaKernel &k : cm.kernels)
     order.push_back(&k);
-  EXPECT_EQ(mergeKernels(*cm->module, order), 1u);
-  EXPECT_EQ(cm->kernels[1].name, cm->kernels[0].name);
-  EXPECT_NE(cm->kernels[2].name, cm->kernels[0].name);
+  EXPECT_EQ(mergeKernels(*cm.module, order), 1u);
+  EXPECT_EQ(cm.kernels[1].name, cm.kernels[0].name);
+  EXPECT_NE(cm.kernels[2].name, cm.kernels[0].name);
 }
 
 } // namespace

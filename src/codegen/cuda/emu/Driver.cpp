@@ -24,7 +24,8 @@ namespace {
 
 thread_local std::string LastError;
 
-/// The emulated device is an sm_80: its blocks' shared memory without and with opting in.
+/// The emulated device is an sm_80: its compute capability, its blocks' shared memory without and
+/// with opting in.
 const ArchInfo &device() { return archInfo(CudaArch::SM80); }
 
 CUresult fail(CUresult code, std::string detail) {
@@ -89,9 +90,9 @@ CUresult deviceGet(CUdevice *d, int ordinal) {
 }
 CUresult deviceAttribute(int *v, int attribute, CUdevice) {
   if (attribute == AOTC_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
-    *v = 8;
+    *v = int(device().computeCapability / 10);
   else if (attribute == AOTC_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
-    *v = 0;
+    *v = int(device().computeCapability % 10);
   else
     return fail(AOTC_CUDA_ERROR_INVALID_VALUE,
                 fmt::format("attribute {} is not emulated", attribute));
