@@ -96,6 +96,11 @@ prepare() {
   # (a decode kernel at one row, the tensor cores past it).
   PRECISION=bf16 model bf16_block tools/gpu-check/models/bf16_block.cpp "" \
     forward x=1x1x128 forward x=2x77x128 forward x=4x300x128
+  # A decode step over a long cache: split-decode's split and merge kernels (12 parts of 3000
+  # keys at batch 1, 2 parts of 300 at batch 8), the decode kernel alone at 200 keys.
+  model long_cache tools/gpu-check/models/long_cache.cpp "" \
+    forward "q=1x8x1x64 k=1x4x3000x64 v=1x4x3000x64" \
+    forward "q=8x8x1x64 k=8x4x300x64 v=8x4x300x64" forward "q=2x8x1x64 k=2x4x200x64 v=2x4x200x64"
   # The driver's PTX JIT: an sm_80 cubin does not run on sm_90 and later, so there this
   # artifact loads its PTX (stderr says so once).
   ARCHS=sm_80 model gpt2_tiny_ptx examples/gpt2/gpt2_tiny.cpp "--dyn batch=1..2 --dyn seq=1..16 --weights tests/fixtures/gpt2/w.safetensors" \

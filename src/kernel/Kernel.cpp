@@ -317,6 +317,8 @@ void printAttention(const AttentionCall &a, const std::string &indent, llvm::raw
   os << indent << "  v = " << operandText(a.v, "kvhead") << "\n";
   if (a.mask)
     os << indent << "  mask = " << operandText(*a.mask, "head") << "\n";
+  if (a.partials)
+    os << indent << "  partials = b" << *a.partials << " splits " << a.splits.str() << "\n";
   os << indent << "  out = b" << a.out << (a.headsInRows ? " heads in rows" : "") << "\n";
 }
 

@@ -290,6 +290,12 @@ struct AttentionCall {
   double scale = 1;
   uint32_t out = 0;
   bool headsInRows = false;
+  /// Where a backend shares each (batch x head)'s keys among `splits` parts (a decode step over a
+  /// long cache, on the GPU: CUDA's split-decode): their partial states, f32 [batch x heads,
+  /// splits, 2 + ev] (the part's maximum score, its sum of exponentials, its unnormalized
+  /// outputs), merged in part order. The result is the call's either way.
+  std::optional<uint32_t> partials;
+  SymExpr splits = 1;
   SourceLoc loc;
   /// Where out[bq, row, col] is in `out`, with outer = bq / heads and head = bq % heads.
   template <typename Int>

@@ -34,6 +34,8 @@ public:
         add(o->buffer);
       if (a->mask)
         add(a->mask->buffer);
+      if (a->partials)
+        add(*a->partials);
       add(a->out);
     } else {
       // Every buffer of either branch is live across the whole cond: no branch temporary shares

@@ -13,9 +13,9 @@ std::vector<uint32_t> buffersOfStep(const EntryKernels &entry, const Step &step)
 
 /// buffersOfStep in the order the step first names them: a loop kernel's stages in order (the
 /// value's loads depth first, operands in order, then the offset's, then the stored buffer), a
-/// GEMM's A, B and output then its epilogue's loads, an attention's q, k, v, mask and output, a
-/// cond's predicate then its branches'. Steps alike over other buffers list them alike, whatever
-/// the buffers' numbers (the CUDA kernels' parameters: MergeKernels).
+/// GEMM's A, B and output then its epilogue's loads, an attention's q, k, v, mask, partials and
+/// output, a cond's predicate then its branches'. Steps alike over other buffers list them alike,
+/// whatever the buffers' numbers (the CUDA kernels' parameters: MergeKernels).
 std::vector<uint32_t> buffersInOrderOfUse(const EntryKernels &entry, const Step &step);
 
 /// Assigns Buffer::arenaOffset of every Arena buffer of `entry` and entry.arenaBytes. `facts`

@@ -10,6 +10,7 @@
 #include "codegen/cuda/CudaCodegen.h"
 #include "codegen/cuda/HalfActivations.h"
 #include "codegen/cuda/HalfWeights.h"
+#include "codegen/cuda/SplitDecode.h"
 #include "kernel/Lower.h"
 #include "kernel/MemoryPlan.h"
 #include "passes/FoldWeights.h"
@@ -33,14 +34,14 @@ constexpr llvm::StringLiteral FoldWeightsStep = "fold-weights", LowerStep = "low
                               Bf16WeightsStep = "bf16-weights", LowerCudaStep = "lower-cuda",
                               HalfWeightsStep = "half-weights",
                               HalfActivationsStep = "half-activations",
+                              SplitDecodeStep = "split-decode",
                               LayoutWeightsStep = "layout-weights", CodegenStep = "codegen-cpu",
                               CodegenCudaStep = "codegen-cuda", PackageStep = "package",
                               LinkStep = "link";
-constexpr llvm::StringLiteral Steps[] = {FoldWeightsStep, LowerStep,           PlanMemoryStep,
-                                         Bf16WeightsStep, PackWeightsStep,     LowerCudaStep,
-                                         HalfWeightsStep, HalfActivationsStep, LayoutWeightsStep,
-                                         CodegenStep,     CodegenCudaStep,     PackageStep,
-                                         LinkStep};
+constexpr llvm::StringLiteral Steps[] = {
+    FoldWeightsStep, LowerStep,       PlanMemoryStep,      Bf16WeightsStep, PackWeightsStep,
+    LowerCudaStep,   HalfWeightsStep, HalfActivationsStep, SplitDecodeStep, LayoutWeightsStep,
+    CodegenStep,     CodegenCudaStep, PackageStep,         LinkStep};
 
 llvm::Error error(std::string message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -221,6 +222,9 @@ llvm::Expected<Lowered> runSteps(ExportedProgram &exported, const CompileOptions
     printer.after(HalfWeightsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
     cuda::storeHalfActivations(*program, facts);
     printer.after(HalfActivationsStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
+    // A decode step's keys over several blocks where a (batch x head) a block leaves SMs idle.
+    cuda::splitDecodeSteps(*program, facts);
+    printer.after(SplitDecodeStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
     out.cuda = std::move(*program);
   }
   if (out.cpu && out.cuda)

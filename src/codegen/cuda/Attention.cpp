@@ -5,7 +5,9 @@
 // it has accumulated is rescaled when the maximum grows), and adds the tile's probabilities
 // times the values into registers; the output is written once. The scores never reach device
 // memory. Causal blocks skip the key tiles wholly past their last row and mask the diagonal
-// one per element.
+// one per element. A decode step (one query row) takes a kernel of its own, whose warps split
+// the keys; over a long cache (split-decode) its blocks split them too, and a second kernel
+// merges their states.
 //
 // At --precision bf16 or fp16 (the export permits rounding the products' operands) the tiled
 // kernel multiplies on the tensor cores instead (emitTensorCores): each of 4 warps takes 32 query
@@ -45,9 +47,6 @@ namespace {
 constexpr unsigned WarpSize = 32;
 /// How many of a lane's key or value loads the decode kernel issues before their FMAs.
 constexpr unsigned DecodeLoadsInFlight = 16;
-
-/// One query row a batch element (a decode step over a cache): the decode kernel's calls.
-bool isDecodeStep(const kir::AttentionCall &a) { return a.l.constant() == 1; }
 
 /// The tensor-core kernel's shared tiles hold 32-bit words of two 16-bit values, rounded once as
 /// they are staged: keys as rows of e's pairs (e rounded up to the mma's k, zeros past it), values
@@ -111,14 +110,19 @@ class AttentionKernel {
 public:
   AttentionKernel(Builder &b, codegen::ExprEmitter &ex, codegen::MathLibrary &math,
                   const kir::EntryKernels &entry, const kir::AttentionCall &a,
-                  const AttentionTiles &t, const KernelFunction &kf, SharedTiles shared)
-      : B(b), Ex(ex), Math(math), Entry(entry), A(a), T(t), Kf(kf), Sh(shared),
+                  const AttentionTiles &t, AttentionPart part, const KernelFunction &kf,
+                  SharedTiles shared)
+      : B(b), Ex(ex), Math(math), Entry(entry), A(a), T(t), Part(part), Kf(kf), Sh(shared),
         E(unsigned(*a.e.constant())), Ev(unsigned(*a.ev.constant())), KStride(E | 1),
         Rows(t.warpRows()), Keys(t.blockN / WarpSize), Slots((Ev + WarpSize - 1) / WarpSize),
         KPer(chunkElements(entry, a.k.buffer)), VPer(chunkElements(entry, a.v.buffer)),
         F32(b.getFloatTy()), NegInf(ConstantFP::getInfinity(F32, true)) {}
 
   void emit() {
+    if (Part == AttentionPart::MergeSplits) {
+      emitMergeSplits();
+      return;
+    }
     if (isDecodeStep(A)) {
       emitDecode();
       return;
@@ -166,10 +170,18 @@ private:
   // WarpSize at a time (one a lane), warp w taking tiles w, w + warps, ..., each with its own
   // running maximum, sum and accumulators, keys and values read from device memory (each is
   // used once); the warps' states are merged in warp order at the end. The tiled kernel gave
-  // such a row a block of 16 rows and its keys to one warp.
+  // such a row a block of 16 rows and its keys to one warp. Split (AttentionPart::SplitKeys), a
+  // block takes one part of its (batch x head)'s keys (whole tiles of them, parts fastest) and
+  // writes the merged state of its warps, unnormalized, to the partials for emitMergeSplits.
   void emitDecode() {
     Tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
     Bq = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+    Value *part = nullptr;
+    if (Part == AttentionPart::SplitKeys) {
+      Splits = Ex.sym(A.splits);
+      part = B.CreateURem(Bq, Splits, "part");
+      Bq = B.CreateUDiv(Bq, Splits, "bq");
+    }
     Lane = B.CreateURem(Tid, B.getInt64(WarpSize), "lane");
     Value *warp = B.CreateUDiv(Tid, B.getInt64(WarpSize), "warp");
     L = Ex.sym(A.l);
@@ -180,10 +192,22 @@ private:
       B.CreateStore(load(Q, B.getTrue(), row, c), sharedElement(B, Sh.q, idx));
     });
     barrier();
-    Value *kvEnd = S;
+    // The block's keys: kvBegin (split: its part's first, else 0) and `keys` more.
+    Value *kvBegin = nullptr;
+    Value *keys = S;
     if (A.causal)
-      kvEnd = B.CreateBinaryIntrinsic(Intrinsic::umin, S, B.getInt64(1));
-    Value *tiles = ceilDiv(B, kvEnd, WarpSize);
+      keys = B.CreateBinaryIntrinsic(Intrinsic::umin, S, B.getInt64(1));
+    // A part's keys are whole tiles of 32 (but the last part's last one), so that no tile reaches
+    // past its part.
+    if (part) {
+      Value *per = B.CreateMul(ceilDiv(B, ceilDivBy(S, Splits), WarpSize), B.getInt64(WarpSize),
+                               "keys.per.part");
+      kvBegin = B.CreateMul(part, per, "part.begin");
+      Value *end = B.CreateBinaryIntrinsic(Intrinsic::umin, S, B.CreateAdd(kvBegin, per));
+      keys =
+          B.CreateSub(B.CreateBinaryIntrinsic(Intrinsic::umax, kvBegin, end), kvBegin, "part.keys");
+    }
+    Value *tiles = ceilDiv(B, keys, WarpSize);
     unsigned warps = T.warps();
     Value *mine = B.CreateUDiv(B.CreateSub(B.CreateAdd(tiles, B.getInt64(warps - 1)), warp),
                                B.getInt64(warps), "tiles.mine");
@@ -191,8 +215,10 @@ private:
     SmallVector<Value *, 8> init = {NegInf, ConstantFP::get(F32, 0.0)};
     init.append(Slots, ConstantFP::get(F32, 0.0));
     SmallVector<Value *, 64> state = kTileLoop(B, mine, init, [&](Value *i, ArrayRef<Value *> s) {
-      Value *key0 = B.CreateMul(B.CreateAdd(warp, B.CreateMul(i, B.getInt64(warps))),
-                                B.getInt64(WarpSize), "key0");
+      Value *tile = B.CreateAdd(warp, B.CreateMul(i, B.getInt64(warps)));
+      Value *key0 = B.CreateMul(tile, B.getInt64(WarpSize), "key0");
+      if (kvBegin)
+        key0 = B.CreateAdd(kvBegin, key0, "key0");
       Value *key = B.CreateAdd(key0, Lane, "key");
       Value *ok = B.CreateICmpULT(key, S);
       // Unrolled, DecodeLoadsInFlight loads ahead of their FMAs (in a loop, each load's latency
@@ -249,27 +275,89 @@ private:
       });
     }
     barrier();
-    // Thread t < ev merges column t: out = sum_w acc_w e^(m_w - m) / sum_w l_w e^(m_w - m), 0
-    // for a row whose every score was -inf.
+    // Thread t < ev merges column t over the warps.
     guarded(B.CreateICmpULT(Tid, B.getInt64(Ev)), [&] {
-      SmallVector<Value *, 8> m;
-      Value *most = NegInf;
-      for (unsigned w = 0; w < warps; ++w) {
-        m.push_back(sharedLoad(Sh.p, B.getInt64(w)));
-        most = maximum(most, m[w]);
+      Merged all = mergeStates(
+          B.getInt64(warps), [&](Value *w) { return sharedLoad(Sh.p, w); },
+          [&](Value *w) { return sharedLoad(Sh.p, B.CreateAdd(w, B.getInt64(warps))); },
+          [&](Value *w) {
+            return sharedLoad(Sh.v, B.CreateAdd(B.CreateMul(w, B.getInt64(Ev)), Tid));
+          });
+      if (!part) {
+        storeMerged(all);
+        return;
       }
-      Value *masked = B.CreateFCmpOEQ(most, NegInf);
-      Value *mUse = shiftOf(most);
-      Value *num = ConstantFP::get(F32, 0.0), *den = ConstantFP::get(F32, 0.0);
-      for (unsigned w = 0; w < warps; ++w) {
-        Value *f = exp(B.CreateFSub(m[w], mUse));
-        Value *acc = sharedLoad(Sh.v, B.CreateAdd(B.getInt64(w * Ev), Tid));
-        num = fma(acc, f, num);
-        den = fma(sharedLoad(Sh.p, B.getInt64(warps + w)), f, den);
-      }
-      Value *o = B.CreateSelect(masked, ConstantFP::get(F32, 0.0), B.CreateFDiv(num, den));
-      storeOut(o, B.getInt64(0), Tid);
+      // The part's state: [maximum, sum, outputs] at (bq, part) of the partials.
+      Value *base = partialState(part);
+      storePartial(all.num, B.CreateAdd(base, B.CreateAdd(Tid, B.getInt64(2))));
+      guarded(B.CreateICmpEQ(Tid, B.getInt64(0)), [&] {
+        storePartial(all.most, base);
+        storePartial(all.den, B.CreateAdd(base, B.getInt64(1)));
+      });
     });
+  }
+
+  // The split decode's second kernel (AttentionPart::MergeSplits): a block a (batch x head), its
+  // thread t < ev merges output column t over the parts' partial states, in part order.
+  void emitMergeSplits() {
+    Tid = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_tid_x);
+    Bq = specialRegister(B, Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+    L = Ex.sym(A.l);
+    Splits = Ex.sym(A.splits);
+    guarded(B.CreateICmpULT(Tid, B.getInt64(Ev)), [&] {
+      auto at = [&](Value *part, Value *i) {
+        return codegen::loadElement(B, Kf.buffers[*A.partials], B.CreateAdd(partialState(part), i),
+                                    DType::F32);
+      };
+      Value *col = B.CreateAdd(Tid, B.getInt64(2));
+      storeMerged(mergeStates(
+          Splits, [&](Value *p) { return at(p, B.getInt64(0)); },
+          [&](Value *p) { return at(p, B.getInt64(1)); }, [&](Value *p) { return at(p, col); }));
+    });
+  }
+
+  // `count` states, each a maximum m_j, a sum l_j and an output column's accumulator acc_j that
+  // exponentials relative to shiftOf(m_j) made: m = max_j m_j, num = sum_j acc_j e^(m_j - m) and
+  // den = sum_j l_j e^(m_j - m), in order j (exponentials relative to shiftOf(m)).
+  struct Merged {
+    Value *most, *num, *den;
+  };
+  Merged mergeStates(Value *count, function_ref<Value *(Value *)> maxAt,
+                     function_ref<Value *(Value *)> sumAt, function_ref<Value *(Value *)> accAt) {
+    Value *zero = ConstantFP::get(F32, 0.0);
+    Value *most =
+        kTileLoop(B, count, ArrayRef<Value *>(NegInf), [&](Value *j, ArrayRef<Value *> m) {
+          return SmallVector<Value *, 64>{maximum(m[0], maxAt(j))};
+        })[0];
+    Value *mUse = shiftOf(most);
+    SmallVector<Value *, 64> sums =
+        kTileLoop(B, count, {zero, zero}, [&](Value *j, ArrayRef<Value *> acc) {
+          Value *f = exp(B.CreateFSub(maxAt(j), mUse));
+          return SmallVector<Value *, 64>{fma(accAt(j), f, acc[0]), fma(sumAt(j), f, acc[1])};
+        });
+    return {most, sums[0], sums[1]};
+  }
+
+  // Output column Tid of the decode step's row: num / den, 0 for a row whose every score was
+  // -inf.
+  void storeMerged(const Merged &m) {
+    Value *masked = B.CreateFCmpOEQ(m.most, NegInf);
+    Value *o = B.CreateSelect(masked, ConstantFP::get(F32, 0.0), B.CreateFDiv(m.num, m.den));
+    storeOut(o, B.getInt64(0), Tid);
+  }
+
+  // Where part `part` of (batch x head) Bq keeps its state in the partials: f32 [bq, part,
+  // 2 + ev].
+  Value *partialState(Value *part) {
+    return B.CreateMul(B.CreateAdd(B.CreateMul(Bq, Splits), part), B.getInt64(Ev + 2));
+  }
+  void storePartial(Value *v, Value *offset) {
+    codegen::storeElement(B, v, Kf.buffers[*A.partials], offset, DType::F32);
+  }
+
+  // ceil(x / d) of a run-time divisor d >= 1.
+  Value *ceilDivBy(Value *x, Value *d) {
+    return B.CreateUDiv(B.CreateAdd(x, B.CreateSub(d, B.getInt64(1))), d);
   }
 
   // The tiled kernel on the tensor cores (T: one of attentionVariants' tiles, whole mma tiles of
@@ -1014,6 +1102,7 @@ private:
   const kir::EntryKernels &Entry;
   const kir::AttentionCall &A;
   const AttentionTiles &T;
+  const AttentionPart Part;
   const KernelFunction &Kf;
   SharedTiles Sh;
   const unsigned E, Ev, KStride, Rows, Keys, Slots;
@@ -1022,6 +1111,7 @@ private:
   Constant *NegInf;
   Value *Tid = nullptr, *Lane = nullptr, *WarpRow0 = nullptr, *L = nullptr, *S = nullptr;
   Value *Bq = nullptr, *M0 = nullptr, *Group = nullptr, *InGroup = nullptr;
+  Value *Splits = nullptr; // the split decode's parts a (batch x head)
   Value *Vec16 = nullptr; // the tensor-core kernel's: whether it stages 16 bytes at a time
   Operand Q, K, V;
   std::optional<Operand> Mask;
@@ -1059,13 +1149,21 @@ Error checkAttention(const kir::EntryKernels &entry, const kir::AttentionCall &a
 
 } // namespace
 
+bool isDecodeStep(const kir::AttentionCall &a) { return a.l.constant() == 1; }
+
 bool onTensorCores(const kir::AttentionCall &a) {
   return !isDecodeStep(a) &&
          (a.precision == kir::Precision::BF16 || a.precision == kir::Precision::FP16);
 }
 
-SmallVector<AttentionVariant, 2> attentionVariants(const kir::AttentionCall &a,
+SmallVector<AttentionVariant, 3> attentionVariants(const kir::AttentionCall &a,
                                                    const AttentionTiles &cudaCoreTiles) {
+  if (isDecodeStep(a) && a.partials) {
+    const SymExpr &splits = a.splits;
+    return {{cudaCoreTiles, "", {SymExpr(2) - splits}, AttentionPart::Whole},
+            {cudaCoreTiles, "_split", {splits - SymExpr(1)}, AttentionPart::SplitKeys},
+            {cudaCoreTiles, "_merge", {splits - SymExpr(1)}, AttentionPart::MergeSplits}};
+  }
   if (!onTensorCores(a))
     return {{cudaCoreTiles, "", {}}};
   std::optional<int64_t> e = a.e.constant(), ev = a.ev.constant();
@@ -1080,23 +1178,30 @@ SmallVector<AttentionVariant, 2> attentionVariants(const kir::AttentionCall &a,
 Expected<CudaKernel> emitAttentionKernel(Module &m, codegen::MathLibrary &math,
                                          const kir::EntryKernels &entry, const kir::Step &step,
                                          const StringMap<unsigned> &symIndex,
-                                         const AttentionTiles &t, StringRef suffix) {
+                                         const AttentionVariant &v) {
   const kir::AttentionCall &a = std::get<kir::AttentionCall>(step);
   if (Error err = checkAttention(entry, a))
     return err;
+  const AttentionTiles &t = v.tiles;
+  uint64_t e = *a.e.constant(), ev = *a.ev.constant();
   SymExpr blocks = a.batch * a.heads * SymExpr::floorDiv(a.l + (t.blockM - 1), t.blockM);
+  unsigned threads = t.threads;
+  if (v.part == AttentionPart::SplitKeys)
+    blocks = a.batch * a.heads * a.splits;
+  else if (v.part == AttentionPart::MergeSplits)
+    threads = unsigned(alignTo(ev, WarpSize));
   return emitLibraryKernel(
-      m, math, entry, step, symIndex, blocks, t.threads, (a.name + suffix).str(),
+      m, math, entry, step, symIndex, blocks, threads, a.name + v.suffix,
       [&](Builder &b, codegen::ExprEmitter &ex, const KernelFunction &kf) {
         Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
-        uint64_t e = *a.e.constant(), ev = *a.ev.constant();
-        SharedTiles shared;
+        SharedTiles shared{}; // the merge kernel's: none
         if (isDecodeStep(a)) {
           assert(t.threads >= ev && "a thread a value column when the warps merge");
           unsigned warps = t.warps();
-          shared = {sharedArray(m, f32, e, "query"), nullptr,
-                    sharedArray(m, f32, warps * ev, "warp_acc"),
-                    sharedArray(m, f32, 2 * warps, "warp_max_sum")};
+          if (v.part != AttentionPart::MergeSplits)
+            shared = {sharedArray(m, f32, e, "query"), nullptr,
+                      sharedArray(m, f32, warps * ev, "warp_acc"),
+                      sharedArray(m, f32, 2 * warps, "warp_max_sum")};
         } else if (onTensorCores(a)) {
           shared = {nullptr, sharedArray(m, i32, 2 * mmaKeyBufferWords(t, e), "k_tile"),
                     sharedArray(m, i32, 2 * mmaValueBufferWords(t, ev), "v_tile"), nullptr,
@@ -1111,7 +1216,7 @@ Expected<CudaKernel> emitAttentionKernel(Module &m, codegen::MathLibrary &math,
                     sharedArray(m, f32, t.blockN * ev, "v_tile"),
                     sharedArray(m, f32, uint64_t(t.blockM) * t.blockN, "p_tile")};
         }
-        AttentionKernel(b, ex, math, entry, a, t, kf, shared).emit();
+        AttentionKernel(b, ex, math, entry, a, t, v.part, kf, shared).emit();
       });
 }
 

@@ -255,6 +255,11 @@ static_assert(MmaAttentionTiles.warpRows() % 16 == 0 && MmaAttentionTiles.blockN
                   MmaAttentionWideTiles.warpRows() % 16 == 0 &&
                   MmaAttentionWideTiles.blockN % 16 == 0,
               "whole mma tiles of rows a warp, whole k-steps of keys");
+/// A decode step over a long cache (split-decode): each part of a (batch x head)'s keys at least
+/// DecodeSplitKeys of them (2 tiles of 32 a warp of the decode kernel's 4), and no more parts than
+/// take batch x heads x parts to GemmFewBlocks blocks (one an SM). Not timed yet: the number to
+/// try first on a card.
+inline constexpr int64_t DecodeSplitKeys = 256;
 /// The largest head size (query and value) the attention kernel takes: 42 KiB of static shared
 /// memory at 128, under the 48 KiB every arch gives without opting in. Larger heads keep the
 /// GEMM -> softmax -> GEMM lowering.

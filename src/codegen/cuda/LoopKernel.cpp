@@ -638,10 +638,7 @@ Expected<std::vector<CudaKernel>> emitEntryKernels(Module &m, const kir::EntryKe
       for (const AttentionVariant &v : attentionVariants(*a, CudaCoreAttentionTiles))
         if (!err)
           err = addGatedKernel(
-              entry, v.gate,
-              [&] {
-                return emitAttentionKernel(m, math, entry, step, symIndex, v.tiles, v.suffix);
-              },
+              entry, v.gate, [&] { return emitAttentionKernel(m, math, entry, step, symIndex, v); },
               out);
   });
   if (err)

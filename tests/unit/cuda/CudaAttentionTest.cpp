@@ -219,15 +219,89 @@ int decodeKernels(const std::string &text) {
   return int(decode.size());
 }
 
-// Every call of the decode step graph; in DecodeGraph the one whose L is 1 (the others' is
-// symbolic or 5 and 7).
+// Every call of the decode step graph (and the split kernels of the two that split-decode
+// splits); in DecodeGraph the one whose L is 1 (the others' is symbolic or 5 and 7).
 TEST(CudaAttention, DecodeStepKernel) {
-  EXPECT_EQ(decodeKernels(DecodeStepGraph), 3);
+  EXPECT_EQ(decodeKernels(DecodeStepGraph), 5);
   EXPECT_EQ(decodeKernels(DecodeGraph), 1);
   EXPECT_EQ(decodeKernels(GqaGraph), 0);
 }
 
 TEST(CudaPtxas, AttentionDecodeStep) { test::expectPtxasAccepts(DecodeStepGraph); }
+
+// A decode step over a long cache (split-decode): grouped-query heads (2 x 4 query heads on 2 key
+// and value heads) at E = 64 and Ev = 80, with a padding mask. Up to 2100 keys: 9 parts of 256 a
+// (batch x head) at batch 1 (4 blocks without them), 3 parts at batch 3 and 600 keys, 2 at 257
+// (160 and 97 keys: parts are whole tiles of 32), the decode kernel alone at 256 and below.
+const char *LongCacheGraph = R"(graph @t opset 1.0
+dim batch in 1..3
+dim past in 1..2100
+entry @f(%0 : f32[batch, 4, 1, 64] = input "q", %1 : f32[batch, 2, past, 64] = input "k", %2 : f32[batch, 2, past, 80] = input "v", %3 : bool[batch, 1, 1, past] = input "pad") {
+  %4 = aten.scaled_dot_product_attention(%0, %1, %2, none) {enable_gqa = true} : f32[batch, 4, 1, 80]
+  %5 = aten.scaled_dot_product_attention(%0, %1, %2, %3) {enable_gqa = true} : f32[batch, 4, 1, 80]
+  return %4 as output "plain", %5 as output "padded"
+}
+)";
+
+const std::vector<Dims> LongCacheRuns = {{{"batch", 1}, {"past", 2100}},
+                                         {{"batch", 3}, {"past", 600}},
+                                         {{"batch", 2}, {"past", 257}},
+                                         {{"batch", 3}, {"past", 256}},
+                                         {{"batch", 1}, {"past", 1}}};
+
+// Each call gets its parts and a workspace of their states; its kernels are the decode kernel
+// (where the parts are 1), the split kernel and the merge kernel, the last two both launched
+// where the parts are 2 or more.
+TEST(CudaAttention, SplitDecodeSteps) {
+  llvm::LLVMContext ctx;
+  auto k = test::emitKernels(ctx, LongCacheGraph, true);
+  ASSERT_TRUE(k);
+  const kir::EntryKernels &entry = k->program.entries[0];
+  std::vector<const kir::AttentionCall *> calls;
+  kir::forEachStep(entry.steps, [&](const kir::Step &s) {
+    if (const auto *a = std::get_if<kir::AttentionCall>(&s))
+      calls.push_back(a);
+  });
+  ASSERT_EQ(calls.size(), 2u);
+  for (const kir::AttentionCall *a : calls) {
+    ASSERT_TRUE(a->partials);
+    EXPECT_EQ(a->splits.str(),
+              "max(min(floordiv(4*batch + 131, 4*batch), floordiv(past + 255, 256)), 1)");
+    const kir::Buffer &w = entry.buffers[*a->partials];
+    EXPECT_EQ(w.kind, kir::Buffer::Kind::Arena);
+    EXPECT_EQ(w.dtype, DType::F32);
+    EXPECT_EQ(*w.numel.evaluate({{"batch", 1}, {"past", 2100}}), 4 * 9 * 82);
+    EXPECT_EQ(*a->splits.evaluate({{"batch", 3}, {"past", 600}}), 3);
+    EXPECT_EQ(*a->splits.evaluate({{"batch", 3}, {"past", 256}}), 1);
+    std::vector<std::string> names;
+    for (const CudaKernel &c : k->module.kernels)
+      if (std::get_if<kir::AttentionCall>(c.step) == a)
+        names.push_back(c.name);
+    EXPECT_EQ(names, (std::vector<std::string>{a->name, a->name + "_split", a->name + "_merge"}));
+  }
+  // A causal decode step reads key 0 only, and a cache of at most 256 keys is one part: neither
+  // splits.
+  for (const char *graph : {DecodeGraph, GqaGraph})
+    kir::forEachStep(test::lowerForCuda(*aotc::test::prepare(graph), true)->entries[0].steps,
+                     [&](const kir::Step &s) {
+                       if (const auto *a = std::get_if<kir::AttentionCall>(&s))
+                         EXPECT_FALSE(a->partials) << a->name;
+                     });
+}
+
+TEST(CudaEmu, AttentionSplitDecode) {
+  test::expectEmulatedMatches(LongCacheGraph, LongCacheRuns, 1e-5);
+}
+
+// bf16 data: the parts' states stay f32, the output is rounded once.
+TEST(CudaEmu, AttentionSplitDecodeHalfData) {
+  std::string text = LongCacheGraph;
+  for (size_t at = 0; (at = text.find("f32", at)) != std::string::npos; at += 4)
+    text.replace(at, 3, "bf16");
+  test::expectEmulatedMatches(text, {LongCacheRuns[0], LongCacheRuns[2]}, 4e-3);
+}
+
+TEST(CudaPtxas, AttentionSplitDecode) { test::expectPtxasAccepts(LongCacheGraph); }
 
 TEST(CudaEmu, AttentionGqa) { test::expectEmulatedMatches(GqaGraph, GqaRuns, 1e-5); }
 TEST(CudaEmu, AttentionDecode) { test::expectEmulatedMatches(DecodeGraph, DecodeRuns, 1e-5); }

@@ -1,7 +1,7 @@
 // Checks of the runtime's CUDA device through the C ABI, on the emulated device (CI) or a GPU (the
-// GPU suite): aotc_cuda_runtime_check MODEL.so cuda-emu|cuda:N. The artifact's entry 0 must take
-// f32 inputs (and i64 ones, filled with 0) over one dynamic dim. Prints one line per check and
-// exits 1 when one fails.
+// GPU suite): aotc_cuda_runtime_check MODEL.so cuda-emu|cuda:N [DIM]. The artifact's entry 0 must
+// take f32 inputs (and i64 ones, filled with 0) over one dynamic dim, DIM (default 5) in every run.
+// Prints one line per check and exits 1 when one fails.
 #include "aotc/runtime.hpp"
 #include "codegen/cuda/emu/Driver.h"
 #include "runtime/src/cuda_driver.h"
@@ -128,11 +128,12 @@ std::vector<uint8_t> run(const Setup &s, aotc_model *m, const Inputs &in, void *
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: aotc_cuda_runtime_check MODEL.so cuda-emu|cuda:N\n");
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: aotc_cuda_runtime_check MODEL.so cuda-emu|cuda:N [DIM]\n");
     return 2;
   }
   std::string device = argv[2];
+  int64_t dim = argc == 4 ? std::stoll(argv[3]) : 5;
   const void *driver = nullptr;
   int index = 0;
   if (device == "cuda-emu")
@@ -154,7 +155,7 @@ int main(int argc, char **argv) {
                std::strstr(s.api.last_error(), "device index 64 is past the last CUDA device"),
            std::string("device index 64: ") + s.api.last_error());
 
-    Inputs in = makeInputs(s, m, 5, index);
+    Inputs in = makeInputs(s, m, dim, index);
     std::vector<uint8_t> serial = run(s, m, in, nullptr);
 
     // Outputs left all zero (as runtime.hpp's Model::run leaves them) are allocated on the
@@ -241,7 +242,7 @@ int main(int argc, char **argv) {
     {
       aotc_model *g = nullptr;
       s.api.check(s.create(&g, index, 2));
-      Inputs gin = makeInputs(s, g, 5, index);
+      Inputs gin = makeInputs(s, g, dim, index);
       std::vector<void *> outMem;
       auto outputsAt = [&](std::vector<aotc_tensor> &fixed) {
         for (int32_t o = 0; o < numOutputs; ++o) {
@@ -296,7 +297,7 @@ int main(int argc, char **argv) {
     kept.device_type = AOTC_DEVICE_CUDA;
     kept.device_index = index;
     std::vector<aotc_tensor> keptOuts(static_cast<size_t>(numOutputs), kept);
-    Inputs in2 = makeInputs(s, second, 5, index);
+    Inputs in2 = makeInputs(s, second, dim, index);
     s.api.check(s.api.model_run_v2(second, 0, in2.tensors.data(), in2.tensors.size(),
                                    keptOuts.data(), keptOuts.size(), nullptr));
     for (void *p : in2.device)

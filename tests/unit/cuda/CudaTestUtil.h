@@ -1,4 +1,5 @@
-// Helpers of the CUDA backend tests: a graph lowered for the CUDA target, its loop kernels emitted
+// Helpers of the CUDA backend tests: a graph lowered for the CUDA target (decode steps split over
+// long caches, as the export splits them), its loop kernels emitted
 // as NVPTX IR and run on the emulated device (every step, conds included, in order), compared
 // with the reference interpreter; and the same kernels' PTX assembled by ptxas.
 #ifndef AOTC_TESTS_UNIT_CUDA_CUDATESTUTIL_H
@@ -6,6 +7,7 @@
 
 #include "../kernel/KernelTestUtil.h"
 #include "codegen/cuda/CudaCodegen.h"
+#include "codegen/cuda/SplitDecode.h"
 #include "codegen/cuda/emu/Emulator.h"
 
 #include <bit>
@@ -26,6 +28,7 @@ inline std::optional<kir::Program> lowerForCuda(const Graph &g, bool fuse,
     return std::nullopt;
   }
   kir::planMemory(*p, g.shapeEnv().facts());
+  cuda::splitDecodeSteps(*p, g.shapeEnv().facts());
   return std::move(*p);
 }
 
