@@ -914,9 +914,15 @@ llvm::Expected<std::vector<HostTensor>> evaluate(const Program &program, unsigne
       buf.data = inputCopies[b.index].mutableData();
       buf.writable = false;
       break;
-    case Buffer::Kind::Output:
-      buf.data = outputs[b.index].mutableData();
+    case Buffer::Kind::Output: {
+      auto off = b.viewOffset.evaluate(ev.Symbols);
+      if (!off || *off < 0 || *off + buf.numel > outputs[b.index].numel())
+        return error(fmt::format("output part \"{}\" at element {} does not fit in output {}",
+                                 b.name, b.viewOffset.str(), b.index));
+      buf.data = static_cast<uint8_t *>(outputs[b.index].mutableData()) +
+                 *off * static_cast<int64_t>(byteSize(b.dtype));
       break;
+    }
     case Buffer::Kind::Weight:
     case Buffer::Kind::State:
       if (state[b.index].dtype() != b.dtype || state[b.index].numel() != buf.numel)

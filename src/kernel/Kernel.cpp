@@ -387,6 +387,8 @@ void printEntry(const EntryKernels &e, llvm::raw_ostream &os) {
     os << " \"" << b.name << "\" : " << toString(b.dtype) << " x " << b.numel.str();
     if (b.kind == Buffer::Kind::Arena)
       os << " at " << b.arenaOffset.str();
+    if (!(b.viewOffset == SymExpr(0)))
+      os << " from element " << b.viewOffset.str();
     os << "\n";
   }
   os << "  arena " << e.arenaBytes.str() << " bytes\n";

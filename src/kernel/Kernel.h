@@ -332,6 +332,10 @@ struct Buffer {
   SymExpr numel;       // elements
   SymExpr arenaOffset; // Arena only: bytes, a multiple of 64
   std::string name;    // for printing: the graph value or weight it holds
+  /// Output only: where the buffer starts in the output, in elements. Nonzero for a part of it
+  /// (a concatenation's piece written in place: place-concat); the parts of one output are
+  /// disjoint, so that buffers a step touches still never overlap.
+  SymExpr viewOffset;
 };
 
 struct TensorSig {

@@ -13,6 +13,7 @@
 #include "codegen/cuda/SplitDecode.h"
 #include "kernel/Lower.h"
 #include "kernel/MemoryPlan.h"
+#include "kernel/PlaceConcat.h"
 #include "passes/FoldWeights.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -30,18 +31,18 @@ namespace {
 // The graph pass that runs first, with the export's options (the registered one has none).
 constexpr llvm::StringLiteral DecomposePass = "decompose";
 constexpr llvm::StringLiteral FoldWeightsStep = "fold-weights", LowerStep = "lower",
-                              PlanMemoryStep = "plan-memory", PackWeightsStep = "pack-weights",
-                              Bf16WeightsStep = "bf16-weights", LowerCudaStep = "lower-cuda",
-                              HalfWeightsStep = "half-weights",
+                              PlaceConcatStep = "place-concat", PlanMemoryStep = "plan-memory",
+                              PackWeightsStep = "pack-weights", Bf16WeightsStep = "bf16-weights",
+                              LowerCudaStep = "lower-cuda", HalfWeightsStep = "half-weights",
                               HalfActivationsStep = "half-activations",
                               SplitDecodeStep = "split-decode",
                               LayoutWeightsStep = "layout-weights", CodegenStep = "codegen-cpu",
                               CodegenCudaStep = "codegen-cuda", PackageStep = "package",
                               LinkStep = "link";
 constexpr llvm::StringLiteral Steps[] = {
-    FoldWeightsStep, LowerStep,       PlanMemoryStep,      Bf16WeightsStep, PackWeightsStep,
-    LowerCudaStep,   HalfWeightsStep, HalfActivationsStep, SplitDecodeStep, LayoutWeightsStep,
-    CodegenStep,     CodegenCudaStep, PackageStep,         LinkStep};
+    FoldWeightsStep,   LowerStep,     PlaceConcatStep, PlanMemoryStep,      Bf16WeightsStep,
+    PackWeightsStep,   LowerCudaStep, HalfWeightsStep, HalfActivationsStep, SplitDecodeStep,
+    LayoutWeightsStep, CodegenStep,   CodegenCudaStep, PackageStep,         LinkStep};
 
 llvm::Error error(std::string message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -196,6 +197,8 @@ llvm::Expected<Lowered> runSteps(ExportedProgram &exported, const CompileOptions
     if (!program)
       return program.takeError();
     printer.after(LowerStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
+    kir::placeConcats(*program);
+    printer.after(PlaceConcatStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
     kir::planMemory(*program, facts);
     printer.after(PlanMemoryStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
     // The CPU backend's layout passes: bf16 copies first, so that panels are packed of the f32
@@ -213,6 +216,8 @@ llvm::Expected<Lowered> runSteps(ExportedProgram &exported, const CompileOptions
     auto program = lowerFor(cuda::loweringTarget(), exported, options, options.precision);
     if (!program)
       return program.takeError();
+    kir::placeConcats(*program);
+    printer.after(PlaceConcatStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
     kir::planMemory(*program, facts);
     printer.after(LowerCudaStep, [&](llvm::raw_ostream &os) { kir::print(*program, os); });
     // The CUDA backend's layout pass: the tensor cores' weights in 16 bits.

@@ -145,6 +145,10 @@ static void emitRun(ModuleEmitter &me, const kir::Program &program, unsigned ind
       break;
     case kir::Buffer::Kind::Output:
       p = b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_32(ptr, outputs, buf.index));
+      if (!(buf.viewOffset == SymExpr(0)))
+        p = b.CreateInBoundsGEP(
+            b.getInt8Ty(), p,
+            emitSym(b, buf.viewOffset * int64_t(byteSize(buf.dtype)), symIndex, syms));
       break;
     case kir::Buffer::Kind::Weight: {
       const kir::Weight &w = program.weights[buf.index];

@@ -96,6 +96,10 @@ private:
         break;
       case kir::Buffer::Kind::Output:
         addr = b.CreateLoad(I64, b.CreateConstInBoundsGEP1_32(I64, outputs, buf.index));
+        if (!(buf.viewOffset == SymExpr(0)))
+          addr =
+              b.CreateAdd(addr, codegen::emitSym(b, buf.viewOffset * int64_t(byteSize(buf.dtype)),
+                                                 SymIndex, r.syms));
         break;
       case kir::Buffer::Kind::Weight:
         addr = b.CreateAdd(weights, b.getInt64(DeviceOffset.lookup(buf.index)));

@@ -45,9 +45,9 @@ std::unique_ptr<Packed> oneGemm(std::vector<int64_t> shape, int64_t m, int64_t n
   kir::EntryKernels &e = p->program.entries.emplace_back();
   e.name = "f";
   int64_t inputs = a.buffer == 1 ? m * k : k * n;
-  e.buffers.push_back({kir::Buffer::Kind::Weight, DType::F32, 0, int64_t(w.numel()), {}, "w"});
-  e.buffers.push_back({kir::Buffer::Kind::Input, DType::F32, 0, inputs, {}, "x"});
-  e.buffers.push_back({kir::Buffer::Kind::Output, DType::F32, 0, m * n, {}, "y"});
+  e.buffers.push_back({kir::Buffer::Kind::Weight, DType::F32, 0, int64_t(w.numel()), {}, "w", {}});
+  e.buffers.push_back({kir::Buffer::Kind::Input, DType::F32, 0, inputs, {}, "x", {}});
+  e.buffers.push_back({kir::Buffer::Kind::Output, DType::F32, 0, m * n, {}, "y", {}});
   kir::GemmCall g;
   g.name = "gemm";
   g.m = m;

@@ -284,8 +284,9 @@ TEST(CudaAttention, SplitDecodeSteps) {
   for (const char *graph : {DecodeGraph, GqaGraph})
     kir::forEachStep(test::lowerForCuda(*aotc::test::prepare(graph), true)->entries[0].steps,
                      [&](const kir::Step &s) {
-                       if (const auto *a = std::get_if<kir::AttentionCall>(&s))
+                       if (const auto *a = std::get_if<kir::AttentionCall>(&s)) {
                          EXPECT_FALSE(a->partials) << a->name;
+                       }
                      });
 }
 

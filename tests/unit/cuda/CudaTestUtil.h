@@ -27,6 +27,7 @@ inline std::optional<kir::Program> lowerForCuda(const Graph &g, bool fuse,
     ADD_FAILURE() << llvm::toString(p.takeError());
     return std::nullopt;
   }
+  kir::placeConcats(*p);
   kir::planMemory(*p, g.shapeEnv().facts());
   cuda::splitDecodeSteps(*p, g.shapeEnv().facts());
   return std::move(*p);
@@ -104,7 +105,8 @@ runEmulated(const kir::Program &program, const CudaModule &cm, emu::EmulatedModu
       bufs.push_back(ins[b.index].mutableData());
       break;
     case kir::Buffer::Kind::Output:
-      bufs.push_back(outputs[b.index].mutableData());
+      bufs.push_back(static_cast<uint8_t *>(outputs[b.index].mutableData()) +
+                     eval(b.viewOffset) * int64_t(byteSize(b.dtype)));
       break;
     case kir::Buffer::Kind::Weight:
     case kir::Buffer::Kind::State:

@@ -10,6 +10,7 @@
 #include "kernel/Evaluate.h"
 #include "kernel/Lower.h"
 #include "kernel/MemoryPlan.h"
+#include "kernel/PlaceConcat.h"
 #include "passes/Passes.h"
 #include "pipeline/PassManager.h"
 
@@ -61,6 +62,7 @@ inline std::optional<kir::Program> lower(const Graph &g, bool fuse = true) {
     ADD_FAILURE() << llvm::toString(p.takeError());
     return std::nullopt;
   }
+  kir::placeConcats(*p);
   kir::planMemory(*p, g.shapeEnv().facts());
   return std::move(*p);
 }
