@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstring>
 #include <optional>
 
@@ -257,91 +258,128 @@ llvm::Error Artifact::checkWeights() const {
   return llvm::Error::success();
 }
 
-llvm::Expected<std::vector<HostTensor>> Artifact::runOnDevice(int32_t entry,
-                                                              llvm::ArrayRef<HostTensor> inputs) {
-  rt::Model &m = *H->model;
-  const rt::Api &api = m.api();
-  // Everything allocated on the device goes when this scope ends, whatever happened.
-  std::vector<void *> deviceInputs;
-  std::vector<aotc_tensor> outs;
-  auto cleanup = llvm::make_scope_exit([&] {
-    for (void *p : deviceInputs)
-      api.model_device_free(m.get(), p);
-    for (aotc_tensor &t : outs)
-      api.tensor_release(&t);
-  });
-  std::vector<aotc_tensor> raw;
-  for (const HostTensor &t : inputs) {
-    std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
-    void *d = nullptr;
-    api.check(api.model_device_alloc(m.get(), t.nbytes(), &d));
-    deviceInputs.push_back(d);
-    api.check(api.model_copy(m.get(), d, t.data(), t.nbytes(), AOTC_COPY_HOST_TO_DEVICE));
-    aotc_tensor in = rt::tensor(d, runtimeDType(t.dtype()), shape);
-    in.size_bytes = t.nbytes();
-    in.device_type = AOTC_DEVICE_CUDA;
-    in.device_index = Dev.index;
-    raw.push_back(in);
-  }
-  int32_t numOutputs = 0;
-  api.check(api.model_num_outputs(m.get(), entry, &numOutputs));
-  outs.resize(static_cast<size_t>(numOutputs));
-  for (aotc_tensor &o : outs) {
-    std::memset(&o, 0, sizeof o);
-    o.device_type = AOTC_DEVICE_CUDA;
-    o.device_index = Dev.index;
-  }
-  api.check(
-      api.model_run_v2(m.get(), entry, raw.data(), raw.size(), outs.data(), outs.size(), nullptr));
-  std::vector<HostTensor> result;
-  for (const aotc_tensor &o : outs) {
-    auto dtype = fromRuntime(o.dtype);
-    if (!dtype)
-      return error(fmt::format("an output has an unknown dtype {}", o.dtype));
-    HostTensor t(*dtype, llvm::ArrayRef<int64_t>(o.shape, o.rank));
-    if (t.nbytes())
-      api.check(
-          api.model_copy(m.get(), t.mutableData(), o.data, t.nbytes(), AOTC_COPY_DEVICE_TO_HOST));
-    result.push_back(std::move(t));
-  }
-  return result;
-}
+namespace {
 
-llvm::Expected<std::vector<HostTensor>> Artifact::run(llvm::StringRef entry,
-                                                      llvm::ArrayRef<HostTensor> inputs) {
-  rt::Model &m = *H->model;
-  try {
-    for (const HostTensor &t : inputs)
-      if (t.shape().size() > AOTC_MAX_RANK)
-        return error(fmt::format("an input has rank {}, more than the ABI's {}", t.shape().size(),
-                                 AOTC_MAX_RANK));
-    if (Dev.cuda)
-      return runOnDevice(m.entry(entry.str()), inputs);
-    std::vector<aotc_tensor> raw;
+/// An entry's inputs and outputs as the runtime takes them: the host tensors themselves, or on a
+/// CUDA device copies in device memory; outputs for the runtime to allocate, on the model's
+/// device. What the device or the runtime allocated goes with this.
+struct Bound {
+  Bound(rt::Model &model, const Device &dev) : M(model), Dev(dev) {}
+  ~Bound() {
+    for (void *p : DeviceInputs)
+      M.api().model_device_free(M.get(), p);
+    for (aotc_tensor &t : Outputs)
+      M.api().tensor_release(&t);
+  }
+  Bound(const Bound &) = delete;
+  Bound &operator=(const Bound &) = delete;
+
+  /// Binds `inputs` and runs `entry` once into Outputs, which the runtime allocates.
+  llvm::Error runOnce(int32_t entry, llvm::ArrayRef<HostTensor> inputs) {
+    const rt::Api &api = M.api();
     for (const HostTensor &t : inputs) {
       if (t.shape().size() > AOTC_MAX_RANK)
         return error(fmt::format("an input has rank {}, more than the ABI's {}", t.shape().size(),
                                  AOTC_MAX_RANK));
       std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
-      aotc_tensor in = rt::tensor(t.data(), runtimeDType(t.dtype()), shape);
+      void *data = const_cast<uint8_t *>(t.data());
+      if (Dev.cuda) {
+        api.check(api.model_device_alloc(M.get(), t.nbytes(), &data));
+        DeviceInputs.push_back(data);
+        api.check(api.model_copy(M.get(), data, t.data(), t.nbytes(), AOTC_COPY_HOST_TO_DEVICE));
+      }
+      aotc_tensor in = rt::tensor(data, runtimeDType(t.dtype()), shape);
       in.size_bytes = t.nbytes();
-      raw.push_back(in);
+      if (Dev.cuda) {
+        in.device_type = AOTC_DEVICE_CUDA;
+        in.device_index = Dev.index;
+      }
+      Inputs.push_back(in);
     }
-    std::vector<rt::OwnedTensor> outs = m.run(entry.str(), raw);
-    std::vector<HostTensor> result;
-    for (const rt::OwnedTensor &o : outs) {
-      auto dtype = fromRuntime(o.dtype());
-      if (!dtype)
-        return error(fmt::format("an output has an unknown dtype {}", o.dtype()));
-      HostTensor t(*dtype, o.shape());
-      if (t.nbytes())
-        std::memcpy(t.mutableData(), o.raw().data, t.nbytes());
-      result.push_back(std::move(t));
+    int32_t n = 0;
+    api.check(api.model_num_outputs(M.get(), entry, &n));
+    Outputs.resize(static_cast<size_t>(n));
+    for (aotc_tensor &o : Outputs) {
+      std::memset(&o, 0, sizeof o);
+      if (Dev.cuda) {
+        o.device_type = AOTC_DEVICE_CUDA;
+        o.device_index = Dev.index;
+      }
     }
-    return result;
+    run(entry, Outputs.data());
+    return llvm::Error::success();
+  }
+
+  /// Runs `entry` into `outputs` (Outputs, or caller buffers); returns when they are ready.
+  void run(int32_t entry, aotc_tensor *outputs) {
+    M.api().check(M.api().model_run_v2(M.get(), entry, Inputs.data(), Inputs.size(), outputs,
+                                       Outputs.size(), nullptr));
+  }
+
+  rt::Model &M;
+  const Device &Dev;
+  std::vector<void *> DeviceInputs;
+  std::vector<aotc_tensor> Inputs, Outputs;
+};
+
+/// Runs `entry` of `m` once on `inputs` into outputs the runtime allocates, then returns
+/// `then(bound, entry's index)`; an error of the runtime's, there or in `then`, is the error.
+template <typename T>
+llvm::Expected<T> afterOneRun(rt::Model &m, const Device &dev, llvm::StringRef entry,
+                              llvm::ArrayRef<HostTensor> inputs,
+                              llvm::function_ref<llvm::Expected<T>(Bound &, int32_t)> then) {
+  try {
+    int32_t index = m.entry(entry.str());
+    Bound bound(m, dev);
+    if (llvm::Error e = bound.runOnce(index, inputs))
+      return e;
+    return then(bound, index);
   } catch (const rt::Error &e) {
     return error(e.what());
   }
+}
+
+} // namespace
+
+llvm::Expected<std::vector<HostTensor>> Artifact::run(llvm::StringRef entry,
+                                                      llvm::ArrayRef<HostTensor> inputs) {
+  rt::Model &m = *H->model;
+  return afterOneRun<std::vector<HostTensor>>(
+      m, Dev, entry, inputs, [&](Bound &bound, int32_t) -> llvm::Expected<std::vector<HostTensor>> {
+        std::vector<HostTensor> result;
+        for (const aotc_tensor &o : bound.Outputs) {
+          auto dtype = fromRuntime(o.dtype);
+          if (!dtype)
+            return error(fmt::format("an output has an unknown dtype {}", o.dtype));
+          HostTensor t(*dtype, llvm::ArrayRef<int64_t>(o.shape, o.rank));
+          if (t.nbytes())
+            m.api().check(m.api().model_copy(m.get(), t.mutableData(), o.data, t.nbytes(),
+                                             AOTC_COPY_DEVICE_TO_HOST));
+          result.push_back(std::move(t));
+        }
+        return result;
+      });
+}
+
+llvm::Expected<std::vector<double>> Artifact::time(llvm::StringRef entry,
+                                                   llvm::ArrayRef<HostTensor> inputs, int runs) {
+  // The untimed run allocates the outputs (the runtime's, released with `bound`); the timed runs
+  // write them again as the caller's buffers.
+  return afterOneRun<std::vector<double>>(
+      *H->model, Dev, entry, inputs,
+      [&](Bound &bound, int32_t index) -> llvm::Expected<std::vector<double>> {
+        std::vector<aotc_tensor> outs = bound.Outputs;
+        for (aotc_tensor &o : outs)
+          o.flags &= ~uint32_t(AOTC_TENSOR_RUNTIME_OWNED);
+        std::vector<double> ms;
+        for (int i = 0; i < runs; ++i) {
+          auto start = std::chrono::steady_clock::now();
+          bound.run(index, outs.data());
+          auto end = std::chrono::steady_clock::now();
+          ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+        }
+        return ms;
+      });
 }
 
 } // namespace aotc::cli

@@ -66,6 +66,13 @@ public:
   /// On a CUDA device the inputs are copied to device memory and the outputs back.
   llvm::Expected<std::vector<HostTensor>> run(llvm::StringRef entry,
                                               llvm::ArrayRef<HostTensor> inputs);
+  /// The latencies in ms of `runs` runs of entry `name` on `inputs`, after one untimed run whose
+  /// output buffers every timed run writes again (what a server that keeps its buffers sees: no
+  /// allocation, page faults or copies of the outputs inside the time). On a CUDA device the
+  /// inputs and outputs stay in device memory, the runs on the model's own stream (from the
+  /// second on, a CUDA graph's replay), each returning when its outputs are ready.
+  llvm::Expected<std::vector<double>> time(llvm::StringRef entry, llvm::ArrayRef<HostTensor> inputs,
+                                           int runs);
 
   Artifact(const Artifact &) = delete;
   Artifact &operator=(const Artifact &) = delete;
@@ -74,8 +81,6 @@ private:
   Artifact() = default;
   struct Handles;
   std::unique_ptr<Handles> H;
-  llvm::Expected<std::vector<HostTensor>> runOnDevice(int32_t entry,
-                                                      llvm::ArrayRef<HostTensor> inputs);
   /// Fills weight `index`, which the artifact stores only inside another as `layout` says.
   /// `held`: which weights are held by others (a holder must be stored as itself).
   llvm::Error unpackHeld(llvm::ArrayRef<std::string> names, const std::vector<bool> &held,

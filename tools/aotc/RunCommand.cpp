@@ -321,18 +321,14 @@ llvm::Expected<const Entry *> chooseEntry(const Graph &g, llvm::StringRef model,
                                names.size(), llvm::join(names, ", ")));
 }
 
-/// Runs the entry `bench` more times and prints the median latency and the spread.
+/// Runs the entry `bench` more times into the same output buffers (Artifact::time) and prints the
+/// median latency and the spread.
 llvm::Error benchmark(Artifact &artifact, llvm::StringRef entry, llvm::ArrayRef<HostTensor> inputs,
                       int runs) {
-  std::vector<double> ms;
-  for (int i = 0; i < runs; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    auto outputs = artifact.run(entry, inputs);
-    auto end = std::chrono::steady_clock::now();
-    if (!outputs)
-      return outputs.takeError();
-    ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
-  }
+  auto times = artifact.time(entry, inputs, runs);
+  if (!times)
+    return times.takeError();
+  std::vector<double> &ms = *times;
   std::sort(ms.begin(), ms.end());
   auto at = [&](double q) { return ms[static_cast<size_t>(q * (ms.size() - 1) + 0.5)]; };
   llvm::outs() << fmt::format(

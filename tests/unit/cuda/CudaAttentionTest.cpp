@@ -316,18 +316,12 @@ TEST(CudaEmu, AttentionAtTf32IsF32) {
 
 /// How many kernels of entry @f of `text`, lowered at `precision`, multiply on the tensor cores.
 int tensorCoreKernels(const std::string &text, kir::Precision precision) {
-  std::unique_ptr<Graph> g = aotc::test::prepare(text);
-  auto p = test::lowerForCuda(*g, true, precision);
-  if (!p)
-    return -1;
   llvm::LLVMContext ctx;
-  auto cm = emitEntryKernels(ctx, p->entries[0], "test");
-  if (!cm) {
-    ADD_FAILURE() << llvm::toString(cm.takeError());
+  auto k = test::emitKernels(ctx, text, true, precision);
+  if (!k)
     return -1;
-  }
   int kernels = 0;
-  for (const llvm::Function &f : *cm->module) {
+  for (const llvm::Function &f : *k->module.module) {
     bool mma = false;
     for (const llvm::BasicBlock &bb : f)
       for (const llvm::Instruction &i : bb)
@@ -524,22 +518,20 @@ TEST(CudaPtxas, AttentionHalfData) {
 
 // Two runs of the kernel give the same bits.
 TEST(CudaEmu, AttentionDeterministic) {
-  std::unique_ptr<Graph> g = aotc::test::prepare(GqaGraph);
-  ASSERT_TRUE(g);
-  auto p = test::lowerForCuda(*g, true);
-  ASSERT_TRUE(p);
   llvm::LLVMContext ctx;
-  auto cm = emitEntryKernels(ctx, p->entries[0], "test");
-  ASSERT_TRUE(static_cast<bool>(cm)) << llvm::toString(cm.takeError());
-  auto dev = emu::EmulatedModule::load(*cm->module);
+  auto k = test::emitKernels(ctx, GqaGraph, true);
+  ASSERT_TRUE(k);
+  auto dev = emu::EmulatedModule::load(*k->module.module);
   ASSERT_TRUE(static_cast<bool>(dev)) << llvm::toString(dev.takeError());
   std::mt19937_64 rng(3);
   Dims dims = {{"seq", 33}, {"kv", 100}};
-  aotc::test::EntryArgs args = aotc::test::randomArgs(*g, dims, rng);
+  aotc::test::EntryArgs args = aotc::test::randomArgs(*k->graph, dims, rng);
   int32_t failed = 0;
-  auto first = test::runEmulated(*p, *cm, **dev, dims, args.inputs, args.weights, failed);
+  auto first =
+      test::runEmulated(k->program, k->module, **dev, dims, args.inputs, args.weights, failed);
   ASSERT_TRUE(static_cast<bool>(first)) << llvm::toString(first.takeError());
-  auto second = test::runEmulated(*p, *cm, **dev, dims, args.inputs, args.weights, failed);
+  auto second =
+      test::runEmulated(k->program, k->module, **dev, dims, args.inputs, args.weights, failed);
   ASSERT_TRUE(static_cast<bool>(second)) << llvm::toString(second.takeError());
   for (size_t o = 0; o < first->size(); ++o)
     EXPECT_EQ(std::memcmp((*first)[o].data(), (*second)[o].data(), (*first)[o].nbytes()), 0);

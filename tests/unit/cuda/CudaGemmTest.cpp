@@ -309,18 +309,12 @@ TEST(CudaMmaGemm, Fp32IsNotForTheTensorCores) {
 
 // The kernels of a GEMM: those no size in the dims' declared ranges launches are left out.
 std::vector<std::string> gemmKernels(const char *text) {
-  std::unique_ptr<Graph> g = aotc::test::prepare(text, true);
-  if (!g)
-    return {"(no graph)"};
-  auto p = test::lowerForCuda(*g, true);
-  if (!p)
-    return {"(no program)"};
   llvm::LLVMContext ctx;
-  auto cm = emitEntryKernels(ctx, p->entries[0], "test");
-  if (!cm)
-    return {llvm::toString(cm.takeError())};
+  auto emitted = test::emitKernels(ctx, text, true);
+  if (!emitted)
+    return {"(no kernels)"};
   std::vector<std::string> names;
-  for (const CudaKernel &k : cm->kernels)
+  for (const CudaKernel &k : emitted->module.kernels)
     if (std::holds_alternative<kir::GemmCall>(*k.step))
       names.push_back(k.name);
   return names;
