@@ -36,6 +36,12 @@ std::optional<DType> sixteenBitType(Precision p) {
   return std::nullopt;
 }
 
+bool multipleOf(const EntryKernels &entry, const SymExpr &s, int64_t k) {
+  if (std::optional<int64_t> v = s.constant())
+    return *v % k == 0;
+  return rangeOf(SymExpr::mod(s, SymExpr(k)), entry.facts) == ValueRange{0, 0};
+}
+
 Precision ownPrecision(DType t, Precision otherwise) {
   return t == DType::BF16 ? Precision::BF16 : t == DType::F16 ? Precision::FP16 : otherwise;
 }

@@ -454,12 +454,16 @@ struct LinearDim {
 };
 std::optional<LinearDim> linearDim(const SymExpr &dim);
 
-/// Calls `fn` on every step of `steps` in order, conds before the steps of their branches.
-/// Inline: the code generators use it without linking the kernel library.
-template <typename Fn> void forEachStep(const std::vector<Step> &steps, Fn &&fn) {
-  for (const Step &step : steps) {
+/// Whether `s` is a multiple of `k` for every size the entry's dims may take (their declared
+/// divisors count: `dim("k", 8, 4096).multiple_of(8)`).
+bool multipleOf(const EntryKernels &entry, const SymExpr &s, int64_t k);
+
+/// Calls `fn` on every step of `steps` (const or not) in order, conds before the steps of their
+/// branches. Inline: the code generators use it without linking the kernel library.
+template <typename Steps, typename Fn> void forEachStep(Steps &steps, Fn &&fn) {
+  for (auto &step : steps) {
     fn(step);
-    if (const auto *c = std::get_if<CondStep>(&step)) {
+    if (auto *c = std::get_if<CondStep>(&step)) {
       forEachStep(c->thenSteps, fn);
       forEachStep(c->elseSteps, fn);
     }

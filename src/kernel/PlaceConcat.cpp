@@ -117,15 +117,12 @@ std::optional<SymExpr> placement(const Piece &p, llvm::ArrayRef<SymExpr> outer,
 /// starting there keeps the output's alignment (16-bit tensors of the caller's are 16-byte
 /// aligned, and the CUDA kernels read them 16 bytes at a time).
 bool sixteenBytes(const EntryKernels &entry, const SymExpr &elements, DType t) {
-  int64_t chunk = std::max<int64_t>(1, 16 / int64_t(byteSize(t)));
-  if (std::optional<int64_t> v = elements.constant())
-    return *v % chunk == 0;
-  return rangeOf(SymExpr::mod(elements, SymExpr(chunk)), entry.facts) == ValueRange{0, 0};
+  return multipleOf(entry, elements, std::max<int64_t>(1, 16 / int64_t(byteSize(t))));
 }
 
 /// The buffers `step` writes (a cond's: its branches').
 void writes(const Step &step, llvm::SmallVectorImpl<uint32_t> &out) {
-  forEachStep(std::vector<Step>{step}, [&](const Step &s) {
+  auto visit = [&](const Step &s) {
     if (const auto *k = std::get_if<LoopKernel>(&s)) {
       for (const Stage &st : k->stages)
         if (st.kind == Stage::Kind::Store)
@@ -137,7 +134,12 @@ void writes(const Step &step, llvm::SmallVectorImpl<uint32_t> &out) {
       if (a->partials)
         out.push_back(*a->partials);
     }
-  });
+  };
+  visit(step);
+  if (const auto *c = std::get_if<CondStep>(&step)) {
+    forEachStep(c->thenSteps, visit);
+    forEachStep(c->elseSteps, visit);
+  }
 }
 
 /// Places the pieces of step `at` of `entry` when it is a concatenation placeConcats takes.

@@ -200,7 +200,7 @@ private:
     // A part's keys are whole tiles of 32 (but the last part's last one), so that no tile reaches
     // past its part.
     if (part) {
-      Value *per = B.CreateMul(ceilDiv(B, ceilDivBy(S, Splits), WarpSize), B.getInt64(WarpSize),
+      Value *per = B.CreateMul(ceilDiv(B, ceilDiv(B, S, Splits), WarpSize), B.getInt64(WarpSize),
                                "keys.per.part");
       kvBegin = B.CreateMul(part, per, "part.begin");
       Value *end = B.CreateBinaryIntrinsic(Intrinsic::umin, S, B.CreateAdd(kvBegin, per));
@@ -353,11 +353,6 @@ private:
   }
   void storePartial(Value *v, Value *offset) {
     codegen::storeElement(B, v, Kf.buffers[*A.partials], offset, DType::F32);
-  }
-
-  // ceil(x / d) of a run-time divisor d >= 1.
-  Value *ceilDivBy(Value *x, Value *d) {
-    return B.CreateUDiv(B.CreateAdd(x, B.CreateSub(d, B.getInt64(1))), d);
   }
 
   // The tiled kernel on the tensor cores (T: one of attentionVariants' tiles, whole mma tiles of

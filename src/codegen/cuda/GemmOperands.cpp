@@ -10,21 +10,16 @@ bool rowsContiguous(const kir::MatrixOperand &op) {
   return !op.conv && stride && *stride == 1;
 }
 
-bool multipleOf(const kir::EntryKernels &entry, const SymExpr &s, int64_t k) {
-  if (std::optional<int64_t> v = s.constant())
-    return *v % k == 0;
-  return rangeOf(SymExpr::mod(s, SymExpr(k)), entry.facts) == ValueRange{0, 0};
-}
-
 bool sixteenBitOperand(const kir::EntryKernels &entry, const kir::GemmCall &g) {
   return entry.buffers[g.a.buffer].dtype != DType::F32 ||
          entry.buffers[g.b.buffer].dtype != DType::F32;
 }
 
-Value *ceilDiv(codegen::Builder &b, Value *x, unsigned d) {
-  Value *up = b.CreateAdd(x, b.getInt64(d - 1));
-  return b.CreateUDiv(up, b.getInt64(d));
+Value *ceilDiv(codegen::Builder &b, Value *x, Value *d) {
+  return b.CreateUDiv(b.CreateAdd(x, b.CreateSub(d, b.getInt64(1))), d);
 }
+
+Value *ceilDiv(codegen::Builder &b, Value *x, unsigned d) { return ceilDiv(b, x, b.getInt64(d)); }
 
 Value *sharedElement(codegen::Builder &b, GlobalVariable *tile, Value *index) {
   Value *zero = b.getInt64(0);

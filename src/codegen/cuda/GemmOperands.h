@@ -31,15 +31,12 @@ llvm::Expected<CudaKernel> emitTiledGemm(
 /// B read along k such as nn.Linear's weight.
 bool rowsContiguous(const kir::MatrixOperand &op);
 
-/// Whether `s` is a multiple of `k` for every size the entry's dims may take (their declared
-/// divisors count: `dim("k", 8, 4096).multiple_of(8)`).
-bool multipleOf(const kir::EntryKernels &entry, const SymExpr &s, int64_t k);
-
 /// Whether A or B of `g` is stored in 16 bits (half-weights): the tensor cores' 16-bit buffers
 /// are then the only kernel that reads it.
 bool sixteenBitOperand(const kir::EntryKernels &entry, const kir::GemmCall &g);
 
-/// ceil(x / d) of an i64.
+/// ceil(x / d) of an i64, d >= 1.
+llvm::Value *ceilDiv(codegen::Builder &b, llvm::Value *x, llvm::Value *d);
 llvm::Value *ceilDiv(codegen::Builder &b, llvm::Value *x, unsigned d);
 
 /// Element `index` (i64) of the shared-memory array `tile`.

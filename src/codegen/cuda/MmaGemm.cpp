@@ -293,7 +293,7 @@ private:
   // 16), and that dim's `length` is even, so that no pair straddles its end.
   bool wordPairs(const kir::MatrixOperand &op, DType type, bool alongRows, const SymExpr &length) {
     std::optional<DType> half = kir::sixteenBitType(P);
-    auto even = [&](const SymExpr &s) { return multipleOf(Ops.entry(), s, 2); };
+    auto even = [&](const SymExpr &s) { return kir::multipleOf(Ops.entry(), s, 2); };
     std::optional<int64_t> unit = (alongRows ? op.rowStride : op.colStride).constant();
     return type == half && !op.conv && unit && *unit == 1 &&
            even(alongRows ? op.colStride : op.rowStride) && even(op.offset) &&
@@ -515,8 +515,8 @@ bool chunkedRows(const kir::EntryKernels &entry, const kir::MatrixOperand &op, b
   std::optional<int64_t> unit = (alongRows ? op.rowStride : op.colStride).constant();
   return buf.dtype == type && aligned && !op.conv && !op.panelRows && !op.pairPanelCols &&
          !op.panelCols && !op.winogradTile && unit && *unit == 1 &&
-         multipleOf(entry, alongRows ? op.colStride : op.rowStride, chunk) &&
-         multipleOf(entry, op.offset, chunk) && multipleOf(entry, op.batchStride, chunk);
+         kir::multipleOf(entry, alongRows ? op.colStride : op.rowStride, chunk) &&
+         kir::multipleOf(entry, op.offset, chunk) && kir::multipleOf(entry, op.batchStride, chunk);
 }
 
 bool asyncChunks(const kir::EntryKernels &entry, const kir::GemmCall &g) {

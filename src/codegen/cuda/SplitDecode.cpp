@@ -15,20 +15,16 @@ SymExpr decodeSplits(const kir::AttentionCall &a) {
 
 namespace {
 
-bool split(kir::EntryKernels &entry, std::vector<kir::Step> &steps, const SymbolFactsMap &facts) {
+/// Splits the decode steps of `entry` that splitDecodeSteps takes; whether there was one.
+bool split(kir::EntryKernels &entry, const SymbolFactsMap &facts) {
   bool changed = false;
-  for (kir::Step &step : steps) {
-    if (auto *c = std::get_if<kir::CondStep>(&step)) {
-      changed |= split(entry, c->thenSteps, facts);
-      changed |= split(entry, c->elseSteps, facts);
-      continue;
-    }
+  kir::forEachStep(entry.steps, [&](kir::Step &step) {
     auto *a = std::get_if<kir::AttentionCall>(&step);
     if (!a || !isDecodeStep(*a) || a->causal || a->partials)
-      continue;
+      return;
     SymExpr splits = decodeSplits(*a);
     if (rangeOf(splits, facts).hi < 2)
-      continue;
+      return;
     kir::Buffer partials;
     partials.kind = kir::Buffer::Kind::Arena;
     partials.dtype = DType::F32;
@@ -38,7 +34,7 @@ bool split(kir::EntryKernels &entry, std::vector<kir::Step> &steps, const Symbol
     a->splits = splits;
     entry.buffers.push_back(std::move(partials));
     changed = true;
-  }
+  });
   return changed;
 }
 
@@ -46,7 +42,7 @@ bool split(kir::EntryKernels &entry, std::vector<kir::Step> &steps, const Symbol
 
 void splitDecodeSteps(kir::Program &program, const SymbolFactsMap &facts) {
   for (kir::EntryKernels &entry : program.entries)
-    if (split(entry, entry.steps, facts))
+    if (split(entry, facts))
       kir::planMemory(entry, facts);
 }
 
