@@ -7,6 +7,7 @@
 #include "runtime/src/cuda_driver.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -133,7 +134,16 @@ int main(int argc, char **argv) {
     return 2;
   }
   std::string device = argv[2];
-  int64_t dim = argc == 4 ? std::stoll(argv[3]) : 5;
+  int64_t dim = 5;
+  if (argc == 4) {
+    char *end = nullptr;
+    dim = std::strtoll(argv[3], &end, 10);
+    if (end == argv[3] || *end || dim < 1) {
+      std::fprintf(stderr, "aotc_cuda_runtime_check: DIM '%s' is not a positive integer\n",
+                   argv[3]);
+      return 2;
+    }
+  }
   const void *driver = nullptr;
   int index = 0;
   if (device == "cuda-emu")
